@@ -1,0 +1,18 @@
+// Small filesystem helpers that report failures as Status instead of throwing.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "core/status.h"
+
+namespace kforge {
+
+Result<std::string> ReadFile(const std::filesystem::path& path);
+Status WriteFile(const std::filesystem::path& path, const std::string& contents);
+// Creates a fresh private (0700) directory under `parent` whose name starts with `prefix`.
+Result<std::filesystem::path> MakeTempDir(const std::filesystem::path& parent, const std::string& prefix);
+// Removes a tree, ignoring errors (used for cleanup paths where nothing can be done about them).
+void RemoveTreeQuietly(const std::filesystem::path& path);
+
+}  // namespace kforge

@@ -1,0 +1,30 @@
+// JSON is nlohmann::json throughout kforge; these helpers read fields without throwing.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace kforge {
+
+using Json = nlohmann::json;
+
+// Parses `text`; a malformed document is an InvalidArgument naming `what`.
+Result<Json> ParseJson(const std::string& text, const std::string& what);
+
+// The field's value when present and of type T, otherwise `fallback`.
+template <typename T>
+T JsonGet(const Json& object, const char* key, T fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const Json::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace kforge
