@@ -8,4 +8,11 @@ Result<Json> ParseJson(const std::string& text, const std::string& what) {
   return parsed;
 }
 
+const Json& JsonField(const Json& object, const char* key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
 }  // namespace kforge

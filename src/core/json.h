@@ -27,4 +27,8 @@ T JsonGet(const Json& object, const char* key, T fallback) {
   }
 }
 
+// The member `key` of `object`, or null when `object` is not an object or lacks it. Null
+// iterates as empty, so loops over optional arrays and objects need no guard.
+const Json& JsonField(const Json& object, const char* key);
+
 }  // namespace kforge

@@ -1,0 +1,314 @@
+"""What runs inside a candidate's own sandboxed process: import the candidate, build it with the
+reference's parameters, call it on every input set while watching for cheating, time it and
+trace its kernels. Everything it finds goes into result.json; the C++ side decides the verdict.
+
+This process is untrusted once the candidate is imported, so nothing here ever sees a reference
+output: the trusted worker compares the saved outputs afterwards.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+import torch
+
+from . import provenance, timing
+from .guards import TIMER_NAMES, GlobalState, Identities
+from .inputs import is_dense, move_inputs
+from .protocol import _finite
+from .task_loader import import_file
+
+PRECISION_FLAGS = {
+    "fp32": (False, "highest"),
+    "tf32": (True, "high"),
+    "bf16": (False, "highest"),
+}
+
+
+class CandidateFailure(Exception):
+    """The candidate failed in a way that ends its evaluation with `kind`."""
+
+    def __init__(self, kind: str, phase: str, message: str, detail: str = ""):
+        super().__init__(message)
+        self.kind, self.phase, self.message, self.detail = kind, phase, message, detail
+
+
+class HackFound(Exception):
+    """A runtime check fired; the finding is already recorded."""
+
+
+def apply_precision(policy: str) -> None:
+    allow_tf32, matmul_precision = PRECISION_FLAGS.get(policy, PRECISION_FLAGS["fp32"])
+    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow_tf32
+    torch.set_float32_matmul_precision(matmul_precision)
+
+
+def _is_compile_error(error: BaseException) -> bool:
+    chain = [error]
+    while chain[-1].__cause__ is not None and len(chain) < 8:
+        chain.append(chain[-1].__cause__)
+    for item in chain:
+        module = type(item).__module__ or ""
+        name = type(item).__name__
+        text = str(item)
+        if isinstance(item, SyntaxError) or "CompilationError" in name or module.startswith("triton.compiler"):
+            return True
+        if "Error building extension" in text or "ninja: build stopped" in text:
+            return True
+        if name in ("AttributeError", "NameError") and "triton.language" in text:
+            return True
+        if name == "InterpreterError" and ("has no attribute" in text or "is not defined" in text):
+            return True
+    return False
+
+
+def _candidate_traceback(error: BaseException, candidate_path: str) -> str:
+    lines = traceback.format_exception(type(error), error, error.__traceback__)
+    text = "".join(lines)
+    return text[-6000:].replace(candidate_path, "candidate.py")
+
+
+def run_phase(phase: str, candidate_path: str, action: Callable[[], Any]) -> Any:
+    try:
+        return action()
+    except (SystemExit, KeyboardInterrupt) as error:
+        raise CandidateFailure("crashed", phase, f"the candidate tried to exit the process ({type(error).__name__}"
+                               f"{'(' + str(error) + ')' if str(error) else ''}) during {phase}") from None
+    except Exception as error:
+        kind = "compile_error" if _is_compile_error(error) else "runtime_error"
+        message = f"{type(error).__name__}: {error}".strip()
+        raise CandidateFailure(kind, phase, message[:2000], _candidate_traceback(error, candidate_path)) from None
+
+
+def _storage_range(tensor: torch.Tensor) -> tuple[int, int]:
+    storage = tensor.untyped_storage()
+    return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+
+
+def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1] and a[0] != a[1] and b[0] != b[1]
+
+
+class Run:
+    """One candidate's evaluation inside its process."""
+
+    def __init__(self, job: dict[str, Any], private_dir: str, result: dict[str, Any]):
+        self.job = job
+        self.private_dir = private_dir
+        self.result = result
+        self.device = torch.device(job["device"])
+        self.exchange = job["exchange_dir"]
+        self.candidate_path = os.path.join(self.exchange, "candidate.py")
+        self.findings: list[dict[str, Any]] = result["findings"]
+        self.outputs: dict[str, Any] = result["outputs"]
+
+    # -- checks ---------------------------------------------------------------------------
+    def finding(self, check: str, message: str) -> None:
+        self.findings.append({"check": check, "message": message})
+        raise HackFound()
+
+    def check_guards(self, where: str) -> None:
+        changes = self.state.changes()
+        if changes:
+            self.finding("global_state", f"global torch state changed during {where}: " + "; ".join(changes))
+        replaced = self.identities.replaced()
+        timers = [name for name in replaced if name in TIMER_NAMES]
+        if timers:
+            self.finding("timer_tamper", f"{', '.join(timers)} replaced during {where}; a kernel has no business "
+                                         "touching the clocks the evaluator reads")
+        if replaced:
+            self.finding("monkeypatch", f"{', '.join(replaced)} replaced during {where}; candidates may not patch "
+                                        "torch, time or threading")
+        if threading.active_count() > self.threads_before:
+            self.finding("background_thread", f"{threading.active_count() - self.threads_before} thread(s) still "
+                                              f"running after {where}; work done in the background escapes timing")
+
+    def check_outputs(self, outputs: Any, inputs: list, earlier: list[torch.Tensor], where: str) -> list[torch.Tensor]:
+        flat = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        dense = self.job.get("outputs_dense") or []
+        for index, out in enumerate(flat):
+            if type(out) is not torch.Tensor:
+                self.finding("output_type", f"{where}: output {index} is a {type(out).__module__}.{type(out).__name__}, "
+                                            "not a plain torch.Tensor")
+            if out.layout != torch.strided or out.is_meta or out.device.type != self.device.type:
+                self.finding("output_type", f"{where}: output {index} is {out.layout} on {out.device}; expected a "
+                                            f"dense tensor on {self.device}")
+            if index < len(dense) and dense[index] and not is_dense(out):
+                self.finding("output_type", f"{where}: output {index} has strides {list(out.stride())}: a view "
+                                            "that repeats memory (e.g. an expanded tensor) is not a computed output")
+        own = [_storage_range(t) for t in flat]
+        for index, span in enumerate(own):
+            for other, input_tensor in enumerate(inputs):
+                if isinstance(input_tensor, torch.Tensor) and _overlaps(span, _storage_range(input_tensor)):
+                    self.finding("output_aliasing", f"{where}: output {index} shares memory with input {other}")
+            for name, tensor in self.state_tensors:
+                if _overlaps(span, _storage_range(tensor)):
+                    self.finding("output_aliasing", f"{where}: output {index} shares memory with parameter {name}")
+            for old in earlier:
+                if _overlaps(span, _storage_range(old)):
+                    self.finding("output_aliasing", f"{where}: output {index} reuses the memory of an earlier call's "
+                                                    "output; every call must return a fresh tensor")
+            for other in range(index):
+                if _overlaps(span, own[other]):
+                    self.finding("output_aliasing", f"{where}: outputs {other} and {index} share memory")
+        return list(flat)
+
+    # -- steps ----------------------------------------------------------------------------
+    def load(self, name: str) -> Any:
+        return torch.load(os.path.join(self.exchange, name), weights_only=True, map_location="cpu")
+
+    def save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
+        file_name = f"out_{key}.pt"
+        torch.save([t.detach().to("cpu") for t in outputs], os.path.join(self.private_dir, file_name))
+        self.outputs[key] = file_name
+
+    def poison_allocator(self, nbytes: int) -> None:
+        """Leaves NaN bit patterns where the next allocations land, so unwritten outputs show."""
+        if self.device.type == "cuda" and nbytes > 0:
+            poison = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+            poison.fill_(0xFF)
+            del poison
+
+    def forward(self, inputs: list, where: str) -> Any:
+        self.poison_allocator(self.job.get("output_bytes", 0))
+        with torch.no_grad():
+            outputs = run_phase("forward", self.candidate_path, lambda: self.model(*inputs))
+        if self.device.type == "cuda":
+            run_phase("forward", self.candidate_path, torch.cuda.synchronize)
+        return outputs
+
+    def checked_call(self, inputs: list, earlier: list[torch.Tensor], where: str) -> list[torch.Tensor]:
+        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        outputs = self.forward(inputs, where)
+        flat = self.check_outputs(outputs, inputs, earlier, where)
+        for index, (now, before) in enumerate(zip(inputs, pristine)):
+            if isinstance(now, torch.Tensor) and not _same_bits(now, before):
+                self.finding("input_mutation", f"{where}: input {index} was modified by the forward call; "
+                                               "inputs must be left exactly as given")
+        self.check_guards(f"forward on {where}")
+        return flat
+
+    def run(self) -> None:
+        apply_precision(self.job.get("precision", "fp32"))
+        self.state = GlobalState()
+        self.identities = Identities()
+        self.threads_before = threading.active_count()
+        launches = provenance.InterpreterLaunches() if self.device.type == "cpu" else None
+        started = time.perf_counter()
+        module = run_phase("import", self.candidate_path,
+                           lambda: import_file(self.candidate_path, "kforge_candidate"))
+        model_class = getattr(module, "ModelNew", None)
+        if not isinstance(model_class, type):
+            raise CandidateFailure("compile_error", "import", "the candidate does not define class ModelNew")
+        self.check_guards("import")
+        init_inputs = self.load("init.pt")
+        model = run_phase("construct", self.candidate_path, lambda: model_class(*init_inputs))
+        state_dict = self.load("state.pt")
+        run_phase("load_state_dict", self.candidate_path, lambda: model.load_state_dict(state_dict, strict=True))
+        self.model = run_phase("construct", self.candidate_path, lambda: model.to(self.device))
+        self.state_tensors = [(n, t) for n, t in list(self.model.named_parameters()) + list(self.model.named_buffers())
+                              if isinstance(t, torch.Tensor) and t.device.type == self.device.type]
+        self.check_guards("construction")
+        self.result["phase_s"] = {"load": time.perf_counter() - started}
+
+        started = time.perf_counter()
+        previous: list[torch.Tensor] = []
+        for entry in self.job["sets"]:
+            name = entry["name"]
+            inputs = move_inputs(self.load(entry["file"]), self.device)
+            outputs = self.checked_call(inputs, previous, f"input set {name}")
+            self.save_outputs(name, outputs)
+            if name == self.job.get("repeat_set"):
+                again = self.checked_call(inputs, outputs, f"second call on input set {name}")
+                self.save_outputs("repeat", again)
+                del again
+            probe = self.job.get("probe")
+            if probe and name == probe["target"]:
+                source = move_inputs(self.load(probe["source_file"]), self.device)
+                for destination, values in zip(inputs, source):
+                    if isinstance(destination, torch.Tensor):
+                        destination.copy_(values)
+                probed = self.checked_call(inputs, outputs, f"input set {name} rewritten in place")
+                self.save_outputs("probe", probed)
+                del probed, source
+            previous = outputs
+            del inputs
+        del previous
+        self.result["phase_s"]["correctness"] = time.perf_counter() - started
+
+        if self.job.get("timing"):
+            self.time_candidate()
+        if self.job.get("profile"):
+            self.profile(module, launches)
+        self.check_guards("the whole run")
+
+    def time_candidate(self) -> None:
+        started = time.perf_counter()
+        spec = self.job["timing"]
+        base = move_inputs(self.load(spec["file"]), self.device)
+        timed: list[dict[str, Any]] = []
+
+        def keep(index: int, shift: int, output: Any) -> None:
+            flat = output if isinstance(output, (list, tuple)) else [output]
+            key = f"timed_{index}"
+            self.save_outputs(key, [t for t in flat if isinstance(t, torch.Tensor)])
+            timed.append({"call": index, "shift": shift, "key": key})
+
+        config = timing.TimingConfig.from_json(spec.get("config"))
+        measured = run_phase("timing", self.candidate_path,
+                             lambda: timing.time_calls(self.model, base, self.device, config, keep))
+        measured["kept"] = timed
+        self.result["timing"] = measured
+        self.result["phase_s"]["timing"] = time.perf_counter() - started
+        self.check_guards("timing")
+
+    def profile(self, module: Any, launches: provenance.InterpreterLaunches | None) -> None:
+        started = time.perf_counter()
+        spec = self.job["timing"] or {"file": self.job["sets"][0]["file"]}
+        inputs = move_inputs(self.load(spec["file"]), self.device)
+        source = open(self.candidate_path, encoding="utf-8", errors="replace").read()
+        authored = provenance.authored_kernel_names(module, source)
+
+        def one_forward() -> None:
+            with torch.no_grad():
+                self.model(*inputs)
+
+        if self.device.type == "cuda":
+            trace = run_phase("profile", self.candidate_path, lambda: provenance.profile_cuda(one_forward, authored))
+        else:
+            trace = run_phase("profile", self.candidate_path, lambda: provenance.profile_cpu(one_forward, launches))
+        trace["authored_names"] = sorted(authored)
+        self.result["provenance"] = trace
+        self.result["phase_s"]["profile"] = time.perf_counter() - started
+
+
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True))
+    return bool(torch.equal(a, b))
+
+
+def run_job(job: dict[str, Any], private_dir: str, sandbox_report: dict[str, Any]) -> None:
+    """Runs one job and writes result.json into the private folder, whatever happens."""
+    result: dict[str, Any] = {"sandbox": sandbox_report, "findings": [], "outputs": {}, "error": None}
+    try:
+        Run(job, private_dir, result).run()
+    except HackFound:
+        pass
+    except CandidateFailure as failure:
+        result["error"] = {"kind": failure.kind, "phase": failure.phase, "message": failure.message,
+                           "traceback": failure.detail}
+    except BaseException as error:  # the harness itself broke: report it, never hide it
+        result["error"] = {"kind": "harness_error", "phase": "harness", "message": f"{type(error).__name__}: {error}",
+                           "traceback": traceback.format_exc()[-6000:]}
+    path = os.path.join(private_dir, "result.json")
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        json.dump(_finite(result), handle)
+    os.replace(path + ".tmp", path)

@@ -1,0 +1,155 @@
+"""Inputs and parameters for evaluations: seeded sets, extra distributions, parameter
+randomization and the row permutations that give every timed call fresh inputs."""
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from .errors import UserError
+
+DISTRIBUTIONS = ("signed", "scaled_up", "scaled_down", "shifted")
+
+
+def seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+
+
+def check_input_values(values: Sequence[Any], where: str) -> None:
+    for index, value in enumerate(values):
+        if isinstance(value, torch.Tensor):
+            if value.layout != torch.strided:
+                raise UserError(f"{where}: input {index} is a {value.layout} tensor; only dense tensors are supported")
+            continue
+        if isinstance(value, (bool, int, float)) or value is None:
+            continue
+        raise UserError(f"{where}: input {index} is a {type(value).__name__}; inputs must be tensors or numbers")
+
+
+def is_float_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def derive_distribution(inputs: list, kind: str, seed: int) -> list:
+    """The same inputs under another value distribution; non-float inputs stay as they are."""
+    generator = torch.Generator().manual_seed(seed)
+    derived = []
+    for value in inputs:
+        if not is_float_tensor(value) or value.numel() == 0:
+            derived.append(value)
+            continue
+        x = value.detach().to("cpu", copy=True)
+        if kind == "signed":
+            signs = torch.randint(0, 2, x.shape, generator=generator).to(x.dtype) * 2 - 1
+            x = x * signs
+        elif kind == "scaled_up":
+            x = x * 1000.0
+        elif kind == "scaled_down":
+            x = x * 1e-3
+        elif kind == "shifted":
+            x = x + (1.0 + x.float().std().nan_to_num(0.0).item())
+        else:
+            raise ValueError(f"unknown distribution {kind}")
+        derived.append(x.to(value.dtype))
+    return derived
+
+
+def randomize_parameters(model: torch.nn.Module, seed: int) -> None:
+    """Moves every float parameter and buffer away from its default, keeping the sign of
+    non-negative tensors (variances, scales) so the model stays well defined."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for tensor in list(model.parameters()) + list(model.buffers()):
+            if not tensor.is_floating_point() or tensor.numel() == 0:
+                continue
+            cpu = tensor.detach().to("cpu", torch.float32)
+            noise = torch.rand(cpu.shape, generator=generator)
+            if bool((cpu == 0).all()):
+                updated = (noise - 0.5) * 0.2
+            elif bool((cpu >= 0).all()):
+                updated = cpu * (0.5 + noise)
+            else:
+                spread = cpu.std().item() if cpu.numel() > 1 else abs(cpu.item())
+                updated = cpu + (noise - 0.5) * max(spread, 1e-3)
+            tensor.copy_(updated.to(tensor.dtype))
+
+
+def row_count(tensor: torch.Tensor) -> tuple[int, int]:
+    """(rows, row length) of a tensor seen as rows of its last dimension; a single row counts
+    as single elements."""
+    length = tensor.shape[-1] if tensor.dim() > 0 else 1
+    rows = tensor.numel() // max(length, 1)
+    if rows < 2:
+        return tensor.numel(), 1
+    return rows, length
+
+
+def roll_rows_into(destination: torch.Tensor, source: torch.Tensor, shift: int) -> None:
+    """destination := source with its rows rotated by `shift`; a permutation of rows, so any
+    per-row property of valid inputs (sums to one, sorted, positive) still holds."""
+    rows, length = row_count(source)
+    offset = (shift % rows) * length if rows else 0
+    flat_source = source.reshape(-1)
+    flat_destination = destination.view(-1)
+    count = flat_source.numel()
+    if offset == 0:
+        flat_destination.copy_(flat_source)
+        return
+    flat_destination[: count - offset].copy_(flat_source[offset:])
+    flat_destination[count - offset:].copy_(flat_source[:offset])
+
+
+def rolled_inputs(inputs: list, shift: int) -> list:
+    """A fresh copy of `inputs` with every float tensor's rows rotated by `shift`."""
+    result = []
+    for value in inputs:
+        if is_float_tensor(value) and value.numel() > 0:
+            out = torch.empty_like(value, memory_format=torch.contiguous_format)
+            roll_rows_into(out, value.contiguous(), shift)
+            result.append(out)
+        else:
+            result.append(value)
+    return result
+
+
+def move_inputs(inputs: list, device: torch.device) -> list:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
+
+
+def tensor_bytes(values: Sequence[Any]) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def flatten_outputs(output: Any, where: str) -> list[torch.Tensor]:
+    """A forward's result as a flat list of tensors (a tensor, or a tuple/list of them)."""
+    if isinstance(output, (list, tuple)):
+        flat: list[torch.Tensor] = []
+        for item in output:
+            flat.extend(flatten_outputs(item, where))
+        return flat
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, (int, float, bool)):
+        return [torch.tensor(output)]
+    raise UserError(f"{where}: forward returned a {type(output).__name__}; expected tensors")
+
+
+def on_device_apply(fn: Callable[..., Any], inputs: list) -> Any:
+    with torch.no_grad():
+        return fn(*inputs)
+
+
+def is_dense(tensor: torch.Tensor) -> bool:
+    """True when the tensor's elements fill its memory exactly once in some dimension order
+    (contiguous, transposed or permuted), unlike an expanded or strided view."""
+    dims = sorted((stride, size) for size, stride in zip(tensor.shape, tensor.stride()) if size != 1)
+    expected = 1
+    for stride, size in dims:
+        if stride != expected:
+            return False
+        expected *= size
+    return True

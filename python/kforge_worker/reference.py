@@ -1,0 +1,220 @@
+"""The trusted side of an evaluation: the task's reference model, its inputs and its outputs.
+
+`prepare` builds the reference with randomized parameters, writes the input sets a candidate may
+read into the exchange folder, and keeps the reference outputs in this process only. `compare`
+loads a candidate's saved outputs (weights-only, so a file cannot run code here) and judges them.
+`time_reference` times the reference (eager or torch.compile) with the candidates' method.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from . import timing
+from .compare import Tolerance, bitwise_equal, compare_outputs
+from .errors import UserError
+from .harness import apply_precision
+from .inputs import (DISTRIBUTIONS, check_input_values, derive_distribution, flatten_outputs, is_dense, move_inputs,
+                     randomize_parameters, rolled_inputs, seed_everything, tensor_bytes)
+from .task_loader import call_task_function, load_task
+
+
+@dataclass
+class InputSet:
+    name: str
+    seed: int
+    distribution: str
+    inputs: list
+    outputs: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class Session:
+    task_path: str
+    device: torch.device
+    precision: str
+    model: torch.nn.Module
+    sets: dict[str, InputSet]
+    timing_set: InputSet | None
+
+
+def _describe(tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
+    return [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+             "dense": is_dense(t)} for t in tensors]
+
+
+def _count_flops(model: torch.nn.Module, inputs: list) -> int:
+    try:
+        counter = FlopCounterMode(display=False)
+        with counter, torch.no_grad():
+            model(*inputs)
+        return int(counter.get_total_flops())
+    except Exception:
+        return 0
+
+
+class ReferenceWorker:
+    def __init__(self, device: str):
+        self.device = torch.device(device)
+        self.sessions: dict[str, Session] = {}
+
+    def _reference_outputs(self, session_model: torch.nn.Module, inputs: list, where: str) -> list[torch.Tensor]:
+        with torch.no_grad():
+            try:
+                output = session_model(*move_inputs(inputs, self.device))
+            except Exception as error:
+                raise UserError(f"the reference Model's forward failed on {where}: {type(error).__name__}: {error}") from None
+        return [t.detach().clone() for t in flatten_outputs(output, "the reference Model")]
+
+    def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
+        path, exchange = request["task_path"], request["exchange_dir"]
+        precision = request.get("precision", "fp32")
+        seeds = [int(s) for s in request["seeds"]]
+        started = time.perf_counter()
+        task = load_task(path, cpu_sizes=bool(request.get("cpu_sizes", False)))
+        seed_everything(seeds[0])
+        init_inputs = call_task_function(task, path, "get_init_inputs")
+        try:
+            model = task.Model(*init_inputs)
+        except Exception as error:
+            raise UserError(f"{path}: Model(*get_init_inputs()) raised {type(error).__name__}: {error}") from None
+        if not isinstance(model, torch.nn.Module):
+            raise UserError(f"{path}: Model must be a torch.nn.Module")
+        randomize_parameters(model, seeds[0] ^ 0x5EED)
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model = model.to(self.device)
+        apply_precision("fp32")  # the reference outputs are computed in full fp32
+        torch.save(init_inputs, os.path.join(exchange, "init.pt"))
+        torch.save(state, os.path.join(exchange, "state.pt"))
+
+        sets: dict[str, InputSet] = {}
+        for seed in seeds:
+            seed_everything(seed)
+            inputs = call_task_function(task, path, "get_inputs")
+            check_input_values(inputs, f"{path}: get_inputs()")
+            sets[f"seed{len(sets)}"] = InputSet(f"seed{len(sets)}", seed, "task", inputs)
+        base = sets["seed0"].inputs
+        if request.get("distributions", True) and any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in base):
+            for index, kind in enumerate(DISTRIBUTIONS):
+                sets[kind] = InputSet(kind, seeds[0] + index + 1, kind, derive_distribution(base, kind, seeds[0] + index))
+        skipped = []
+        for entry in list(sets.values()):
+            entry.outputs = self._reference_outputs(model, entry.inputs, f"input set {entry.name}")
+            finite = all(bool(torch.isfinite(t).all()) for t in entry.outputs if t.is_floating_point())
+            if entry.distribution != "task" and not finite:
+                skipped.append(entry.name)
+                del sets[entry.name]
+                continue
+            torch.save(entry.inputs, os.path.join(exchange, f"set_{entry.name}.pt"))
+
+        timing_set = None
+        if request.get("timing_seed") is not None:
+            seed_everything(int(request["timing_seed"]))
+            timing_inputs = call_task_function(task, path, "get_inputs")
+            timing_set = InputSet("timing", int(request["timing_seed"]), "task", timing_inputs)
+            torch.save(timing_inputs, os.path.join(exchange, "set_timing.pt"))
+
+        first = sets["seed0"]
+        device_inputs = move_inputs(first.inputs, self.device)
+        flops = _count_flops(model, device_inputs)
+        param_bytes = sum(t.numel() * t.element_size() for t in state.values())
+        self.sessions[request["eval_id"]] = Session(path, self.device, precision, model, sets, timing_set)
+        return {
+            "sets": [{"name": s.name, "seed": s.seed, "distribution": s.distribution, "file": f"set_{s.name}.pt"}
+                     for s in sets.values()],
+            "skipped_distributions": skipped,
+            "outputs": _describe(first.outputs),
+            "input_bytes": tensor_bytes(first.inputs),
+            "output_bytes": tensor_bytes(first.outputs),
+            "parameter_bytes": param_bytes,
+            "flops": flops,
+            "cpu_sizes_applied": bool(request.get("cpu_sizes", False)) and hasattr(task, "KFORGE_CPU_SIZES"),
+            "prepare_s": time.perf_counter() - started,
+        }
+
+    def _session(self, request: dict[str, Any]) -> Session:
+        session = self.sessions.get(request["eval_id"])
+        if session is None:
+            raise KeyError(f"no prepared evaluation {request['eval_id']}")
+        return session
+
+    def _load_outputs(self, folder: str, file_name: str) -> list:
+        loaded = torch.load(os.path.join(folder, file_name), weights_only=True, map_location="cpu")
+        if not isinstance(loaded, list):
+            raise ValueError("candidate output file does not hold a list")
+        return [t.to(self.device) if isinstance(t, torch.Tensor) else t for t in loaded]
+
+    def compare(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Judges every saved output; returns per-set reports plus the probe and repeat facts."""
+        session = self._session(request)
+        tolerance = Tolerance.from_json(request["tolerance"])
+        folder, files = request["private_dir"], request["outputs"]
+        reports: dict[str, Any] = {}
+        loaded: dict[str, list] = {}
+        for name, entry in session.sets.items():
+            if name not in files:
+                continue
+            loaded[name] = self._load_outputs(folder, files[name])
+            reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance)
+        result: dict[str, Any] = {"sets": reports}
+        repeat_set, probe = request.get("repeat_set"), request.get("probe")
+        if "repeat" in files and repeat_set in session.sets:
+            again = self._load_outputs(folder, files["repeat"])
+            result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance)
+            result["repeat"]["bitwise_equal_to_first"] = bitwise_equal(again, loaded.get(repeat_set, []))
+        if "probe" in files and probe:
+            probed = self._load_outputs(folder, files["probe"])
+            expected = session.sets[probe["source"]].outputs
+            result["probe"] = compare_outputs(probed, expected, tolerance)
+            result["probe"]["unchanged_from_before_rewrite"] = bitwise_equal(probed, loaded.get(probe["target"], []))
+            result["probe"]["reference_changed"] = not bitwise_equal(expected, session.sets[probe["target"]].outputs)
+        timed = []
+        for kept in request.get("timed", []):
+            if session.timing_set is None:
+                break
+            outputs = self._load_outputs(folder, files[kept["key"]])
+            expected = self._reference_outputs(session.model, rolled_inputs(session.timing_set.inputs, kept["shift"]),
+                                               f"timed call {kept['call']}")
+            timed.append({"call": kept["call"], "shift": kept["shift"], **compare_outputs(outputs, expected, tolerance)})
+        result["timed"] = timed
+        return result
+
+    def time_reference(self, request: dict[str, Any]) -> dict[str, Any]:
+        session = self._session(request)
+        if session.timing_set is None:
+            raise ValueError("the evaluation was prepared without a timing input set")
+        mode = request.get("mode", "eager")
+        apply_precision(session.precision)
+        model: Any = session.model
+        autocast = session.precision == "bf16"
+        compile_s = 0.0
+        if mode.startswith("compile"):
+            started = time.perf_counter()
+            model = torch.compile(session.model, mode="max-autotune" if mode == "compile_max_autotune" else None)
+            with torch.no_grad():
+                model(*move_inputs(session.timing_set.inputs, self.device))
+            compile_s = time.perf_counter() - started
+        call = model
+        if autocast:
+            def call(*args: Any) -> Any:
+                with torch.autocast(self.device.type, dtype=torch.bfloat16):
+                    return model(*args)
+        try:
+            measured = timing.time_calls(call, move_inputs(session.timing_set.inputs, self.device), self.device,
+                                         timing.TimingConfig.from_json(request.get("config")))
+        finally:
+            apply_precision("fp32")
+        measured["compile_s"] = compile_s
+        measured["mode"] = mode
+        return measured
+
+    def release(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.sessions.pop(request["eval_id"], None)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        return {"released": True}

@@ -1,0 +1,98 @@
+"""A worker process's request loop: read a request from fd 3, answer on fd 4.
+
+Roles: `trusted` (tasks, references, comparisons, static checks) and `zygote` (forks candidate
+children). Each request is {"id", "op", ...}; each answer {"id", "ok", "result"} or
+{"id", "ok": false, "error": {"kind": "user"|"internal", "message", "traceback"}}.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+REQUEST_FD, RESPONSE_FD = 3, 4
+
+
+def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+    from . import env_info
+    from .reference import ReferenceWorker
+
+    worker = ReferenceWorker(device)
+
+    def static_check(request: dict[str, Any]) -> dict[str, Any]:
+        from . import static_checks
+
+        with open(request["candidate_path"], encoding="utf-8", errors="replace") as handle:
+            source = handle.read()
+        try:
+            findings = static_checks.analyze_candidate(source, request["candidate_path"])
+        except SyntaxError as error:
+            return {"syntax_error": {"line": error.lineno, "message": error.msg}, "findings": []}
+        return {"findings": [{"check": f.check, "line": f.line, "message": f.message} for f in findings]}
+
+    return {
+        "hello": lambda request: env_info.fingerprint(device),
+        "static_check": static_check,
+        "prepare": worker.prepare,
+        "compare": worker.compare,
+        "time_reference": worker.time_reference,
+        "release": worker.release,
+    }
+
+
+def _zygote_handlers(device: str) -> tuple[dict[str, Callable[[dict[str, Any]], dict[str, Any]]], Callable[[], None]]:
+    from .zygote import Zygote
+
+    zygote = Zygote(device)
+    return {
+        "hello": lambda request: {"role": "zygote", "device": device},
+        "configure": zygote.configure,
+        "run_candidate": zygote.run_candidate,
+    }, zygote.ensure_spare
+
+
+def serve(role: str, device: str) -> int:
+    from .errors import UserError
+    from .protocol import read_message, write_message
+
+    after_reply: Callable[[], None] = lambda: None
+    if role == "trusted":
+        handlers = _trusted_handlers(device)
+    else:
+        handlers, after_reply = _zygote_handlers(device)
+    while True:
+        request = read_message(REQUEST_FD)
+        if request is None:
+            return 0
+        request_id = request.get("id")
+        handler = handlers.get(str(request.get("op")))
+        try:
+            if handler is None:
+                raise KeyError(f"unknown op {request.get('op')!r} for a {role} worker")
+            reply = {"id": request_id, "ok": True, "result": handler(request)}
+        except UserError as error:
+            reply = {"id": request_id, "ok": False, "error": {"kind": "user", "message": str(error)}}
+        except Exception as error:
+            reply = {"id": request_id, "ok": False, "error": {
+                "kind": "internal", "message": f"{type(error).__name__}: {error}",
+                "traceback": traceback.format_exc()[-6000:]}}
+        write_message(RESPONSE_FD, reply)
+        after_reply()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="kforge worker (started by kforge; speaks on fds 3 and 4)")
+    parser.add_argument("--role", choices=("trusted", "zygote"), required=True)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    if args.device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    import torch  # noqa: F401  (warm import: the reason a worker exists)
+    import triton  # noqa: F401
+    return serve(args.role, args.device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

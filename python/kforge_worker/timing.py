@@ -1,0 +1,129 @@
+"""The one timing method, shared by references and candidates.
+
+Every timed call gets fresh inputs (the float inputs' rows rotated by a new shift, so values
+memoised from an earlier call do not match) and a cold L2 (a buffer twice its size is written
+between calls). On a GPU each call is bracketed by CUDA events on the current stream; after the
+end event the whole device is synchronized and the extra wait is recorded, so work hidden on
+other streams shows up as late work; a host clock brackets the same interval, and an event time
+longer than the host time means the events were tampered with. The clocks and events are the
+ones captured when this module was imported, before any candidate code ran.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .inputs import is_float_tensor, roll_rows_into
+
+PERF_COUNTER = time.perf_counter
+EVENT_CLASS = torch.cuda.Event
+SYNCHRONIZE = torch.cuda.synchronize
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    warmup_calls: int = 3
+    warmup_ms: float = 30.0
+    min_calls: int = 10
+    max_calls: int = 200
+    budget_ms: float = 400.0
+    kept_outputs: int = 3
+
+    @staticmethod
+    def from_json(data: dict[str, Any] | None) -> "TimingConfig":
+        data = data or {}
+        fields = TimingConfig.__dataclass_fields__
+        return TimingConfig(**{k: type(getattr(TimingConfig, k))(v) for k, v in data.items() if k in fields})
+
+
+def _flush_buffer(device: torch.device) -> torch.Tensor | None:
+    if device.type != "cuda":
+        return None
+    l2_bytes = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 64 << 20) or (64 << 20)
+    return torch.empty(2 * l2_bytes // 4, dtype=torch.float32, device=device)
+
+
+class FreshInputs:
+    """Working copies of a base input set, refreshed with a new row rotation before each call."""
+
+    def __init__(self, base: list):
+        self.base = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in base]
+        self.work = [v.clone() if is_float_tensor(v) else v for v in self.base]
+
+    def refresh(self, shift: int) -> list:
+        for source, destination in zip(self.base, self.work):
+            if is_float_tensor(source) and source.numel() > 0:
+                roll_rows_into(destination, source, shift)
+        return self.work
+
+
+def _time_one_cuda(fn: Callable[..., Any], args: list, flush: torch.Tensor | None) -> tuple[Any, float, float, float]:
+    start, end = EVENT_CLASS(enable_timing=True), EVENT_CLASS(enable_timing=True)
+    if flush is not None:
+        flush.zero_()
+    host_start = PERF_COUNTER()
+    start.record()
+    output = fn(*args)
+    end.record()
+    end.synchronize()
+    joined = PERF_COUNTER()
+    SYNCHRONIZE()
+    host_end = PERF_COUNTER()
+    return output, start.elapsed_time(end), (joined - host_start) * 1e3, (host_end - joined) * 1e3
+
+
+def _time_one_host(fn: Callable[..., Any], args: list) -> tuple[Any, float, float, float]:
+    host_start = PERF_COUNTER()
+    output = fn(*args)
+    elapsed = (PERF_COUNTER() - host_start) * 1e3
+    return output, elapsed, elapsed, 0.0
+
+
+def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, config: TimingConfig,
+               keep: Callable[[int, int, Any], None] | None = None) -> dict[str, Any]:
+    """Warms up, then times calls of `fn` on fresh inputs. `keep(call, shift, output)` receives
+    the outputs of a few timed calls spread over the run, for checking."""
+    fresh = FreshInputs(base_inputs)
+    flush = _flush_buffer(device)
+    on_gpu = device.type == "cuda"
+
+    def call(shift: int) -> tuple[Any, float, float, float]:
+        args = fresh.refresh(shift)
+        with torch.no_grad():
+            return _time_one_cuda(fn, args, flush) if on_gpu else _time_one_host(fn, args)
+
+    shift = 0
+    warm_times: list[float] = []
+    warm_started = PERF_COUNTER()
+    while len(warm_times) < config.warmup_calls or (PERF_COUNTER() - warm_started) * 1e3 < config.warmup_ms:
+        shift += 1
+        warm_times.append(call(shift)[1])
+        if len(warm_times) >= 10 * max(config.warmup_calls, 1):
+            break
+    estimate = max(statistics.median(warm_times), 1e-3)
+    count = int(min(config.max_calls, max(config.min_calls, config.budget_ms / estimate)))
+    kept_at = {count - 1 - i * max(count // max(config.kept_outputs, 1), 1) for i in range(config.kept_outputs)}
+    samples, host, late, shifts = [], [], [], []
+    for index in range(count):
+        shift += 1
+        output, device_ms, host_ms, late_ms = call(shift)
+        samples.append(device_ms)
+        host.append(host_ms)
+        late.append(late_ms)
+        shifts.append(shift)
+        if keep is not None and index in kept_at:
+            keep(index, shift, output)
+        del output
+    return {
+        "method": "cuda_events" if on_gpu else "host_clock",
+        "meaningful": on_gpu,
+        "samples_ms": samples,
+        "host_ms": host,
+        "late_ms": late,
+        "warmup_ms": warm_times,
+        "l2_flush_bytes": 0 if flush is None else flush.numel() * 4,
+    }

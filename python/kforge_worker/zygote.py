@@ -1,0 +1,229 @@
+"""The zygote: a warm process (torch and triton imported, CUDA untouched) that forks one
+short-lived, sandboxed child per candidate.
+
+A spare child is forked ahead of time: it enters its sandbox, initialises CUDA and waits for a
+job on a pipe, so a candidate pays neither for importing torch nor for creating a CUDA context.
+The zygote enforces the time and memory limits, kills the child's whole process group when they
+are exceeded, and reports how the child ended together with the result file the child wrote.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from . import harness, sandbox
+from .protocol import read_message, write_message
+
+RESULT_LIMIT_BYTES = 32 << 20
+TAIL_BYTES = 8192
+
+
+@dataclass
+class Spare:
+    pid: int
+    job_fd: int
+    private_dir: str
+
+
+@dataclass
+class SandboxConfig:
+    root: str
+    env: dict[str, str]
+    user: str | None
+    isolate_network: bool
+    max_file_bytes: int
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "SandboxConfig":
+        return SandboxConfig(root=data["root"], env={str(k): str(v) for k, v in data.get("env", {}).items()},
+                             user=data.get("user") or None, isolate_network=bool(data.get("isolate_network", True)),
+                             max_file_bytes=int(data.get("max_file_bytes", 16 << 30)))
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - TAIL_BYTES))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _fingerprint(paths: list[str]) -> dict[str, Any]:
+    prints = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+            prints[path] = [info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode]
+        except OSError:
+            prints[path] = None
+    return prints
+
+
+class Zygote:
+    def __init__(self, device: str):
+        self.device = device
+        self.config: SandboxConfig | None = None
+        self.spare: Spare | None = None
+
+    def configure(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.discard_spare()
+        self.config = SandboxConfig.from_json(request["sandbox"])
+        os.makedirs(self.config.root, exist_ok=True)
+        os.chmod(self.config.root, 0o711)  # the sandbox user must reach its own folder inside
+        return {"configured": True}
+
+    # -- spares ---------------------------------------------------------------------------
+    def ensure_spare(self) -> None:
+        if self.spare is None and self.config is not None:
+            self.spare = self._fork_spare()
+
+    def discard_spare(self) -> None:
+        if self.spare is None:
+            return
+        os.close(self.spare.job_fd)  # the child reads end-of-file and exits
+        try:
+            os.waitpid(self.spare.pid, 0)
+        except ChildProcessError:
+            pass
+        shutil.rmtree(self.spare.private_dir, ignore_errors=True)
+        self.spare = None
+
+    def _fork_spare(self) -> Spare:
+        assert self.config is not None
+        private_dir = tempfile.mkdtemp(prefix="candidate-", dir=self.config.root)
+        sandbox.prepare_private_dir(private_dir, self.config.user)
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                os.close(write_fd)
+                self._child_main(read_fd, private_dir)
+            except BaseException:
+                traceback.print_exc()  # lands in the child's stderr.txt, reported as its tail
+                code = 70
+            finally:
+                os._exit(code)
+        os.close(read_fd)
+        return Spare(pid, write_fd, private_dir)
+
+    def _child_main(self, job_fd: int, private_dir: str) -> None:
+        assert self.config is not None
+        for stream, name in ((1, "stdout.txt"), (2, "stderr.txt")):
+            fd = os.open(os.path.join(private_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, stream)
+            os.close(fd)
+        keep = {0, 1, 2, job_fd}
+        for fd in range(3, 1024):
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        report = sandbox.enter_sandbox(private_dir, self.config.env, self.config.user,
+                                       self.config.isolate_network, self.config.max_file_bytes)
+        if self.device.startswith("cuda"):
+            import torch
+            torch.cuda.set_device(torch.device(self.device))
+            torch.empty(1, device=self.device)
+        job = read_message(job_fd)
+        if job is None:
+            return
+        harness.run_job(job, private_dir, report)
+
+    # -- running a candidate --------------------------------------------------------------
+    def run_candidate(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.config is None:
+            raise RuntimeError("the zygote was asked to run a candidate before it was configured")
+        spare = self.spare or self._fork_spare()
+        self.spare = None
+        job = request["job"]
+        protected = list(request.get("protected_paths", []))
+        before = _fingerprint(protected)
+        started = time.monotonic()
+        try:
+            write_message(spare.job_fd, job)
+        except OSError:
+            pass  # the spare died already; waiting below reports how
+        finally:
+            os.close(spare.job_fd)
+        ended = self._wait(spare.pid, float(request.get("timeout_s", 120.0)),
+                           int(request.get("memory_limit_bytes", 0)), started)
+        ended["wall_s"] = time.monotonic() - started
+        ended["private_dir"] = spare.private_dir
+        ended["stdout_tail"] = _tail(os.path.join(spare.private_dir, "stdout.txt"))
+        ended["stderr_tail"] = _tail(os.path.join(spare.private_dir, "stderr.txt"))
+        ended["result"] = self._read_result(spare.private_dir)
+        after = _fingerprint(protected)
+        ended["tampered_paths"] = [path for path in protected if before.get(path) != after.get(path)]
+        return ended
+
+    def _wait(self, pid: int, timeout_s: float, memory_limit: int, started: float) -> dict[str, Any]:
+        peak_rss = 0
+        pause = 0.001
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return self._exit_report(status, peak_rss, None)
+            elapsed = time.monotonic() - started
+            rss = _rss_bytes(pid)
+            peak_rss = max(peak_rss, rss)
+            reason = None
+            if elapsed > timeout_s:
+                reason = "timeout"
+            elif memory_limit and rss > memory_limit:
+                reason = "memory_limit"
+            if reason:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                _, status = os.waitpid(pid, 0)
+                return self._exit_report(status, peak_rss, reason)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+    @staticmethod
+    def _exit_report(status: int, peak_rss: int, killed_for: str | None) -> dict[str, Any]:
+        report: dict[str, Any] = {"killed_for": killed_for, "peak_rss_bytes": peak_rss,
+                                  "exit_code": None, "signal": None}
+        if os.WIFEXITED(status):
+            report["exit_code"] = os.WEXITSTATUS(status)
+        elif os.WIFSIGNALED(status):
+            report["signal"] = os.WTERMSIG(status)
+            report["signal_name"] = signal.Signals(report["signal"]).name
+        return report
+
+    @staticmethod
+    def _read_result(private_dir: str) -> dict[str, Any] | None:
+        path = os.path.join(private_dir, "result.json")
+        try:
+            if os.path.getsize(path) > RESULT_LIMIT_BYTES:
+                return None
+            with open(path, encoding="utf-8") as handle:
+                result = json.load(handle)
+            return result if isinstance(result, dict) else None
+        except (OSError, ValueError):
+            return None

@@ -1,0 +1,115 @@
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/files.h"
+#include "core/log.h"
+#include "report/text_report.h"
+
+namespace kforge {
+namespace {
+
+struct EvalFlags {
+  std::string task;
+  std::vector<std::string> candidates;
+  std::string mode = "strict";
+  int seeds = 3;
+  double timeout_s = 120;
+  double memory_limit_gib = 32;
+  bool json = false;
+  bool no_timing = false;
+  bool full_size = false;
+};
+
+// The timing budget: generous on a GPU, token on the CPU where timings mean nothing.
+TimingBudget BudgetFor(const std::string& device) {
+  TimingBudget budget;
+  if (device == "cpu") {
+    budget.warmup_calls = 1;
+    budget.warmup_ms = 0;
+    budget.min_calls = 3;
+    budget.max_calls = 5;
+    budget.budget_ms = 20;
+  }
+  return budget;
+}
+
+int RunEval(const EvalFlags& flags, const CommonOptions& common) {
+  auto precision = ParsePrecision(common.precision);
+  if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
+  auto mode = ParseProvenanceMode(flags.mode);
+  if (!mode) return UsageError("--mode must be strict or partial");
+  if (flags.seeds < 1 || flags.seeds > 64) return UsageError("--seeds must be between 1 and 64");
+  if (flags.timeout_s <= 0) return UsageError("--timeout must be positive");
+  auto task = ReadTaskFile(flags.task);
+  if (!task.ok()) return UsageError(task.status().message());
+  auto workspace = Workspace::Open(common);
+  if (!workspace.ok()) return UsageError(workspace.status().message());
+
+  EvalOptions options;
+  options.device = (*workspace)->device();
+  options.precision = *precision;
+  options.mode = *mode;
+  options.seeds = flags.seeds;
+  options.timeout_s = flags.timeout_s;
+  options.timing = !flags.no_timing;
+  options.cpu_sizes = !flags.full_size;
+  options.memory_limit_bytes = static_cast<uint64_t>(flags.memory_limit_gib * (1ull << 30));
+  options.budget = BudgetFor(options.device);
+  options.exchange_root = (*workspace)->ScratchDir() / "exchange";
+  auto fingerprint = (*workspace)->Fingerprint();
+  if (!fingerprint.ok()) return UsageError(fingerprint.status().message());
+  options.gpu_name = JsonGet<std::string>(*fingerprint, "gpu", "");
+  if (options.device == "cpu" && !common.quiet) {
+    LogInfo("running on the CPU through Triton's interpreter: verdicts hold, timings mean nothing");
+  }
+
+  Evaluator evaluator((*workspace)->workers(), options);
+  int exit_code = 0;
+  for (const std::string& candidate : flags.candidates) {
+    auto source = ReadFile(candidate);
+    if (!source.ok()) return UsageError(source.status().message());
+    if (!common.quiet) LogInfo("evaluating {} against {}", candidate, task->name);
+    auto evaluation = evaluator.Evaluate(*task, candidate);
+    if (!evaluation.ok()) return UsageError(evaluation.status().message());
+    auto stored = (*workspace)->Record(*task, *source, "file:" + candidate, *evaluation, common.precision, flags.mode);
+    if (!stored.ok() && (*workspace)->store()) LogInfo("warning: the evaluation was not stored: {}", stored.status().ToString());
+    if (flags.json) {
+      Json json = evaluation->ToJson();
+      if (stored.ok()) json["id"] = *stored;
+      std::printf("%s\n", json.dump().c_str());
+    } else {
+      std::printf("%s%s\n", FormatEvaluation(*evaluation).c_str(),
+                  stored.ok() ? ("stored as evaluation " + std::to_string(*stored) + "\n").c_str() : "");
+    }
+    std::fflush(stdout);
+    VerdictKind kind = evaluation->verdict.kind;
+    if (kind == VerdictKind::kInfraError) exit_code = 2;
+    else if (kind != VerdictKind::kAccepted && exit_code == 0) exit_code = 1;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+CommandRunner AttachEval(CLI::App& app, const CommonOptions& common) {
+  auto flags = std::make_shared<EvalFlags>();
+  app.add_option("task", flags->task, "KernelBench-format task file (Model, get_inputs, get_init_inputs)")->required();
+  app.add_option("candidates", flags->candidates, "candidate file(s) defining ModelNew")->required();
+  app.add_option("--mode", flags->mode, "strict: every FLOP in authored kernels; partial: library compute allowed")
+      ->capture_default_str();
+  app.add_option("--seeds", flags->seeds, "fresh random input sets to check")->capture_default_str();
+  app.add_option("--timeout", flags->timeout_s, "seconds the candidate's process may run")->capture_default_str();
+  app.add_option("--memory-limit", flags->memory_limit_gib, "GiB of host memory the candidate may use")->capture_default_str();
+  app.add_flag("--json", flags->json, "print each evaluation as one line of JSON");
+  app.add_flag("--no-timing", flags->no_timing, "check correctness only");
+  app.add_flag("--full-size", flags->full_size, "on the CPU, keep the task's full sizes");
+  return [flags, &common] { return RunEval(*flags, common); };
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "kforge: error: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace kforge

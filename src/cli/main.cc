@@ -1,0 +1,50 @@
+// kforge: the subcommand table. Wiring only; every command lives in its own file.
+#include <cstdio>
+#include <map>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+#include "core/log.h"
+
+namespace {
+
+const kforge::Command kCommands[] = {
+    {"eval", "judge candidate kernels against a task: correctness, cheating checks, timing", kforge::AttachEval},
+    {"baseline", "time a task's reference: eager and torch.compile", kforge::AttachBaseline},
+    {"show", "list stored evaluations, or show one in full", kforge::AttachShow},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kforge: turns PyTorch programs into verified, faster GPU kernels"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
+  kforge::CommonOptions common;
+  app.add_option("--device", common.device, "auto, cpu or cuda:N")->capture_default_str();
+  app.add_option("--precision", common.precision, "declared precision policy: fp32, tf32 or bf16")->capture_default_str();
+  app.add_option("--python", common.python, "Python interpreter with torch and triton");
+  app.add_option("--workspace", common.workspace, "folder for the store and caches")->capture_default_str();
+  app.add_option("--sandbox-user", common.sandbox_user, "unprivileged user candidates run as (when root; '' for none)")
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", common.verbose, "more progress output");
+  app.add_flag("-q,--quiet", common.quiet, "no progress output");
+  std::map<CLI::App*, kforge::CommandRunner> runners;
+  for (const auto& command : kCommands) {
+    CLI::App* sub = app.add_subcommand(command.name, command.description);
+    runners[sub] = command.attach(*sub, common);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error);
+    return code == 0 ? 0 : 2;
+  }
+  kforge::SetLogLevel(common.quiet ? kforge::LogLevel::kQuiet
+                                   : common.verbose ? kforge::LogLevel::kDebug : kforge::LogLevel::kInfo);
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) return run();
+  }
+  return 2;
+}

@@ -1,0 +1,111 @@
+#include "cli/workspace.h"
+
+#include <unistd.h>
+
+#include "core/log.h"
+#include "sandbox/environment.h"
+
+namespace kforge {
+namespace {
+
+std::string ResolveDevice(const std::string& requested) {
+  if (requested != "auto") return requested;
+  return access("/dev/nvidiactl", F_OK) == 0 ? "cuda:0" : "cpu";
+}
+
+// /dev/shm when it has room (inputs move through it), otherwise the workspace.
+std::filesystem::path ScratchRoot(const std::filesystem::path& workspace) {
+  std::error_code ec;
+  auto space = std::filesystem::space("/dev/shm", ec);
+  if (!ec && space.available > (8ull << 30)) return "/dev/shm/kforge-" + std::to_string(getuid());
+  return workspace / "scratch";
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options) {
+  if (options.device != "auto" && options.device != "cpu" && options.device.rfind("cuda:", 0) != 0) {
+    return Status::InvalidArgument("--device must be auto, cpu or cuda:N (got '" + options.device + "')");
+  }
+  std::unique_ptr<Workspace> workspace(new Workspace());
+  std::error_code ec;
+  workspace->root_ = std::filesystem::absolute(options.workspace, ec);
+  std::filesystem::create_directories(workspace->root_, ec);
+  if (ec) return Status::IoError("cannot create the workspace " + workspace->root_.string() + ": " + ec.message());
+  workspace->device_ = ResolveDevice(options.device);
+
+  auto env = ProcessEnvironment();
+  ASSIGN_OR_RETURN(std::string package_dir, FindWorkerPackageDir(env));
+  WorkerSpec spec;
+  spec.python = FindPython(options.python, env);
+  spec.python_path = package_dir;
+  spec.device = workspace->device_;
+  spec.environment = WorkerEnvironment(env);
+  if (workspace->device_ == "cpu") spec.environment.push_back("TRITON_INTERPRET=1");
+
+  SandboxSettings sandbox;
+  sandbox.root = (workspace->ScratchDir() / "sandbox").string();
+  sandbox.cache_dir = (workspace->root_ / "cache").string();
+  std::filesystem::create_directories(sandbox.cache_dir + "/triton", ec);
+  std::filesystem::create_directories(sandbox.cache_dir + "/torch_extensions", ec);
+  // Shared compile caches: the unprivileged candidate user writes there too.
+  for (const char* sub : {"", "/triton", "/torch_extensions"}) {
+    std::filesystem::permissions(sandbox.cache_dir + sub, std::filesystem::perms::all, ec);
+  }
+  sandbox.user = geteuid() == 0 ? options.sandbox_user : "";
+  sandbox.candidate_environment = CandidateEnvironment(env, workspace->device_, sandbox.cache_dir);
+  workspace->workers_ = std::make_unique<DeviceWorkers>(spec, sandbox);
+
+  auto store = Store::Open(workspace->root_ / "kforge.db");
+  if (store.ok()) {
+    workspace->store_ = std::move(store).value();
+  } else {
+    LogInfo("warning: results will not be stored: {}", store.status().ToString());
+  }
+  return workspace;
+}
+
+std::filesystem::path Workspace::ScratchDir() const { return ScratchRoot(root_); }
+
+Result<Json> Workspace::Fingerprint() {
+  ASSIGN_OR_RETURN(Json fingerprint, workers_->Fingerprint());
+  fingerprint["kforge"] = KFORGE_VERSION;
+  return fingerprint;
+}
+
+Result<int64_t> Workspace::Record(const TaskFile& task, const std::string& candidate_source, const std::string& origin,
+                                  const Evaluation& evaluation, const std::string& precision, const std::string& mode) {
+  if (!store_) return Status::Unavailable("no store");
+  ASSIGN_OR_RETURN(Json fingerprint, Fingerprint());
+  ASSIGN_OR_RETURN(int64_t environment_id, store_->RecordEnvironment(fingerprint));
+  ASSIGN_OR_RETURN(std::string task_hash, store_->RecordTask(task.path.string(), task.name, task.source));
+  ASSIGN_OR_RETURN(std::string candidate_hash, store_->RecordCandidate(candidate_source, origin));
+  EvaluationRecord record;
+  record.task_hash = task_hash;
+  record.candidate_hash = candidate_hash;
+  record.environment_id = environment_id;
+  record.kind = EvaluationKind::kCandidate;
+  record.device = evaluation.device;
+  record.precision = precision;
+  record.mode = mode;
+  record.verdict = evaluation.verdict.ToString();
+  record.verdict_kind = ToString(evaluation.verdict.kind);
+  if (!evaluation.verdict.check.empty()) record.check_name = evaluation.verdict.check;
+  record.message = evaluation.verdict.message;
+  if (evaluation.speedup) record.speedup = evaluation.speedup->speedup;
+  if (evaluation.candidate_ms) record.candidate_ms = evaluation.candidate_ms->median;
+  if (evaluation.reference_ms) record.reference_ms = evaluation.reference_ms->median;
+  record.duration_s = evaluation.duration_s;
+  record.evidence = evaluation.ToJson();
+  const Json& timing = JsonField(evaluation.evidence, "timing");
+  auto measurement = [&](const char* name, const std::optional<SampleSummary>& summary, const char* samples_key) {
+    if (!summary) return;
+    record.measurements.push_back({name, JsonGet<std::vector<double>>(timing, samples_key, {}), summary->median,
+                                   summary->ci_low, summary->ci_high, "ms"});
+  };
+  measurement("candidate_ms", evaluation.candidate_ms, "candidate_samples_ms");
+  measurement("reference_eager_ms", evaluation.reference_ms, "reference_samples_ms");
+  return store_->RecordEvaluation(record);
+}
+
+}  // namespace kforge

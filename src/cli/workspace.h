@@ -1,0 +1,52 @@
+// What every subcommand shares: the workspace folder (.kforge/: the store, caches, scratch),
+// the store, and the workers of the chosen device. Wiring only.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "core/json.h"
+#include "eval/evaluation.h"
+#include "eval/evaluator.h"
+#include "sandbox/device_workers.h"
+#include "store/store.h"
+#include "tasks/task.h"
+
+namespace kforge {
+
+struct CommonOptions {
+  std::string device = "auto";
+  std::string precision = "fp32";
+  std::string python;
+  std::string workspace = ".kforge";
+  std::string sandbox_user = "nobody";
+  bool verbose = false;
+  bool quiet = false;
+};
+
+class Workspace {
+ public:
+  // Resolves the device, opens the store and prepares (but does not start) the workers.
+  static Result<std::unique_ptr<Workspace>> Open(const CommonOptions& options);
+
+  const std::string& device() const { return device_; }
+  DeviceWorkers& workers() { return *workers_; }
+  Store* store() { return store_.get(); }  // null when the store could not be opened
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path ScratchDir() const;
+  Result<Json> Fingerprint();
+
+  // Records an evaluation with its task, candidate and environment; a failure is reported
+  // and returned but never loses the evaluation already printed.
+  Result<int64_t> Record(const TaskFile& task, const std::string& candidate_source, const std::string& origin,
+                         const Evaluation& evaluation, const std::string& precision, const std::string& mode);
+
+ private:
+  std::filesystem::path root_;
+  std::string device_;
+  std::unique_ptr<DeviceWorkers> workers_;
+  std::unique_ptr<Store> store_;
+};
+
+}  // namespace kforge

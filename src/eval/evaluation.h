@@ -1,0 +1,31 @@
+// The outcome of one evaluation: the verdict, headline numbers and the full evidence as JSON
+// (what the report prints and the store keeps).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/json.h"
+#include "eval/statistics.h"
+#include "eval/verdict.h"
+
+namespace kforge {
+
+struct Evaluation {
+  Verdict verdict;
+  std::string device;
+  bool timings_meaningful = false;        // false on the CPU (Triton interpreter)
+  std::optional<SampleSummary> candidate_ms;
+  std::optional<SampleSummary> reference_ms;
+  std::optional<SpeedupEstimate> speedup;
+  std::optional<double> authored_share;   // share of device time (or launches, on CPU) in authored kernels
+  double duration_s = 0;
+  Json evidence = Json::object();
+
+  Json ToJson() const;
+};
+
+Json SummaryToJson(const SampleSummary& summary);
+Json SpeedupToJson(const SpeedupEstimate& speedup);
+
+}  // namespace kforge

@@ -1,0 +1,303 @@
+#include "eval/evaluator.h"
+
+#include <sys/stat.h>
+
+#include <random>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/files.h"
+#include "core/hash.h"
+#include "core/log.h"
+#include "eval/roofline.h"
+
+namespace kforge {
+namespace {
+
+constexpr double kWorkerCallTimeoutS = 600;
+
+std::vector<uint64_t> FreshSeeds(int count) {
+  std::random_device entropy;
+  std::vector<uint64_t> seeds;
+  for (int i = 0; i < count; ++i) seeds.push_back((uint64_t{entropy()} << 20) ^ entropy());
+  return seeds;
+}
+
+std::vector<double> Doubles(const Json& json, const char* key) {
+  return json.is_object() && json.contains(key) ? json[key].get<std::vector<double>>() : std::vector<double>{};
+}
+
+// One evaluation, step by step; each step either records evidence and goes on, or ends it.
+class EvaluationRun {
+ public:
+  EvaluationRun(const EvalOptions& options, WorkerSource& workers, const Clock& clock, const TaskFile& task,
+                std::filesystem::path candidate_path)
+      : options_(options), workers_(workers), clock_(clock), task_(task), candidate_path_(std::move(candidate_path)) {}
+
+  ~EvaluationRun() {
+    if (trusted_ && prepared_) (void)trusted_->Call("release", Json{{"eval_id", eval_id_}}, 60);
+    if (!exchange_.empty()) RemoveTreeQuietly(exchange_);
+    if (!private_dir_.empty()) RemoveTreeQuietly(private_dir_);
+  }
+
+  Result<Evaluation> Execute() {
+    started_ = clock_.NowSeconds();
+    result_.device = options_.device;
+    RETURN_IF_ERROR(SetUp());
+    if (!Finished()) StaticChecks();
+    if (!Finished()) RETURN_IF_ERROR(Prepare());
+    if (!Finished()) RunCandidate();
+    if (!Finished()) CompareOutputs();
+    if (!Finished() && options_.timing) TimeAgainstReference();
+    if (!Finished()) CheckProvenance();
+    if (!Finished()) Finish(MakeVerdict(VerdictKind::kAccepted, AcceptedMessage()));
+    result_.duration_s = clock_.NowSeconds() - started_;
+    result_.evidence["duration_s"] = result_.duration_s;
+    return result_;
+  }
+
+ private:
+  bool Finished() const { return finished_; }
+
+  void Finish(Verdict verdict) {
+    result_.verdict = std::move(verdict);
+    finished_ = true;
+  }
+
+  void InfraError(const std::string& step, const Status& status) {
+    Finish(MakeVerdict(VerdictKind::kInfraError, step + ": " + status.ToString()));
+  }
+
+  Status SetUp() {
+    ASSIGN_OR_RETURN(std::string source, ReadFile(candidate_path_));
+    result_.evidence["task"] = {{"name", task_.name}, {"path", task_.path.string()}, {"hash", task_.hash}};
+    result_.evidence["candidate"] = {{"path", candidate_path_.string()}, {"hash", Sha256Hex(source)}};
+    result_.evidence["options"] = {{"device", options_.device}, {"precision", ToString(options_.precision)},
+                                   {"mode", ToString(options_.mode)}, {"seeds", options_.seeds},
+                                   {"timeout_s", options_.timeout_s}};
+    ASSIGN_OR_RETURN(exchange_, MakeTempDir(options_.exchange_root, "eval-"));
+    chmod(exchange_.c_str(), 0755);  // the sandboxed candidate reads its inputs here
+    RETURN_IF_ERROR(WriteFile(exchange_ / "candidate.py", source));
+    chmod((exchange_ / "candidate.py").c_str(), 0644);
+    eval_id_ = exchange_.filename().string();
+    auto trusted = workers_.Trusted();
+    if (!trusted.ok()) return trusted.status().WithContext("starting the trusted worker");
+    trusted_ = *trusted;
+    return Status::Ok();
+  }
+
+  void StaticChecks() {
+    auto report = trusted_->Call("static_check", Json{{"candidate_path", (exchange_ / "candidate.py").string()}},
+                                 kWorkerCallTimeoutS);
+    if (!report.ok()) return InfraError("static checks", report.status());
+    result_.evidence["static_checks"] = *report;
+    if (auto verdict = JudgeStaticChecks(*report)) Finish(*verdict);
+  }
+
+  Status Prepare() {
+    std::vector<uint64_t> seeds = FreshSeeds(options_.seeds + 1);
+    uint64_t timing_seed = seeds.back();
+    seeds.pop_back();
+    Json request = {{"eval_id", eval_id_}, {"task_path", task_.path.string()}, {"exchange_dir", exchange_.string()},
+                    {"seeds", seeds}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
+                    {"precision", ToString(options_.precision)}, {"distributions", options_.distributions},
+                    {"timing_seed", options_.timing ? Json(timing_seed) : Json()}};
+    auto prepared = trusted_->Call("prepare", request, kWorkerCallTimeoutS);
+    if (!prepared.ok()) {
+      if (prepared.status().code() == StatusCode::kInvalidArgument) return prepared.status();
+      InfraError("preparing the reference", prepared.status());
+      return Status::Ok();
+    }
+    prepared_ = true;
+    prepare_ = *prepared;
+    result_.evidence["seeds"] = seeds;
+    result_.evidence["input_sets"] = prepare_["sets"];
+    result_.evidence["reference"] = {{"outputs", prepare_["outputs"]}, {"flops", prepare_["flops"]},
+                                     {"input_bytes", prepare_["input_bytes"]}, {"output_bytes", prepare_["output_bytes"]},
+                                     {"parameter_bytes", prepare_["parameter_bytes"]},
+                                     {"cpu_sizes_applied", prepare_["cpu_sizes_applied"]},
+                                     {"skipped_distributions", prepare_["skipped_distributions"]}};
+    return Status::Ok();
+  }
+
+  Json Job() const {
+    Json dense = Json::array();
+    for (const Json& output : prepare_["outputs"]) dense.push_back(JsonGet<bool>(output, "dense", true));
+    Json job = {{"device", options_.device}, {"exchange_dir", exchange_.string()}, {"sets", prepare_["sets"]},
+                {"repeat_set", "seed0"}, {"profile", true}, {"precision", ToString(options_.precision)},
+                {"outputs_dense", dense}, {"output_bytes", prepare_["output_bytes"]},
+                {"timing", options_.timing ? Json{{"file", "set_timing.pt"}, {"config", options_.budget.ToJson()}} : Json()}};
+    if (options_.seeds >= 2) job["probe"] = {{"target", "seed0"}, {"source", "seed1"}, {"source_file", "set_seed1.pt"}};
+    return job;
+  }
+
+  void RunCandidate() {
+    auto zygote = workers_.Zygote();
+    if (!zygote.ok()) return InfraError("starting the candidate sandbox", zygote.status());
+    Json protected_paths = {task_.path.string(), (exchange_ / "candidate.py").string(),
+                            (exchange_ / "init.pt").string(), (exchange_ / "state.pt").string()};
+    for (const Json& set : prepare_["sets"]) protected_paths.push_back((exchange_ / set["file"].get<std::string>()).string());
+    Json request = {{"job", Job()}, {"timeout_s", options_.timeout_s},
+                    {"memory_limit_bytes", options_.memory_limit_bytes}, {"protected_paths", protected_paths}};
+    auto report = (*zygote)->Call("run_candidate", request, options_.timeout_s + 60);
+    if (!report.ok()) {
+      // The zygote itself died or hung while the candidate ran: the candidate is the suspect.
+      return Finish(MakeVerdict(VerdictKind::kCrashed, "the candidate's sandbox broke down: " + report.status().message()));
+    }
+    run_ = *report;
+    run_["timeout_s"] = options_.timeout_s;
+    private_dir_ = JsonGet<std::string>(run_, "private_dir", "");
+    Json result = JsonField(run_, "result");
+    if (!result.is_object()) result = Json::object();
+    result_.evidence["process"] = {{"exit_code", run_["exit_code"]}, {"signal", JsonField(run_, "signal_name")},
+                                   {"killed_for", run_["killed_for"]}, {"wall_s", run_["wall_s"]},
+                                   {"peak_rss_bytes", run_["peak_rss_bytes"]}, {"stdout_tail", run_["stdout_tail"]},
+                                   {"stderr_tail", run_["stderr_tail"]}, {"sandbox", JsonField(result, "sandbox")},
+                                   {"phase_s", JsonField(result, "phase_s")}};
+    if (result.contains("error") && !result["error"].is_null()) result_.evidence["error"] = result["error"];
+    if (result.contains("findings")) result_.evidence["findings"] = result["findings"];
+    if (auto verdict = JudgeCandidateProcess(run_)) Finish(*verdict);
+  }
+
+  void CompareOutputs() {
+    Json result = run_["result"];
+    Tolerance tolerance = ToleranceFor(options_.precision);
+    Json request = {{"eval_id", eval_id_}, {"private_dir", private_dir_}, {"outputs", result["outputs"]},
+                    {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}}}, {"repeat_set", "seed0"},
+                    {"timed", result.contains("timing") ? JsonField(result["timing"], "kept") : Json::array()}};
+    if (options_.seeds >= 2) request["probe"] = {{"target", "seed0"}, {"source", "seed1"}};
+    auto comparison = trusted_->Call("compare", request, kWorkerCallTimeoutS);
+    if (!comparison.ok()) return InfraError("comparing outputs", comparison.status());
+    result_.evidence["correctness"] = *comparison;
+    result_.evidence["tolerance"] = {{"rtol", tolerance.rtol}, {"atol", tolerance.atol},
+                                     {"rule", "|out - ref| <= rtol*|ref| + atol*rms(ref)"}};
+    if (auto verdict = JudgeOutputs(*comparison)) Finish(*verdict);
+  }
+
+  void TimeAgainstReference() {
+    Json candidate_timing = JsonField(run_["result"], "timing");
+    if (!candidate_timing.is_object()) return;
+    if (auto verdict = JudgeTimingIntegrity(candidate_timing)) return Finish(*verdict);
+    auto reference = trusted_->Call("time_reference",
+                                    Json{{"eval_id", eval_id_}, {"mode", "eager"}, {"config", options_.budget.ToJson()}},
+                                    kWorkerCallTimeoutS);
+    if (!reference.ok()) return InfraError("timing the reference", reference.status());
+    std::vector<double> candidate_samples = Doubles(candidate_timing, "samples_ms");
+    std::vector<double> reference_samples = Doubles(*reference, "samples_ms");
+    result_.timings_meaningful = JsonGet<bool>(candidate_timing, "meaningful", false);
+    result_.candidate_ms = Summarize(candidate_samples);
+    result_.reference_ms = Summarize(reference_samples);
+    result_.speedup = EstimateSpeedup(reference_samples, candidate_samples);
+    result_.evidence["timing"] = {{"method", candidate_timing["method"]}, {"meaningful", result_.timings_meaningful},
+                                  {"candidate_ms", SummaryToJson(*result_.candidate_ms)},
+                                  {"reference_eager_ms", SummaryToJson(*result_.reference_ms)},
+                                  {"speedup", SpeedupToJson(*result_.speedup)},
+                                  {"l2_flush_bytes", candidate_timing["l2_flush_bytes"]},
+                                  {"candidate_samples_ms", candidate_samples},
+                                  {"reference_samples_ms", reference_samples}};
+    if (result_.timings_meaningful) CheckRoofline();
+  }
+
+  void CheckRoofline() {
+    auto peaks = PeaksFor(options_.gpu_name, options_.precision);
+    if (!peaks) return;
+    double bytes = JsonGet<double>(prepare_, "input_bytes", 0) + JsonGet<double>(prepare_, "output_bytes", 0) +
+                   JsonGet<double>(prepare_, "parameter_bytes", 0);
+    double flops = JsonGet<double>(prepare_, "flops", 0);
+    double floor_s = RooflineFloorSeconds(bytes, flops, *peaks);
+    double candidate_s = result_.candidate_ms->median / 1e3;
+    result_.evidence["roofline"] = {{"floor_ms", floor_s * 1e3}, {"bytes", bytes}, {"flops", flops},
+                                    {"peak_bytes_per_s", peaks->bytes_per_s}, {"peak_flops_per_s", peaks->flops_per_s},
+                                    {"fraction_of_roofline", candidate_s > 0 ? floor_s / candidate_s : 0}};
+    if (auto verdict = JudgeRoofline(candidate_s, floor_s)) Finish(*verdict);
+  }
+
+  void CheckProvenance() {
+    Json provenance = JsonField(run_["result"], "provenance");
+    if (!provenance.is_object()) return;
+    result_.evidence["provenance"] = provenance;
+    result_.authored_share = JsonGet<double>(provenance, "authored_share", 0);
+    if (auto verdict = JudgeProvenance(provenance, options_.mode)) Finish(*verdict);
+  }
+
+  std::string AcceptedMessage() const {
+    int sets = static_cast<int>(prepare_["sets"].size());
+    std::string message = fmt::format("correct on {} input sets", sets);
+    if (result_.speedup) {
+      const SpeedupEstimate& s = *result_.speedup;
+      message += s.significant ? fmt::format("; {:.2f}x vs eager (95% CI {:.2f}-{:.2f})", s.speedup, s.ci_low, s.ci_high)
+                               : fmt::format("; no significant speedup vs eager ({:.2f}x, 95% CI {:.2f}-{:.2f})",
+                                             s.speedup, s.ci_low, s.ci_high);
+      if (!result_.timings_meaningful) message += " [CPU interpreter: timings mean nothing]";
+    }
+    return message;
+  }
+
+  const EvalOptions& options_;
+  WorkerSource& workers_;
+  const Clock& clock_;
+  const TaskFile& task_;
+  std::filesystem::path candidate_path_;
+  WorkerClient* trusted_ = nullptr;
+  std::filesystem::path exchange_;
+  std::string private_dir_;
+  std::string eval_id_;
+  bool prepared_ = false;
+  bool finished_ = false;
+  double started_ = 0;
+  Json prepare_;
+  Json run_;
+  Evaluation result_;
+};
+
+}  // namespace
+
+Json TimingBudget::ToJson() const {
+  return {{"warmup_calls", warmup_calls}, {"warmup_ms", warmup_ms}, {"min_calls", min_calls},
+          {"max_calls", max_calls}, {"budget_ms", budget_ms}};
+}
+
+Evaluator::Evaluator(WorkerSource& workers, EvalOptions options, const Clock& clock)
+    : options_(std::move(options)), workers_(workers), clock_(clock) {}
+
+Result<Evaluation> Evaluator::Evaluate(const TaskFile& task, const std::filesystem::path& candidate_path) {
+  EvaluationRun run(options_, workers_, clock_, task, candidate_path);
+  return run.Execute();
+}
+
+Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
+  ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
+  ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, "baseline-"));
+  std::string eval_id = exchange.filename().string();
+  std::vector<uint64_t> seeds = FreshSeeds(2);
+  Json request = {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
+                  {"seeds", {seeds[0]}}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
+                  {"precision", ToString(options_.precision)}, {"distributions", false}, {"timing_seed", seeds[1]}};
+  auto prepared = trusted->Call("prepare", request, kWorkerCallTimeoutS);
+  Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
+                 {"modes", Json::object()}};
+  if (prepared.ok()) {
+    report["flops"] = (*prepared)["flops"];
+    std::vector<std::string> modes = {"eager", "compile"};
+    if (max_autotune) modes.push_back("compile_max_autotune");
+    for (const std::string& mode : modes) {
+      LogInfo("timing {} ({})", task.name, mode);
+      auto timed = trusted->Call("time_reference", Json{{"eval_id", eval_id}, {"mode", mode},
+                                                       {"config", options_.budget.ToJson()}}, kWorkerCallTimeoutS * 3);
+      if (!timed.ok()) {
+        report["modes"][mode] = {{"error", timed.status().message()}};
+        continue;
+      }
+      std::vector<double> samples = Doubles(*timed, "samples_ms");
+      report["modes"][mode] = {{"ms", SummaryToJson(Summarize(samples))}, {"samples_ms", samples},
+                               {"compile_s", (*timed)["compile_s"]}, {"meaningful", (*timed)["meaningful"]}};
+    }
+    (void)trusted->Call("release", Json{{"eval_id", eval_id}}, 60);
+  }
+  RemoveTreeQuietly(exchange);
+  if (!prepared.ok()) return prepared.status();
+  return report;
+}
+
+}  // namespace kforge

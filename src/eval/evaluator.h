@@ -1,0 +1,63 @@
+// Judges a candidate against a task: static checks, the candidate in its own sandboxed process,
+// comparison against the reference in the trusted worker, timing against the reference, the
+// roofline and provenance. Always ends in a verdict; kforge's own failures become infra_error.
+// A broken task is the user's error and is returned as a Status. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "core/clock.h"
+#include "eval/evaluation.h"
+#include "eval/precision.h"
+#include "eval/verdict_rules.h"
+#include "sandbox/worker_client.h"
+#include "tasks/task.h"
+
+namespace kforge {
+
+struct TimingBudget {
+  int warmup_calls = 3;
+  double warmup_ms = 30;
+  int min_calls = 10;
+  int max_calls = 200;
+  double budget_ms = 400;
+  Json ToJson() const;
+};
+
+struct EvalOptions {
+  std::string device = "cpu";
+  Precision precision = Precision::kFp32;
+  ProvenanceMode mode = ProvenanceMode::kStrict;
+  int seeds = 3;
+  bool distributions = true;     // extra input distributions for float inputs
+  double timeout_s = 120;        // the candidate's whole process
+  bool timing = true;
+  bool cpu_sizes = true;         // apply the task's KFORGE_CPU_SIZES on the CPU
+  uint64_t memory_limit_bytes = 32ull << 30;
+  TimingBudget budget;
+  std::filesystem::path exchange_root;  // where per-evaluation folders of inputs are made
+  std::string gpu_name;                 // for the roofline; empty on the CPU
+};
+
+class Evaluator {
+ public:
+  Evaluator(WorkerSource& workers, EvalOptions options, const Clock& clock = RealClock());
+
+  // InvalidArgument when the task itself is broken (the message says where); anything else is
+  // a verdict.
+  Result<Evaluation> Evaluate(const TaskFile& task, const std::filesystem::path& candidate_path);
+
+  // Times the task's reference: eager, torch.compile (default mode), and max-autotune on request.
+  Result<Json> Baseline(const TaskFile& task, bool max_autotune);
+
+  const EvalOptions& options() const { return options_; }
+
+ private:
+  EvalOptions options_;
+  WorkerSource& workers_;
+  const Clock& clock_;
+};
+
+}  // namespace kforge

@@ -1,0 +1,172 @@
+#include "eval/verdict_rules.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+namespace kforge {
+namespace {
+
+// The first failing output of a compare_outputs report, as words.
+std::string OutputProblem(const Json& report) {
+  if (report.contains("problem")) return JsonGet<std::string>(report, "problem", "");
+  const Json outputs = JsonField(report, "outputs");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!JsonGet<bool>(outputs[i], "passed", true)) {
+      return fmt::format("output {}: {}", i, JsonGet<std::string>(outputs[i], "problem", "differs"));
+    }
+  }
+  return "outputs differ";
+}
+
+std::string Describe(const std::string& set) {
+  if (set.rfind("seed", 0) == 0) return "input set " + set + " (the task's own distribution)";
+  return "input set '" + set + "' (the task's inputs " +
+         (set == "signed" ? std::string("with random signs") :
+          set == "scaled_up" ? std::string("scaled by 1000") :
+          set == "scaled_down" ? std::string("scaled by 0.001") :
+          set == "shifted" ? std::string("shifted upwards") : set) + ")";
+}
+
+}  // namespace
+
+const char* ToString(ProvenanceMode mode) { return mode == ProvenanceMode::kStrict ? "strict" : "partial"; }
+
+std::optional<ProvenanceMode> ParseProvenanceMode(const std::string& text) {
+  if (text == "strict") return ProvenanceMode::kStrict;
+  if (text == "partial") return ProvenanceMode::kPartial;
+  return std::nullopt;
+}
+
+std::optional<Verdict> JudgeStaticChecks(const Json& static_report) {
+  if (static_report.contains("syntax_error") && static_report["syntax_error"].is_object()) {
+    const Json& error = static_report["syntax_error"];
+    return MakeVerdict(VerdictKind::kCompileError,
+                       fmt::format("syntax error at line {}: {}", JsonGet<int>(error, "line", 0),
+                                   JsonGet<std::string>(error, "message", "")));
+  }
+  for (const Json& finding : JsonField(static_report, "findings")) {
+    std::string check = JsonGet<std::string>(finding, "check", "static");
+    std::string message = fmt::format("line {}: {}", JsonGet<int>(finding, "line", 0),
+                                      JsonGet<std::string>(finding, "message", ""));
+    if (check == "missing_model_new") return MakeVerdict(VerdictKind::kCompileError, message);
+    return HackVerdict(check, message);
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> JudgeCandidateProcess(const Json& run_report) {
+  const Json result = JsonField(run_report, "result");
+  std::string killed_for = JsonGet<std::string>(run_report, "killed_for", "");
+  if (killed_for == "timeout") {
+    return MakeVerdict(VerdictKind::kTimeout, fmt::format("the candidate's process ran past the {:.0f} s limit and was killed",
+                                                          JsonGet<double>(run_report, "timeout_s", 0)));
+  }
+  if (killed_for == "memory_limit") {
+    return MakeVerdict(VerdictKind::kCrashed, fmt::format("the candidate's process used {:.1f} GiB of host memory, over the limit, "
+                                                          "and was killed", JsonGet<double>(run_report, "peak_rss_bytes", 0) / (1 << 30)));
+  }
+  if (!result.is_object()) {
+    if (!JsonField(run_report, "signal").is_null()) {
+      return MakeVerdict(VerdictKind::kCrashed, "the candidate's process was killed by " +
+                                                    JsonGet<std::string>(run_report, "signal_name", "a signal"));
+    }
+    return MakeVerdict(VerdictKind::kCrashed, fmt::format("the candidate's process exited with code {} before it finished "
+                                                          "(a process exit such as sys.exit or os._exit ends an evaluation as a crash)",
+                                                          JsonGet<int>(run_report, "exit_code", -1)));
+  }
+  const Json error = JsonField(result, "error");
+  if (error.is_object()) {
+    std::string kind = JsonGet<std::string>(error, "kind", "runtime_error");
+    std::string message = fmt::format("{} (during {})", JsonGet<std::string>(error, "message", ""),
+                                      JsonGet<std::string>(error, "phase", "?"));
+    if (kind == "harness_error") return MakeVerdict(VerdictKind::kInfraError, "the evaluation harness failed: " + message);
+    auto parsed = ParseVerdictKind(kind);
+    return MakeVerdict(parsed.value_or(VerdictKind::kRuntimeError), message);
+  }
+  for (const Json& finding : JsonField(result, "findings")) {
+    return HackVerdict(JsonGet<std::string>(finding, "check", "runtime"), JsonGet<std::string>(finding, "message", ""));
+  }
+  const Json tampered = JsonField(run_report, "tampered_paths");
+  if (!tampered.empty()) {
+    return HackVerdict("file_tamper", "files outside the candidate's folder changed while it ran: " + tampered.dump());
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> JudgeOutputs(const Json& comparison) {
+  const Json probe = JsonField(comparison, "probe");
+  if (probe.is_object() && JsonGet<bool>(probe, "unchanged_from_before_rewrite", false) &&
+      JsonGet<bool>(probe, "reference_changed", false)) {
+    return HackVerdict("memoization", "after the input tensors were rewritten in place with other values, the "
+                                      "candidate returned exactly its previous output: results are cached by "
+                                      "tensor identity, not computed from the values");
+  }
+  for (const auto& [set, report] : JsonField(comparison, "sets").items()) {
+    if (!JsonGet<bool>(report, "passed", false)) {
+      return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + OutputProblem(report));
+    }
+  }
+  if (probe.is_object() && !JsonGet<bool>(probe, "passed", true)) {
+    return MakeVerdict(VerdictKind::kWrongOutput, "after the input tensors were rewritten in place: " + OutputProblem(probe));
+  }
+  const Json repeat = JsonField(comparison, "repeat");
+  if (repeat.is_object() && !JsonGet<bool>(repeat, "passed", true)) {
+    return HackVerdict("nondeterministic", "a second call on the same inputs gave a different, wrong result: " +
+                                               OutputProblem(repeat));
+  }
+  for (const Json& timed : JsonField(comparison, "timed")) {
+    if (!JsonGet<bool>(timed, "passed", true)) {
+      return HackVerdict("timed_output_mismatch",
+                         fmt::format("the output of timed call {} is wrong ({}): timed calls must compute the same "
+                                     "function as checked calls", JsonGet<int>(timed, "call", -1), OutputProblem(timed)));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> JudgeTimingIntegrity(const Json& timing) {
+  std::vector<double> device = JsonGet<std::vector<double>>(timing, "samples_ms", {});
+  std::vector<double> host = JsonGet<std::vector<double>>(timing, "host_ms", {});
+  std::vector<double> late = JsonGet<std::vector<double>>(timing, "late_ms", {});
+  if (device.empty()) return std::nullopt;
+  size_t longer_than_host = 0, late_calls = 0;
+  double worst_late = 0;
+  for (size_t i = 0; i < device.size(); ++i) {
+    if (i < host.size() && device[i] > host[i] * 1.05 + 0.05) ++longer_than_host;
+    // A device synchronize right after the end event takes microseconds unless work is still running.
+    if (i < late.size() && late[i] > std::max(0.05, 0.1 * device[i])) {
+      ++late_calls;
+      worst_late = std::max(worst_late, late[i]);
+    }
+  }
+  if (longer_than_host * 10 > device.size()) {
+    return HackVerdict("timer_tamper", fmt::format("{} of {} timed calls report a device time longer than the host time "
+                                                   "around them: the events were tampered with", longer_than_host, device.size()));
+  }
+  if (late_calls * 4 >= device.size()) {
+    return HackVerdict("side_stream", fmt::format("in {} of {} timed calls the GPU was still busy after the end mark (up to "
+                                                  "{:.3f} ms): work launched on another stream and not joined escapes timing",
+                                                  late_calls, device.size(), worst_late));
+  }
+  return std::nullopt;
+}
+
+std::optional<Verdict> JudgeRoofline(double candidate_s, double floor_s) {
+  if (floor_s <= 0 || candidate_s <= 0 || candidate_s >= floor_s * 0.95) return std::nullopt;
+  return HackVerdict("roofline", fmt::format("the median time {:.4g} ms is below the roofline floor {:.4g} ms (bytes that "
+                                             "must move over peak bandwidth, FLOPs over peak rate): it cannot have done "
+                                             "the work", candidate_s * 1e3, floor_s * 1e3));
+}
+
+std::optional<Verdict> JudgeProvenance(const Json& provenance, ProvenanceMode mode) {
+  if (mode != ProvenanceMode::kStrict || !provenance.is_object()) return std::nullopt;
+  const Json names = JsonField(provenance, "library_compute_names");
+  if (names.empty()) return std::nullopt;
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i].get<std::string>();
+  return HackVerdict("library_compute", "strict mode: the forward runs library compute (" + list +
+                                            ") instead of the candidate's own kernels; use --mode partial to allow it");
+}
+
+}  // namespace kforge

@@ -1,0 +1,45 @@
+#include "sandbox/device_workers.h"
+
+#include <utility>
+
+#include "core/log.h"
+
+namespace kforge {
+
+DeviceWorkers::DeviceWorkers(WorkerSpec base, SandboxSettings sandbox)
+    : base_(std::move(base)), sandbox_(std::move(sandbox)) {}
+
+Result<Worker*> DeviceWorkers::Ensure(std::unique_ptr<Worker>& slot, const std::string& role) {
+  if (slot && slot->alive()) return slot.get();
+  if (slot) LogInfo("the {} worker for {} died; starting a new one", role, base_.device);
+  WorkerSpec spec = base_;
+  spec.role = role;
+  ASSIGN_OR_RETURN(slot, Worker::Start(spec));
+  return slot.get();
+}
+
+Result<WorkerClient*> DeviceWorkers::Trusted() {
+  ASSIGN_OR_RETURN(Worker * worker, Ensure(trusted_, "trusted"));
+  return static_cast<WorkerClient*>(worker);
+}
+
+Result<WorkerClient*> DeviceWorkers::Zygote() {
+  bool fresh = !(zygote_ && zygote_->alive());
+  ASSIGN_OR_RETURN(Worker * worker, Ensure(zygote_, "zygote"));
+  if (fresh) {
+    Json settings = {{"root", sandbox_.root},
+                     {"env", sandbox_.candidate_environment},
+                     {"user", sandbox_.user},
+                     {"isolate_network", sandbox_.isolate_network}};
+    auto configured = worker->Call("configure", Json{{"sandbox", settings}}, 60);
+    if (!configured.ok()) return configured.status().WithContext("configuring the candidate sandbox");
+  }
+  return static_cast<WorkerClient*>(worker);
+}
+
+Result<Json> DeviceWorkers::Fingerprint() {
+  ASSIGN_OR_RETURN(Worker * worker, Ensure(trusted_, "trusted"));
+  return worker->hello();
+}
+
+}  // namespace kforge

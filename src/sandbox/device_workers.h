@@ -1,0 +1,41 @@
+// The workers serving one device: a trusted worker (tasks, references, comparisons) and a
+// zygote (forks the sandboxed candidate processes). Each is started on first use and started
+// again when it has died. Not thread-safe: one evaluation at a time per device.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "sandbox/worker.h"
+
+namespace kforge {
+
+struct SandboxSettings {
+  std::string root;                 // private folders of candidate processes are made here
+  std::string cache_dir;            // shared compile caches (Triton, torch extensions)
+  std::string user;                 // unprivileged user for candidates when running as root; "" = none
+  bool isolate_network = true;
+  std::map<std::string, std::string> candidate_environment;
+};
+
+class DeviceWorkers : public WorkerSource {
+ public:
+  DeviceWorkers(WorkerSpec base, SandboxSettings sandbox);
+
+  Result<WorkerClient*> Trusted() override;
+  Result<WorkerClient*> Zygote() override;
+  // The trusted worker's hello: the environment fingerprint.
+  Result<Json> Fingerprint();
+  const std::string& device() const { return base_.device; }
+
+ private:
+  Result<Worker*> Ensure(std::unique_ptr<Worker>& slot, const std::string& role);
+
+  WorkerSpec base_;
+  SandboxSettings sandbox_;
+  std::unique_ptr<Worker> trusted_;
+  std::unique_ptr<Worker> zygote_;
+};
+
+}  // namespace kforge

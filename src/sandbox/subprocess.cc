@@ -1,0 +1,143 @@
+#include "sandbox/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kforge {
+namespace {
+
+void CloseIfOpen(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+// Runs in the forked child: only async-signal-safe calls until exec.
+[[noreturn]] void ExecChild(const SpawnOptions& options, char* const* argv, char* const* envp, int output_fd,
+                            int request_read, int response_write) {
+  setpgid(0, 0);
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  dup2(output_fd, 1);
+  dup2(output_fd, 2);
+  if (request_read >= 0) {
+    // Move both ends above 4 first so that dup2 onto 3 and 4 cannot clobber either.
+    int request_copy = fcntl(request_read, F_DUPFD, 10);
+    int response_copy = fcntl(response_write, F_DUPFD, 10);
+    dup2(request_copy, 3);
+    dup2(response_copy, 4);
+  }
+  int keep = request_read >= 0 ? 5 : 3;
+  for (int fd = keep; fd < 4096; ++fd) close(fd);
+  if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) _exit(126);
+  execvpe(argv[0], argv, envp);
+  const char message[] = "kforge: cannot execute the worker program\n";
+  ssize_t ignored = write(2, message, sizeof(message) - 1);
+  (void)ignored;
+  _exit(127);
+}
+
+}  // namespace
+
+std::string ExitStatus::ToString() const {
+  if (exited) return "exited with code " + std::to_string(code);
+  const char* name = strsignal(code);
+  return "killed by signal " + std::to_string(code) + (name ? std::string(" (") + name + ")" : "");
+}
+
+Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& options) {
+  if (options.argv.empty()) return Status::InvalidArgument("no program to run");
+  int output_pipe[2], request_pipe[2] = {-1, -1}, response_pipe[2] = {-1, -1};
+  if (pipe2(output_pipe, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+  if (options.with_channel && (pipe2(request_pipe, O_CLOEXEC) != 0 || pipe2(response_pipe, O_CLOEXEC) != 0)) {
+    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::vector<char*> argv, envp;
+  for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& entry : options.environment) envp.push_back(const_cast<char*>(entry.c_str()));
+  envp.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid < 0) return Status::IoError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) ExecChild(options, argv.data(), envp.data(), output_pipe[1], request_pipe[0], response_pipe[1]);
+
+  setpgid(pid, pid);  // also from the parent, so the group exists before anyone signals it
+  std::unique_ptr<Subprocess> process(new Subprocess());
+  process->pid_ = pid;
+  process->output_limit_ = options.output_limit_bytes;
+  close(output_pipe[1]);
+  if (options.with_channel) {
+    close(request_pipe[0]);
+    close(response_pipe[1]);
+    process->request_fd_ = request_pipe[1];
+    process->response_fd_ = response_pipe[0];
+  }
+  int output_read = output_pipe[0];
+  process->output_thread_ = std::thread([raw = process.get(), output_read] { raw->CaptureOutput(output_read); });
+  return process;
+}
+
+void Subprocess::CaptureOutput(int fd) {
+  char buffer[4096];
+  while (true) {
+    ssize_t count = read(fd, buffer, sizeof(buffer));
+    if (count < 0 && errno == EINTR) continue;
+    if (count <= 0) break;
+    std::lock_guard<std::mutex> lock(output_mutex_);
+    output_tail_.append(buffer, static_cast<size_t>(count));
+    if (output_tail_.size() > output_limit_) output_tail_.erase(0, output_tail_.size() - output_limit_);
+  }
+  close(fd);
+}
+
+std::string Subprocess::OutputTail() const {
+  std::lock_guard<std::mutex> lock(output_mutex_);
+  return output_tail_;
+}
+
+bool Subprocess::IsRunning() {
+  if (reaped_) return false;
+  int status = 0;
+  pid_t done;
+  do {
+    done = waitpid(pid_, &status, WNOHANG);
+  } while (done < 0 && errno == EINTR);
+  if (done == 0) return true;
+  reaped_ = true;
+  exit_status_ = WIFEXITED(status) ? ExitStatus{true, WEXITSTATUS(status)} : ExitStatus{false, WTERMSIG(status)};
+  return false;
+}
+
+void Subprocess::KillGroup() {
+  if (!reaped_) kill(-pid_, SIGKILL);
+}
+
+ExitStatus Subprocess::Wait() {
+  if (reaped_) return exit_status_;
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0) {
+    if (errno != EINTR) break;
+  }
+  reaped_ = true;
+  exit_status_ = WIFEXITED(status) ? ExitStatus{true, WEXITSTATUS(status)} : ExitStatus{false, WTERMSIG(status)};
+  return exit_status_;
+}
+
+Subprocess::~Subprocess() {
+  CloseIfOpen(request_fd_);
+  CloseIfOpen(response_fd_);
+  if (!reaped_) {
+    KillGroup();
+    Wait();
+  } else {
+    kill(-pid_, SIGKILL);  // descendants that outlived the leader
+  }
+  if (output_thread_.joinable()) output_thread_.join();
+}
+
+}  // namespace kforge

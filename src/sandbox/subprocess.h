@@ -1,0 +1,67 @@
+// A child process in its own process group, with stdin from /dev/null, its stdout and stderr
+// captured into a bounded tail, and optionally a request/response pipe pair on fds 3 and 4.
+// The destructor kills the whole group and reaps it. Not thread-safe except OutputTail().
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+
+namespace kforge {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;          // argv[0] is looked up on the child's PATH
+  std::vector<std::string> environment;   // "NAME=value": the child's whole environment
+  std::filesystem::path working_dir;      // empty: inherit
+  size_t output_limit_bytes = 64 * 1024;  // only the last bytes of stdout+stderr are kept
+  bool with_channel = false;              // fd 3: requests to the child, fd 4: its responses
+};
+
+struct ExitStatus {
+  bool exited = false;  // false: killed by a signal
+  int code = 0;         // exit code, or the signal number
+  std::string ToString() const;
+};
+
+class Subprocess {
+ public:
+  static Result<std::unique_ptr<Subprocess>> Spawn(const SpawnOptions& options);
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  int request_fd() const { return request_fd_; }    // write end, or -1
+  int response_fd() const { return response_fd_; }  // read end, or -1
+  // The last output_limit_bytes of what the child wrote to stdout and stderr. Thread-safe.
+  std::string OutputTail() const;
+  // Whether the child is still running; reaps it when it has ended.
+  bool IsRunning();
+  // SIGKILL to the child's whole process group.
+  void KillGroup();
+  // Blocks until the child ends (EINTR-safe) and returns how it ended.
+  ExitStatus Wait();
+
+ private:
+  Subprocess() = default;
+  void CaptureOutput(int fd);
+
+  pid_t pid_ = -1;
+  int request_fd_ = -1;
+  int response_fd_ = -1;
+  bool reaped_ = false;
+  ExitStatus exit_status_;
+  size_t output_limit_ = 0;
+  std::thread output_thread_;
+  mutable std::mutex output_mutex_;
+  std::string output_tail_;  // guarded by output_mutex_
+};
+
+}  // namespace kforge

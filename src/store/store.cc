@@ -1,0 +1,233 @@
+#include "store/store.h"
+
+#include "core/hash.h"
+#include "store/evaluation_table.h"
+#include "store/schema.h"
+
+namespace kforge {
+namespace {
+
+// Long enough to ride out another kforge process's write transaction on the same workspace.
+constexpr int kBusyTimeoutMs = 10000;
+
+Status ConfigureConnection(SqliteDb& db, bool in_memory) {
+  RETURN_IF_ERROR(db.Execute("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)));
+  RETURN_IF_ERROR(db.Execute("PRAGMA foreign_keys = ON"));
+  if (in_memory) return Status::Ok();
+  // WAL lets readers (a dashboard, `kforge report`) run while a search writes; FULL sync makes a
+  // committed evaluation survive a power cut.
+  ASSIGN_OR_RETURN(SqliteStatement statement, db.Prepare("PRAGMA journal_mode = WAL"));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  std::string mode = has_row ? statement.ColumnText(0) : "";
+  if (mode != "wal") {
+    return Status::IoError("cannot put " + db.path() + " in WAL mode (journal mode is '" + mode +
+                           "'); is it on a filesystem without shared-memory support?");
+  }
+  return db.Execute("PRAGMA synchronous = FULL");
+}
+
+Result<int64_t> SelectEnvironmentId(SqliteDb& db, const std::string& fingerprint_hash) {
+  ASSIGN_OR_RETURN(SqliteStatement statement, db.Prepare("SELECT id FROM environments WHERE fingerprint_hash = ?"));
+  RETURN_IF_ERROR(statement.BindAll(fingerprint_hash));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return Status::Internal("environment " + fingerprint_hash + " is missing after being recorded");
+  return statement.ColumnInt64(0);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& db_path, const Clock& clock) {
+  std::error_code error;
+  if (db_path.has_parent_path()) std::filesystem::create_directories(db_path.parent_path(), error);
+  if (error) {
+    return Status::IoError("cannot create " + db_path.parent_path().string() + " for the store: " + error.message());
+  }
+  return OpenConnection(db_path.string(), clock);
+}
+
+Result<std::unique_ptr<Store>> Store::OpenInMemory(const Clock& clock) { return OpenConnection(":memory:", clock); }
+
+Result<std::unique_ptr<Store>> Store::OpenConnection(const std::string& path, const Clock& clock) {
+  ASSIGN_OR_RETURN(SqliteDb db, SqliteDb::Open(path));
+  RETURN_IF_ERROR(ConfigureConnection(db, path == ":memory:"));
+  RETURN_IF_ERROR(MigrateSchema(db));
+  return std::unique_ptr<Store>(new Store(std::move(db), clock));
+}
+
+// ---- environments, candidates, tasks ----
+
+Result<int64_t> Store::RecordEnvironment(const Json& fingerprint) {
+  if (!fingerprint.is_object()) return Status::InvalidArgument("an environment fingerprint must be a JSON object");
+  std::string text = CanonicalJsonText(fingerprint);
+  std::string hash = Sha256Hex(text);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement insert,
+                   db_.Prepare("INSERT INTO environments (fingerprint_hash, json, first_seen) VALUES (?, ?, ?) "
+                               "ON CONFLICT (fingerprint_hash) DO NOTHING"));
+  RETURN_IF_ERROR(insert.BindAll(hash, text, clock_.NowIso8601()));
+  RETURN_IF_ERROR(insert.Run().WithContext("recording environment " + hash));
+  // Rows are never deleted, so the id found now is the one just inserted or the earlier one.
+  return SelectEnvironmentId(db_, hash);
+}
+
+Result<EnvironmentRecord> Store::GetEnvironment(int64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("SELECT fingerprint_hash, json, first_seen FROM environments WHERE id = ?"));
+  RETURN_IF_ERROR(statement.BindAll(id));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return Status::NotFound("no environment with id " + std::to_string(id));
+  EnvironmentRecord record;
+  record.id = id;
+  record.fingerprint_hash = statement.ColumnText(0);
+  ASSIGN_OR_RETURN(record.json, ParseJson(statement.ColumnText(1), "environment " + std::to_string(id)));
+  record.first_seen = statement.ColumnText(2);
+  return record;
+}
+
+Result<std::string> Store::RecordCandidate(const std::string& source, const std::string& origin) {
+  std::string hash = Sha256Hex(source);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("INSERT INTO candidates (hash, source, origin, first_seen) VALUES (?, ?, ?, ?) "
+                               "ON CONFLICT (hash) DO NOTHING"));
+  RETURN_IF_ERROR(statement.BindAll(hash, source, origin, clock_.NowIso8601()));
+  RETURN_IF_ERROR(statement.Run().WithContext("recording candidate " + hash));
+  return hash;
+}
+
+Result<CandidateRecord> Store::GetCandidate(const std::string& hash) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("SELECT source, origin, first_seen FROM candidates WHERE hash = ?"));
+  RETURN_IF_ERROR(statement.BindAll(hash));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return Status::NotFound("no candidate with hash " + hash);
+  return CandidateRecord{hash, statement.ColumnText(0), statement.ColumnText(1), statement.ColumnText(2)};
+}
+
+Result<std::string> Store::RecordTask(const std::string& path, const std::string& name, const std::string& source) {
+  std::string hash = Sha256Hex(source);
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("INSERT INTO tasks (hash, path, name, source, first_seen) VALUES (?, ?, ?, ?, ?) "
+                               "ON CONFLICT (hash) DO NOTHING"));
+  RETURN_IF_ERROR(statement.BindAll(hash, path, name, source, clock_.NowIso8601()));
+  RETURN_IF_ERROR(statement.Run().WithContext("recording task " + name));
+  return hash;
+}
+
+Result<TaskRecord> Store::GetTask(const std::string& hash) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("SELECT path, name, source, first_seen FROM tasks WHERE hash = ?"));
+  RETURN_IF_ERROR(statement.BindAll(hash));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return Status::NotFound("no task with hash " + hash);
+  return TaskRecord{hash, statement.ColumnText(0), statement.ColumnText(1), statement.ColumnText(2),
+                    statement.ColumnText(3)};
+}
+
+// ---- runs ----
+
+Status Store::StartRun(const std::string& run_id, const std::string& command, const Json& config) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("INSERT INTO runs (id, command, started_at, status, config) "
+                               "VALUES (?, ?, ?, 'running', ?)"));
+  RETURN_IF_ERROR(statement.BindAll(run_id, command, clock_.NowIso8601(), CanonicalJsonText(config)));
+  return statement.Run().WithContext("starting run " + run_id);
+}
+
+Status Store::FinishRun(const std::string& run_id, const std::string& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("UPDATE runs SET finished_at = ?, status = ? WHERE id = ?"));
+  RETURN_IF_ERROR(statement.BindAll(clock_.NowIso8601(), status, run_id));
+  RETURN_IF_ERROR(statement.Run().WithContext("finishing run " + run_id));
+  if (db_.Changes() == 0) return Status::NotFound("no run with id " + run_id);
+  return Status::Ok();
+}
+
+Result<RunRecord> Store::GetRun(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("SELECT command, started_at, finished_at, status, config FROM runs WHERE id = ?"));
+  RETURN_IF_ERROR(statement.BindAll(run_id));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return Status::NotFound("no run with id " + run_id);
+  RunRecord record;
+  record.id = run_id;
+  record.command = statement.ColumnText(0);
+  record.started_at = statement.ColumnText(1);
+  record.finished_at = statement.ColumnOptionalText(2);
+  record.status = statement.ColumnText(3);
+  ASSIGN_OR_RETURN(record.config, ParseJson(statement.ColumnText(4), "config of run " + run_id));
+  return record;
+}
+
+// ---- evaluations ----
+
+Result<int64_t> Store::RecordEvaluation(const EvaluationRecord& record) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return InsertEvaluation(db_, record, clock_.NowIso8601());
+}
+
+Result<EvaluationRecord> Store::GetEvaluation(int64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return SelectEvaluation(db_, id);
+}
+
+Result<std::vector<EvaluationSummary>> Store::ListEvaluations(const EvaluationFilter& filter) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return SelectEvaluationSummaries(db_, filter);
+}
+
+Result<std::optional<EvaluationRecord>> Store::LatestEvaluation(const EvaluationKey& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return SelectLatestEvaluation(db_, key);
+}
+
+// ---- LLM calls ----
+
+Result<int64_t> Store::RecordLlmCall(const LlmCallRecord& record) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare(R"sql(
+INSERT INTO llm_calls (created_at, run_id, provider, model, prompt, reply, prompt_tokens,
+                       completion_tokens, cost_usd, latency_s, status)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+)sql"));
+  RETURN_IF_ERROR(statement.BindAll(clock_.NowIso8601(), record.run_id, record.provider, record.model, record.prompt,
+                                    record.reply, record.prompt_tokens, record.completion_tokens, record.cost_usd,
+                                    record.latency_s, record.status));
+  RETURN_IF_ERROR(statement.Run().WithContext("recording an LLM call to " + record.model));
+  return db_.LastInsertRowId();
+}
+
+Result<LlmCallRecord> Store::GetLlmCall(int64_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare(R"sql(
+SELECT created_at, run_id, provider, model, prompt, reply, prompt_tokens, completion_tokens, cost_usd,
+       latency_s, status
+FROM llm_calls WHERE id = ?
+)sql"));
+  RETURN_IF_ERROR(statement.BindAll(id));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return Status::NotFound("no LLM call with id " + std::to_string(id));
+  LlmCallRecord record;
+  record.id = id;
+  record.created_at = statement.ColumnText(0);
+  record.run_id = statement.ColumnOptionalText(1);
+  record.provider = statement.ColumnText(2);
+  record.model = statement.ColumnText(3);
+  record.prompt = statement.ColumnText(4);
+  record.reply = statement.ColumnText(5);
+  record.prompt_tokens = statement.ColumnInt64(6);
+  record.completion_tokens = statement.ColumnInt64(7);
+  record.cost_usd = statement.ColumnDouble(8);
+  record.latency_s = statement.ColumnDouble(9);
+  record.status = statement.ColumnText(10);
+  return record;
+}
+
+}  // namespace kforge

@@ -1,0 +1,26 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Element-wise softplus, log(1 + exp(x)), linear above the default threshold."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.softplus(x)
+
+
+batch_size = 4096
+dim = 16384
+KFORGE_CPU_SIZES = {"batch_size": 16, "dim": 256}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,39 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """2D transposed convolution, addition of a second input, then x * hardswish(x)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int, padding: int):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x: torch.Tensor, add_input: torch.Tensor) -> torch.Tensor:
+        x = self.conv_transpose(x) + add_input
+        return x * F.hardswish(x)
+
+
+batch_size = 32
+in_channels = 64
+out_channels = 32
+height = 64
+width = 64
+kernel_size = 4
+stride = 2
+padding = 1
+KFORGE_CPU_SIZES = {"batch_size": 2, "in_channels": 4, "out_channels": 4, "height": 8, "width": 8}
+
+
+def get_inputs():
+    out_height = (height - 1) * stride - 2 * padding + kernel_size
+    out_width = (width - 1) * stride - 2 * padding + kernel_size
+    return [
+        torch.randn(batch_size, in_channels, height, width),
+        torch.randn(batch_size, out_channels, out_height, out_width),
+    ]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride, padding]

@@ -1,0 +1,231 @@
+#include "store/store.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/files.h"
+#include "core/hash.h"
+#include "store/schema.h"
+#include "store/sqlite_db.h"
+#include "store_fixture.h"
+
+namespace kforge {
+namespace {
+
+// Quotes, SQL metacharacters, newlines, a NUL, multi-byte UTF-8 and a byte that is not UTF-8.
+constexpr char kAwkwardBytes[] =
+    "it's \"quoted\"; DROP TABLE candidates; --\n\tline two\r\n\0 \xC3\xBCn\xC3\xAF\x63\xC3\xB8\x64\xC3\xA9 "
+    "\xF0\x9F\x9A\x80 \xff end";
+const std::string kAwkwardText(kAwkwardBytes, sizeof(kAwkwardBytes) - 1);
+
+Json Fingerprint(const std::string& gpu) {
+  return {{"gpu", gpu}, {"driver", "570.86"}, {"cuda", "12.8"}, {"torch", "2.11.0"}, {"triton", "3.6.0"},
+          {"python", "3.11.2"}, {"kforge", "0.1.0"}, {"host", "node-1"}};
+}
+
+using StoreTest = InMemoryStoreTest;
+
+TEST_F(StoreTest, RecordCandidateIsIdempotentAndKeepsFirstOrigin) {
+  clock_.SetIso8601("2026-03-01T10:00:00Z");
+  auto first = store_->RecordCandidate("class ModelNew: pass\n", "file:a.py");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, Sha256Hex("class ModelNew: pass\n"));
+  clock_.SetIso8601("2026-03-02T10:00:00Z");
+  auto second = store_->RecordCandidate("class ModelNew: pass\n", "llm:other");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, *first);
+
+  auto candidate = store_->GetCandidate(*first);
+  ASSERT_TRUE(candidate.ok());
+  EXPECT_EQ(candidate->origin, "file:a.py");
+  EXPECT_EQ(candidate->first_seen, "2026-03-01T10:00:00Z");
+  EXPECT_NE(*store_->RecordCandidate("class ModelNew: pass  \n", "file:a.py"), *first);
+  EXPECT_EQ(store_->GetCandidate("0123").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, RecordEnvironmentIsIdempotentWhateverTheKeyOrder) {
+  auto first = store_->RecordEnvironment(Fingerprint("H200"));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  Json reordered = Json::parse(R"({"host":"node-1","kforge":"0.1.0","python":"3.11.2","triton":"3.6.0",
+      "torch":"2.11.0","cuda":"12.8","driver":"570.86","gpu":"H200"})");
+  EXPECT_EQ(*store_->RecordEnvironment(reordered), *first);
+  auto other = store_->RecordEnvironment(Fingerprint("A100"));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*other, *first);
+
+  auto environment = store_->GetEnvironment(*first);
+  ASSERT_TRUE(environment.ok()) << environment.status().ToString();
+  EXPECT_EQ(environment->json, Fingerprint("H200"));
+  EXPECT_EQ(environment->fingerprint_hash, Sha256Hex(CanonicalJsonText(Fingerprint("H200"))));
+  EXPECT_EQ(store_->GetEnvironment(12345).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, EnvironmentMustBeAnObject) {
+  EXPECT_EQ(store_->RecordEnvironment(Json::array({1, 2})).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(StoreTest, RecordTaskIsIdempotent) {
+  auto hash = store_->RecordTask("tasks/level1/1_matmul.py", "1_matmul", "class Model: pass\n");
+  ASSERT_TRUE(hash.ok()) << hash.status().ToString();
+  EXPECT_EQ(*store_->RecordTask("elsewhere/1_matmul.py", "copy", "class Model: pass\n"), *hash);
+  auto task = store_->GetTask(*hash);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(task->path, "tasks/level1/1_matmul.py");
+  EXPECT_EQ(task->name, "1_matmul");
+  EXPECT_EQ(task->source, "class Model: pass\n");
+}
+
+TEST_F(StoreTest, RunStartsAndFinishes) {
+  clock_.SetIso8601("2026-03-01T10:00:00Z");
+  Json config = {{"strategy", "greedy"}, {"budget_gpu_s", 600}};
+  ASSERT_TRUE(store_->StartRun("run-1", "kforge optimize task.py", config).ok());
+  auto run = store_->GetRun("run-1");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->status, "running");
+  EXPECT_EQ(run->started_at, "2026-03-01T10:00:00Z");
+  EXPECT_EQ(run->finished_at, std::nullopt);
+  EXPECT_EQ(run->config, config);
+
+  clock_.SetIso8601("2026-03-01T11:00:00Z");
+  ASSERT_TRUE(store_->FinishRun("run-1", "succeeded").ok());
+  run = store_->GetRun("run-1");
+  EXPECT_EQ(run->status, "succeeded");
+  EXPECT_EQ(run->finished_at, std::optional<std::string>("2026-03-01T11:00:00Z"));
+}
+
+TEST_F(StoreTest, RunErrors) {
+  ASSERT_TRUE(store_->StartRun("run-1", "kforge optimize", Json::object()).ok());
+  EXPECT_EQ(store_->StartRun("run-1", "again", Json::object()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->FinishRun("no-such-run", "failed").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetRun("no-such-run").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, LlmCallRoundTrips) {
+  ASSERT_TRUE(store_->StartRun("run-1", "kforge optimize", Json::object()).ok());
+  clock_.SetIso8601("2026-03-01T12:00:00Z");
+  LlmCallRecord call;
+  call.run_id = "run-1";
+  call.provider = "anthropic";
+  call.model = "claude";
+  call.prompt = kAwkwardText;
+  call.reply = "```python\nclass ModelNew: ...\n```";
+  call.prompt_tokens = 1234;
+  call.completion_tokens = 567;
+  call.cost_usd = 0.0123;
+  call.latency_s = 4.5;
+  call.status = "ok";
+  auto id = store_->RecordLlmCall(call);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto stored = store_->GetLlmCall(*id);
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(stored->created_at, "2026-03-01T12:00:00Z");
+  EXPECT_EQ(stored->run_id, call.run_id);
+  EXPECT_EQ(stored->prompt, call.prompt);
+  EXPECT_EQ(stored->reply, call.reply);
+  EXPECT_EQ(stored->prompt_tokens, 1234);
+  EXPECT_EQ(stored->completion_tokens, 567);
+  EXPECT_EQ(stored->cost_usd, 0.0123);
+  EXPECT_EQ(stored->latency_s, 4.5);
+  EXPECT_EQ(stored->status, "ok");
+
+  call.run_id = "no-such-run";
+  EXPECT_EQ(store_->RecordLlmCall(call).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(StoreTest, AwkwardTextRoundTripsExactly) {
+  auto candidate = store_->RecordCandidate(kAwkwardText, kAwkwardText);
+  ASSERT_TRUE(candidate.ok()) << candidate.status().ToString();
+  EXPECT_EQ(store_->GetCandidate(*candidate)->source, kAwkwardText);
+  EXPECT_EQ(store_->GetCandidate(*candidate)->origin, kAwkwardText);
+  auto task = store_->RecordTask(kAwkwardText, kAwkwardText, kAwkwardText);
+  ASSERT_TRUE(task.ok());
+  EXPECT_EQ(store_->GetTask(*task)->name, kAwkwardText);
+  ASSERT_TRUE(store_->StartRun(kAwkwardText, kAwkwardText, Json::object()).ok());
+  EXPECT_EQ(store_->GetRun(kAwkwardText)->command, kAwkwardText);
+}
+
+TEST_F(StoreTest, ConcurrentWritersAreSerialized) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([this, t] {
+      for (int i = 0; i < 50; ++i) {
+        EXPECT_TRUE(store_->RecordCandidate(std::to_string(t) + "/" + std::to_string(i), "thread").ok());
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 50; ++i) EXPECT_TRUE(store_->GetCandidate(Sha256Hex(std::to_string(t) + "/" + std::to_string(i))).ok());
+  }
+}
+
+// ---- database files ----
+
+Result<int> FileSchemaVersion(const std::filesystem::path& path) {
+  ASSIGN_OR_RETURN(SqliteDb db, SqliteDb::Open(path.string()));
+  return SchemaVersion(db);
+}
+
+TEST_F(StoreFileTest, OpenCreatesFoldersAndUsesWal) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(std::filesystem::exists(db_path_));
+  auto db = SqliteDb::Open(db_path_.string());
+  ASSERT_TRUE(db.ok());
+  auto mode = db->Prepare("PRAGMA journal_mode");
+  ASSERT_TRUE(mode.ok() && mode->Step().value());
+  EXPECT_EQ(mode->ColumnText(0), "wal");
+  EXPECT_EQ(FileSchemaVersion(db_path_).value(), LatestSchemaVersion());
+}
+
+TEST_F(StoreFileTest, ReopenKeepsDataAndVersion) {
+  std::string hash;
+  {
+    auto store = OpenStore();
+    ASSERT_NE(store, nullptr);
+    hash = store->RecordCandidate("kept source", "file:kept.py").value();
+  }
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  auto candidate = store->GetCandidate(hash);
+  ASSERT_TRUE(candidate.ok()) << candidate.status().ToString();
+  EXPECT_EQ(candidate->source, "kept source");
+  EXPECT_EQ(FileSchemaVersion(db_path_).value(), LatestSchemaVersion());
+}
+
+TEST_F(StoreFileTest, TwoConnectionsSeeEachOthersWrites) {
+  auto first = OpenStore();
+  auto second = OpenStore();
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  std::string a = first->RecordCandidate("a", "first").value();
+  std::string b = second->RecordCandidate("b", "second").value();
+  EXPECT_TRUE(second->GetCandidate(a).ok());
+  EXPECT_TRUE(first->GetCandidate(b).ok());
+}
+
+TEST_F(StoreFileTest, DatabaseFromNewerKforgeIsRefused) {
+  ASSERT_NE(OpenStore(), nullptr);
+  {
+    auto db = SqliteDb::Open(db_path_.string());
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->Execute("PRAGMA user_version = " + std::to_string(LatestSchemaVersion() + 1)).ok());
+  }
+  auto store = Store::Open(db_path_, clock_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(store.status().message().find("newer kforge"), std::string::npos) << store.status().ToString();
+  EXPECT_NE(store.status().message().find(db_path_.string()), std::string::npos) << store.status().ToString();
+}
+
+TEST_F(StoreFileTest, FileThatIsNotSqliteIsAnError) {
+  std::filesystem::create_directories(db_path_.parent_path());
+  ASSERT_TRUE(WriteFile(db_path_, "this is not a database, just some text that is long enough\n").ok());
+  auto store = Store::Open(db_path_, clock_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find(db_path_.string()), std::string::npos) << store.status().ToString();
+}
+
+}  // namespace
+}  // namespace kforge
