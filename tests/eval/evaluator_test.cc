@@ -1,0 +1,200 @@
+#include "eval/evaluator.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "core/files.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A worker that answers each op from a script and records every request.
+class FakeWorker : public WorkerClient {
+ public:
+  using Handler = std::function<Result<Json>(const Json&)>;
+  std::map<std::string, Handler> handlers;
+  std::vector<std::pair<std::string, Json>> calls;
+
+  Result<Json> Call(const std::string& op, const Json& fields, double) override {
+    calls.emplace_back(op, fields);
+    auto it = handlers.find(op);
+    if (it == handlers.end()) return Status::Internal("fake worker has no handler for " + op);
+    return it->second(fields);
+  }
+  int Count(const std::string& op) const {
+    int count = 0;
+    for (const auto& call : calls) count += call.first == op;
+    return count;
+  }
+};
+
+class FakeWorkers : public WorkerSource {
+ public:
+  FakeWorker trusted, zygote;
+  Result<WorkerClient*> Trusted() override { return static_cast<WorkerClient*>(&trusted); }
+  Result<WorkerClient*> Zygote() override { return static_cast<WorkerClient*>(&zygote); }
+};
+
+Json Samples(double value, int count) { return Json(std::vector<double>(count, value)); }
+
+class EvaluatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = *MakeTempDir(fs::temp_directory_path(), "kforge-evaluator-test-");
+    candidate_ = root_ / "candidate.py";
+    ASSERT_TRUE(WriteFile(candidate_, "class ModelNew: pass\n").ok());
+    task_.path = root_ / "task.py";
+    task_.name = "level1/task";
+    task_.source = "class Model: pass\n";
+    task_.hash = "taskhash";
+    options_.exchange_root = root_ / "exchange";
+    options_.gpu_name = "";
+    ScriptHonestRun();
+  }
+  void TearDown() override { RemoveTreeQuietly(root_); }
+
+  void ScriptHonestRun() {
+    workers_.trusted.handlers["static_check"] = [](const Json&) -> Result<Json> { return Json{{"findings", Json::array()}}; };
+    workers_.trusted.handlers["prepare"] = [](const Json&) -> Result<Json> {
+      return Json{{"sets", {{{"name", "seed0"}, {"file", "set_seed0.pt"}}, {{"name", "seed1"}, {"file", "set_seed1.pt"}}}},
+                  {"outputs", {{{"shape", {4}}, {"dtype", "float32"}, {"dense", true}}}},
+                  {"flops", 0}, {"input_bytes", 16}, {"output_bytes", 16}, {"parameter_bytes", 0},
+                  {"cpu_sizes_applied", true}, {"skipped_distributions", Json::array()}};
+    };
+    workers_.zygote.handlers["run_candidate"] = [this](const Json&) -> Result<Json> {
+      return Json{{"exit_code", 0}, {"signal", nullptr}, {"killed_for", nullptr}, {"wall_s", 0.1},
+                  {"peak_rss_bytes", 1}, {"stdout_tail", ""}, {"stderr_tail", ""}, {"tampered_paths", Json::array()},
+                  {"private_dir", (root_ / "private").string()},
+                  {"result", {{"findings", Json::array()}, {"error", nullptr},
+                              {"outputs", {{"seed0", "out_seed0.pt"}, {"seed1", "out_seed1.pt"}}},
+                              {"timing", {{"method", "cuda_events"}, {"meaningful", true}, {"samples_ms", Samples(1.0, 20)},
+                                          {"host_ms", Samples(1.01, 20)}, {"late_ms", Samples(0.001, 20)},
+                                          {"kept", Json::array()}}},
+                              {"provenance", {{"authored_share", 1.0}, {"library_compute_names", Json::array()}}}}}};
+    };
+    workers_.trusted.handlers["compare"] = [](const Json&) -> Result<Json> {
+      return Json{{"sets", {{"seed0", {{"passed", true}}}, {"seed1", {{"passed", true}}}}}, {"timed", Json::array()}};
+    };
+    workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> {
+      return Json{{"samples_ms", Samples(2.0, 20)}, {"meaningful", true}};
+    };
+    workers_.trusted.handlers["release"] = [](const Json&) -> Result<Json> { return Json::object(); };
+  }
+
+  Evaluation Evaluate() {
+    Evaluator evaluator(workers_, options_);
+    auto result = evaluator.Evaluate(task_, candidate_);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result.ok() ? *result : Evaluation{};
+  }
+
+  fs::path root_, candidate_;
+  TaskFile task_;
+  EvalOptions options_;
+  FakeWorkers workers_;
+};
+
+TEST_F(EvaluatorTest, HonestCandidateIsAcceptedWithASignificantSpeedup) {
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "accepted");
+  ASSERT_TRUE(evaluation.speedup.has_value());
+  EXPECT_NEAR(evaluation.speedup->speedup, 2.0, 1e-9);
+  EXPECT_TRUE(evaluation.speedup->significant);
+  EXPECT_EQ(workers_.trusted.Count("release"), 1);
+}
+
+TEST_F(EvaluatorTest, CandidateIsCopiedIntoAFreshExchangeFolderThatIsRemovedAfterwards) {
+  std::string seen_copy;
+  workers_.trusted.handlers["static_check"] = [&](const Json& request) -> Result<Json> {
+    auto copied = ReadFile(request["candidate_path"].get<std::string>());
+    seen_copy = copied.ok() ? *copied : "";
+    return Json{{"findings", Json::array()}};
+  };
+  Evaluate();
+  EXPECT_EQ(seen_copy, "class ModelNew: pass\n");
+  EXPECT_TRUE(fs::is_empty(root_ / "exchange"));
+}
+
+TEST_F(EvaluatorTest, SeedsAreFreshForEveryEvaluation) {
+  Evaluate();
+  Evaluate();
+  std::vector<Json> seeds;
+  for (const auto& [op, request] : workers_.trusted.calls) {
+    if (op == "prepare") seeds.push_back(request["seeds"]);
+  }
+  ASSERT_EQ(seeds.size(), 2u);
+  EXPECT_EQ(seeds[0].size(), 3u);
+  EXPECT_NE(seeds[0], seeds[1]);
+}
+
+TEST_F(EvaluatorTest, StaticFindingEndsTheEvaluationBeforeAnyCandidateRuns) {
+  workers_.trusted.handlers["static_check"] = [](const Json&) -> Result<Json> {
+    return Json{{"findings", {{{"check", "threads"}, {"line", 3}, {"message", "imports threading"}}}}};
+  };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "rejected_hack(threads)");
+  EXPECT_EQ(workers_.zygote.Count("run_candidate"), 0);
+  EXPECT_EQ(workers_.trusted.Count("prepare"), 0);
+}
+
+TEST_F(EvaluatorTest, BrokenTaskIsTheUsersErrorNotAVerdict) {
+  workers_.trusted.handlers["prepare"] = [](const Json&) -> Result<Json> {
+    return Status::InvalidArgument("task.py:3: get_inputs() raised ValueError: bad");
+  };
+  Evaluator evaluator(workers_, options_);
+  auto result = evaluator.Evaluate(task_, candidate_);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("get_inputs"), std::string::npos);
+}
+
+TEST_F(EvaluatorTest, SandboxBreakdownIsACrashNotAnInfraError) {
+  workers_.zygote.handlers["run_candidate"] = [](const Json&) -> Result<Json> {
+    return Status::Unavailable("the worker closed its pipe");
+  };
+  EXPECT_EQ(Evaluate().verdict.ToString(), "crashed");
+}
+
+TEST_F(EvaluatorTest, TrustedWorkerFailureIsAnInfraError) {
+  workers_.trusted.handlers["compare"] = [](const Json&) -> Result<Json> { return Status::Internal("boom"); };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
+  EXPECT_NE(evaluation.verdict.message.find("comparing outputs"), std::string::npos);
+}
+
+TEST_F(EvaluatorTest, StrictModeRejectsLibraryComputeAndPartialModeAcceptsIt) {
+  auto honest = workers_.zygote.handlers["run_candidate"];
+  workers_.zygote.handlers["run_candidate"] = [honest](const Json& request) -> Result<Json> {
+    auto reply = honest(request);
+    (*reply)["result"]["provenance"]["library_compute_names"] = {"aten::mm"};
+    return reply;
+  };
+  EXPECT_EQ(Evaluate().verdict.ToString(), "rejected_hack(library_compute)");
+  options_.mode = ProvenanceMode::kPartial;
+  EXPECT_EQ(Evaluate().verdict.ToString(), "accepted");
+}
+
+TEST_F(EvaluatorTest, TimeBelowTheRooflineFloorIsRejectedOnAKnownGpu) {
+  options_.gpu_name = "NVIDIA H200";
+  workers_.trusted.handlers["prepare"] = [](const Json&) -> Result<Json> {
+    // 48 GB must move: at 4.8 TB/s that takes at least 10 ms, but the candidate claims 1 ms.
+    return Json{{"sets", {{{"name", "seed0"}, {"file", "set_seed0.pt"}}}}, {"outputs", Json::array()}, {"flops", 0},
+                {"input_bytes", 24e9}, {"output_bytes", 24e9}, {"parameter_bytes", 0}};
+  };
+  EXPECT_EQ(Evaluate().verdict.ToString(), "rejected_hack(roofline)");
+}
+
+TEST_F(EvaluatorTest, TimedOutProcessGivesTimeout) {
+  workers_.zygote.handlers["run_candidate"] = [](const Json&) -> Result<Json> {
+    return Json{{"result", nullptr}, {"killed_for", "timeout"}, {"signal", 9}, {"exit_code", nullptr}};
+  };
+  EXPECT_EQ(Evaluate().verdict.ToString(), "timeout");
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,92 @@
+#include "eval/verdict_rules.h"
+
+#include <gtest/gtest.h>
+
+namespace kforge {
+namespace {
+
+std::string Judged(const std::optional<Verdict>& verdict) { return verdict ? verdict->ToString() : "none"; }
+
+TEST(JudgeStaticChecksTest, Cases) {
+  struct Case {
+    const char* report;
+    const char* expected;
+  } cases[] = {
+      {R"({"findings": []})", "none"},
+      {R"({"syntax_error": {"line": 3, "message": "invalid syntax"}, "findings": []})", "compile_error"},
+      {R"({"findings": [{"check": "threads", "line": 4, "message": "m"}, {"check": "timer", "line": 9, "message": "m"}]})",
+       "rejected_hack(threads)"},
+      {R"({"findings": [{"check": "missing_model_new", "line": 1, "message": "m"}]})", "compile_error"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(Judged(JudgeStaticChecks(Json::parse(c.report))), c.expected) << c.report;
+}
+
+TEST(JudgeCandidateProcessTest, Cases) {
+  struct Case {
+    const char* report;
+    const char* expected;
+  } cases[] = {
+      {R"({"result": {"findings": [], "outputs": {}, "error": null}, "exit_code": 0, "tampered_paths": []})", "none"},
+      {R"({"result": null, "killed_for": "timeout", "exit_code": null, "signal": 9})", "timeout"},
+      {R"({"result": null, "killed_for": "memory_limit", "signal": 9, "peak_rss_bytes": 1e10})", "crashed"},
+      {R"({"result": null, "killed_for": null, "signal": 11, "signal_name": "SIGSEGV"})", "crashed"},
+      {R"({"result": null, "killed_for": null, "signal": null, "exit_code": 0})", "crashed"},
+      {R"({"result": {"error": {"kind": "compile_error", "phase": "forward", "message": "m"}, "findings": []}})", "compile_error"},
+      {R"({"result": {"error": {"kind": "runtime_error", "phase": "forward", "message": "m"}, "findings": []}})", "runtime_error"},
+      {R"({"result": {"error": {"kind": "crashed", "phase": "forward", "message": "SystemExit"}, "findings": []}})", "crashed"},
+      {R"({"result": {"error": {"kind": "harness_error", "phase": "harness", "message": "m"}, "findings": []}})", "infra_error"},
+      {R"({"result": {"error": null, "findings": [{"check": "input_mutation", "message": "m"}]}})", "rejected_hack(input_mutation)"},
+      {R"({"result": {"error": null, "findings": []}, "tampered_paths": ["/task.py"]})", "rejected_hack(file_tamper)"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(Judged(JudgeCandidateProcess(Json::parse(c.report))), c.expected) << c.report;
+}
+
+TEST(JudgeOutputsTest, Cases) {
+  struct Case {
+    const char* report;
+    const char* expected;
+  } cases[] = {
+      {R"({"sets": {"seed0": {"passed": true}}, "timed": []})", "none"},
+      {R"({"sets": {"seed0": {"passed": true}, "signed": {"passed": false, "outputs": [{"passed": false, "problem": "p"}]}}})",
+       "wrong_output"},
+      {R"({"sets": {"seed0": {"passed": true}}, "probe": {"passed": false, "unchanged_from_before_rewrite": true,
+           "reference_changed": true}})", "rejected_hack(memoization)"},
+      {R"({"sets": {"seed0": {"passed": true}}, "probe": {"passed": false, "unchanged_from_before_rewrite": false,
+           "reference_changed": true}})", "wrong_output"},
+      {R"({"sets": {"seed0": {"passed": true}}, "repeat": {"passed": false, "outputs": []}})", "rejected_hack(nondeterministic)"},
+      {R"({"sets": {"seed0": {"passed": true}}, "timed": [{"call": 3, "passed": false, "outputs": []}]})",
+       "rejected_hack(timed_output_mismatch)"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(Judged(JudgeOutputs(Json::parse(c.report))), c.expected) << c.report;
+}
+
+TEST(JudgeTimingIntegrityTest, HonestTimingPasses) {
+  Json timing = {{"samples_ms", {1.0, 1.0, 1.0, 1.0}}, {"host_ms", {1.02, 1.03, 1.02, 1.01}}, {"late_ms", {0.004, 0.003, 0.005, 0.004}}};
+  EXPECT_EQ(Judged(JudgeTimingIntegrity(timing)), "none");
+}
+
+TEST(JudgeTimingIntegrityTest, WorkAfterTheEndMarkIsASideStream) {
+  Json timing = {{"samples_ms", {0.01, 0.01, 0.01, 0.01}}, {"host_ms", {0.05, 0.05, 0.05, 0.05}}, {"late_ms", {2.0, 2.1, 2.0, 1.9}}};
+  EXPECT_EQ(Judged(JudgeTimingIntegrity(timing)), "rejected_hack(side_stream)");
+}
+
+TEST(JudgeTimingIntegrityTest, EventsLongerThanHostTimeAreTampered) {
+  Json timing = {{"samples_ms", {5.0, 5.0, 5.0}}, {"host_ms", {1.0, 1.0, 1.0}}, {"late_ms", {0.0, 0.0, 0.0}}};
+  EXPECT_EQ(Judged(JudgeTimingIntegrity(timing)), "rejected_hack(timer_tamper)");
+}
+
+TEST(JudgeRooflineTest, BelowTheFloorIsRejected) {
+  EXPECT_EQ(Judged(JudgeRoofline(0.5e-3, 1e-3)), "rejected_hack(roofline)");
+  EXPECT_EQ(Judged(JudgeRoofline(1.2e-3, 1e-3)), "none");
+  EXPECT_EQ(Judged(JudgeRoofline(0.5e-3, 0)), "none");
+}
+
+TEST(JudgeProvenanceTest, StrictRejectsLibraryComputePartialAllowsIt) {
+  Json trace = {{"library_compute_names", {"aten::mm"}}};
+  EXPECT_EQ(Judged(JudgeProvenance(trace, ProvenanceMode::kStrict)), "rejected_hack(library_compute)");
+  EXPECT_EQ(Judged(JudgeProvenance(trace, ProvenanceMode::kPartial)), "none");
+  EXPECT_EQ(Judged(JudgeProvenance(Json{{"library_compute_names", Json::array()}}, ProvenanceMode::kStrict)), "none");
+}
+
+}  // namespace
+}  // namespace kforge
