@@ -18,7 +18,7 @@ import torch
 
 from . import provenance, timing
 from .guards import TIMER_NAMES, GlobalState, Identities
-from .inputs import is_dense, move_inputs
+from .inputs import derive_distribution, is_dense, move_inputs
 from .protocol import _finite
 from .task_loader import import_file
 
@@ -46,6 +46,21 @@ def apply_precision(policy: str) -> None:
     torch.backends.cuda.matmul.allow_tf32 = allow_tf32
     torch.backends.cudnn.allow_tf32 = allow_tf32
     torch.set_float32_matmul_precision(matmul_precision)
+
+
+def enable_interpreter_autotune() -> None:
+    """Triton's autotuner benchmarks through the GPU driver, which the interpreter lacks; on the
+    CPU each configuration is run once and timed on the host clock, so autotuned candidates run
+    unchanged (which configuration wins there means nothing)."""
+    from triton.runtime import autotuner
+
+    def host_benchmark(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> list[float]:
+        started = time.perf_counter()
+        kernel_call()
+        elapsed = (time.perf_counter() - started) * 1e3
+        return [elapsed, elapsed, elapsed] if quantiles else elapsed
+
+    autotuner.Autotuner.do_bench = property(lambda self: host_benchmark)
 
 
 def _is_compile_error(error: BaseException) -> bool:
@@ -160,7 +175,16 @@ class Run:
 
     # -- steps ----------------------------------------------------------------------------
     def load(self, name: str) -> Any:
-        return torch.load(os.path.join(self.exchange, name), weights_only=True, map_location="cpu")
+        return torch.load(os.path.join(self.exchange, name), weights_only=True, map_location="cpu", mmap=True)
+
+    def input_set(self, entry: dict[str, Any]) -> list:
+        """A set's inputs on the device: from its file, or derived from another set's file the
+        same way the trusted worker derived them."""
+        if "derive" in entry:
+            recipe = entry["derive"]
+            base = move_inputs(self.load(recipe["from_file"]), self.device)
+            return derive_distribution(base, recipe["kind"], int(recipe["seed"]))
+        return move_inputs(self.load(entry["file"]), self.device)
 
     def save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
         file_name = f"out_{key}.pt"
@@ -199,6 +223,8 @@ class Run:
         self.identities = Identities()
         self.threads_before = threading.active_count()
         launches = provenance.InterpreterLaunches() if self.device.type == "cpu" else None
+        if self.device.type == "cpu":
+            enable_interpreter_autotune()
         started = time.perf_counter()
         module = run_phase("import", self.candidate_path,
                            lambda: import_file(self.candidate_path, "kforge_candidate"))
@@ -220,7 +246,7 @@ class Run:
         previous: list[torch.Tensor] = []
         for entry in self.job["sets"]:
             name = entry["name"]
-            inputs = move_inputs(self.load(entry["file"]), self.device)
+            inputs = self.input_set(entry)
             outputs = self.checked_call(inputs, previous, f"input set {name}")
             self.save_outputs(name, outputs)
             if name == self.job.get("repeat_set"):

@@ -35,16 +35,18 @@ def is_float_tensor(value: Any) -> bool:
 
 
 def derive_distribution(inputs: list, kind: str, seed: int) -> list:
-    """The same inputs under another value distribution; non-float inputs stay as they are."""
-    generator = torch.Generator().manual_seed(seed)
+    """The same inputs under another value distribution; non-float inputs stay as they are.
+    Deterministic for a seed and device, so a candidate's process derives exactly the inputs the
+    reference saw without another file."""
     derived = []
     for value in inputs:
         if not is_float_tensor(value) or value.numel() == 0:
             derived.append(value)
             continue
-        x = value.detach().to("cpu", copy=True)
+        x = value.detach()
         if kind == "signed":
-            signs = torch.randint(0, 2, x.shape, generator=generator).to(x.dtype) * 2 - 1
+            generator = torch.Generator(device=x.device).manual_seed(seed)
+            signs = torch.randint(0, 2, x.shape, generator=generator, device=x.device).to(x.dtype) * 2 - 1
             x = x * signs
         elif kind == "scaled_up":
             x = x * 1000.0
@@ -54,7 +56,7 @@ def derive_distribution(inputs: list, kind: str, seed: int) -> list:
             x = x + (1.0 + x.float().std().nan_to_num(0.0).item())
         else:
             raise ValueError(f"unknown distribution {kind}")
-        derived.append(x.to(value.dtype))
+        derived.append(x.to(value.dtype).contiguous())
     return derived
 
 

@@ -7,6 +7,7 @@ loads a candidate's saved outputs (weights-only, so a file cannot run code here)
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -71,6 +72,25 @@ class ReferenceWorker:
                 raise UserError(f"the reference Model's forward failed on {where}: {type(error).__name__}: {error}") from None
         return [t.detach().clone() for t in flatten_outputs(output, "the reference Model")]
 
+    def _task_inputs(self, task: Any, path: str, seed: int) -> list:
+        """get_inputs() under `seed`, created directly on the device where it is a GPU (the task's
+        factory calls follow the default device), so big inputs cost no host work."""
+        seed_everything(seed)
+        context = torch.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+        with context:
+            inputs = call_task_function(task, path, "get_inputs")
+        check_input_values(inputs, f"{path}: get_inputs()")
+        return move_inputs(inputs, self.device)
+
+    @staticmethod
+    def _describe_set(entry: InputSet) -> dict[str, Any]:
+        described: dict[str, Any] = {"name": entry.name, "seed": entry.seed, "distribution": entry.distribution}
+        if entry.distribution == "task":
+            described["file"] = f"set_{entry.name}.pt"
+        else:
+            described["derive"] = {"from_file": "set_seed0.pt", "kind": entry.distribution, "seed": entry.seed}
+        return described
+
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
         path, exchange = request["task_path"], request["exchange_dir"]
         precision = request.get("precision", "fp32")
@@ -94,14 +114,14 @@ class ReferenceWorker:
 
         sets: dict[str, InputSet] = {}
         for seed in seeds:
-            seed_everything(seed)
-            inputs = call_task_function(task, path, "get_inputs")
-            check_input_values(inputs, f"{path}: get_inputs()")
+            inputs = self._task_inputs(task, path, seed)
             sets[f"seed{len(sets)}"] = InputSet(f"seed{len(sets)}", seed, "task", inputs)
+            torch.save(inputs, os.path.join(exchange, f"set_seed{len(sets) - 1}.pt"))
         base = sets["seed0"].inputs
         if request.get("distributions", True) and any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in base):
             for index, kind in enumerate(DISTRIBUTIONS):
-                sets[kind] = InputSet(kind, seeds[0] + index + 1, kind, derive_distribution(base, kind, seeds[0] + index))
+                seed = (seeds[0] + index + 1) % (1 << 62)
+                sets[kind] = InputSet(kind, seed, kind, derive_distribution(base, kind, seed))
         skipped = []
         for entry in list(sets.values()):
             entry.outputs = self._reference_outputs(model, entry.inputs, f"input set {entry.name}")
@@ -109,13 +129,10 @@ class ReferenceWorker:
             if entry.distribution != "task" and not finite:
                 skipped.append(entry.name)
                 del sets[entry.name]
-                continue
-            torch.save(entry.inputs, os.path.join(exchange, f"set_{entry.name}.pt"))
 
         timing_set = None
         if request.get("timing_seed") is not None:
-            seed_everything(int(request["timing_seed"]))
-            timing_inputs = call_task_function(task, path, "get_inputs")
+            timing_inputs = self._task_inputs(task, path, int(request["timing_seed"]))
             timing_set = InputSet("timing", int(request["timing_seed"]), "task", timing_inputs)
             torch.save(timing_inputs, os.path.join(exchange, "set_timing.pt"))
 
@@ -125,8 +142,7 @@ class ReferenceWorker:
         param_bytes = sum(t.numel() * t.element_size() for t in state.values())
         self.sessions[request["eval_id"]] = Session(path, self.device, precision, model, sets, timing_set)
         return {
-            "sets": [{"name": s.name, "seed": s.seed, "distribution": s.distribution, "file": f"set_{s.name}.pt"}
-                     for s in sets.values()],
+            "sets": [self._describe_set(s) for s in sets.values()],
             "skipped_distributions": skipped,
             "outputs": _describe(first.outputs),
             "input_bytes": tensor_bytes(first.inputs),

@@ -12,6 +12,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -39,12 +41,14 @@ class SandboxConfig:
     user: str | None
     isolate_network: bool
     max_file_bytes: int
+    isolation: str = "fork"  # "fork": warm forked spares; "spawn": a fresh interpreter per candidate
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "SandboxConfig":
         return SandboxConfig(root=data["root"], env={str(k): str(v) for k, v in data.get("env", {}).items()},
                              user=data.get("user") or None, isolate_network=bool(data.get("isolate_network", True)),
-                             max_file_bytes=int(data.get("max_file_bytes", 16 << 30)))
+                             max_file_bytes=int(data.get("max_file_bytes", 16 << 30)),
+                             isolation=str(data.get("isolation", "fork")))
 
 
 def _rss_bytes(pid: int) -> int:
@@ -80,11 +84,41 @@ def _fingerprint(paths: list[str]) -> dict[str, Any]:
     return prints
 
 
+def redirect_output(private_dir: str) -> None:
+    for stream, name in ((1, "stdout.txt"), (2, "stderr.txt")):
+        fd = os.open(os.path.join(private_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, stream)
+        os.close(fd)
+
+
+def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str) -> None:
+    """A candidate process's life: enter the sandbox, create the CUDA context, wait for the job,
+    run it. Shared by forked spares and fresh interpreters."""
+    keep = {0, 1, 2, job_fd}
+    for fd in range(3, 1024):
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    report = sandbox.enter_sandbox(private_dir, config.env, config.user, config.isolate_network, config.max_file_bytes)
+    if device.startswith("cuda"):
+        import torch
+        torch.cuda.set_device(torch.device(device))
+        torch.empty(1, device=device)
+    job = read_message(job_fd)
+    if job is None:
+        return
+    harness.run_job(job, private_dir, report)
+
+
 class Zygote:
     def __init__(self, device: str):
         self.device = device
         self.config: SandboxConfig | None = None
         self.spare: Spare | None = None
+        self.fresh_processes: list[subprocess.Popen] = []  # kept so Popen does not reap them behind our back
 
     def configure(self, request: dict[str, Any]) -> dict[str, Any]:
         self.discard_spare()
@@ -113,13 +147,16 @@ class Zygote:
         assert self.config is not None
         private_dir = tempfile.mkdtemp(prefix="candidate-", dir=self.config.root)
         sandbox.prepare_private_dir(private_dir, self.config.user)
+        if self.config.isolation == "spawn":
+            return self._spawn_fresh(private_dir)
         read_fd, write_fd = os.pipe()
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
                 os.close(write_fd)
-                self._child_main(read_fd, private_dir)
+                redirect_output(private_dir)
+                child_main(read_fd, private_dir, self.config, self.device)
             except BaseException:
                 traceback.print_exc()  # lands in the child's stderr.txt, reported as its tail
                 code = 70
@@ -128,30 +165,24 @@ class Zygote:
         os.close(read_fd)
         return Spare(pid, write_fd, private_dir)
 
-    def _child_main(self, job_fd: int, private_dir: str) -> None:
+    def _spawn_fresh(self, private_dir: str) -> Spare:
+        """A fresh interpreter per candidate: slower (imports torch and triton again), for
+        machines where forking a warm process is not wanted, and as the benchmarks' comparison."""
         assert self.config is not None
-        for stream, name in ((1, "stdout.txt"), (2, "stderr.txt")):
-            fd = os.open(os.path.join(private_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.dup2(fd, stream)
-            os.close(fd)
-        keep = {0, 1, 2, job_fd}
-        for fd in range(3, 1024):
-            if fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        report = sandbox.enter_sandbox(private_dir, self.config.env, self.config.user,
-                                       self.config.isolate_network, self.config.max_file_bytes)
-        if self.device.startswith("cuda"):
-            import torch
-            torch.cuda.set_device(torch.device(self.device))
-            torch.empty(1, device=self.device)
-        job = read_message(job_fd)
-        if job is None:
-            return
-        harness.run_job(job, private_dir, report)
+        config_path = os.path.join(private_dir, "sandbox.json")
+        with open(config_path, "w", encoding="utf-8") as handle:
+            json.dump({"root": self.config.root, "env": self.config.env, "user": self.config.user,
+                       "isolate_network": self.config.isolate_network,
+                       "max_file_bytes": self.config.max_file_bytes}, handle)
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        process = subprocess.Popen([sys.executable, "-m", "kforge_worker.fresh_child", config_path, private_dir,
+                                    self.device, str(read_fd)], pass_fds=(read_fd,), env=env,
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(read_fd)
+        self.fresh_processes.append(process)
+        return Spare(process.pid, write_fd, private_dir)
 
     # -- running a candidate --------------------------------------------------------------
     def run_candidate(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -171,6 +202,10 @@ class Zygote:
             os.close(spare.job_fd)
         ended = self._wait(spare.pid, float(request.get("timeout_s", 120.0)),
                            int(request.get("memory_limit_bytes", 0)), started)
+        for process in self.fresh_processes:
+            if process.pid == spare.pid:
+                process.returncode = ended["exit_code"] if ended["exit_code"] is not None else -1  # reaped above
+        self.fresh_processes = [p for p in self.fresh_processes if p.pid != spare.pid]
         ended["wall_s"] = time.monotonic() - started
         ended["private_dir"] = spare.private_dir
         ended["stdout_tail"] = _tail(os.path.join(spare.private_dir, "stdout.txt"))

@@ -28,6 +28,9 @@ int main(int argc, char** argv) {
   app.add_option("--workspace", common.workspace, "folder for the store and caches")->capture_default_str();
   app.add_option("--sandbox-user", common.sandbox_user, "unprivileged user candidates run as (when root; '' for none)")
       ->capture_default_str();
+  app.add_option("--isolation", common.isolation,
+                 "fork: candidates run in processes forked from a warm parent; spawn: a fresh interpreter each")
+      ->capture_default_str();
   app.add_flag("-v,--verbose", common.verbose, "more progress output");
   app.add_flag("-q,--quiet", common.quiet, "no progress output");
   std::map<CLI::App*, kforge::CommandRunner> runners;

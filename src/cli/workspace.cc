@@ -53,6 +53,10 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
     std::filesystem::permissions(sandbox.cache_dir + sub, std::filesystem::perms::all, ec);
   }
   sandbox.user = geteuid() == 0 ? options.sandbox_user : "";
+  if (options.isolation != "fork" && options.isolation != "spawn") {
+    return Status::InvalidArgument("--isolation must be fork or spawn (got '" + options.isolation + "')");
+  }
+  sandbox.isolation = options.isolation;
   sandbox.candidate_environment = CandidateEnvironment(env, workspace->device_, sandbox.cache_dir);
   workspace->workers_ = std::make_unique<DeviceWorkers>(spec, sandbox);
 

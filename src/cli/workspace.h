@@ -21,6 +21,7 @@ struct CommonOptions {
   std::string python;
   std::string workspace = ".kforge";
   std::string sandbox_user = "nobody";
+  std::string isolation = "fork";
   bool verbose = false;
   bool quiet = false;
 };

@@ -137,7 +137,9 @@ class EvaluationRun {
     if (!zygote.ok()) return InfraError("starting the candidate sandbox", zygote.status());
     Json protected_paths = {task_.path.string(), (exchange_ / "candidate.py").string(),
                             (exchange_ / "init.pt").string(), (exchange_ / "state.pt").string()};
-    for (const Json& set : prepare_["sets"]) protected_paths.push_back((exchange_ / set["file"].get<std::string>()).string());
+    for (const Json& set : prepare_["sets"]) {
+      if (set.contains("file")) protected_paths.push_back((exchange_ / set["file"].get<std::string>()).string());
+    }
     Json request = {{"job", Job()}, {"timeout_s", options_.timeout_s},
                     {"memory_limit_bytes", options_.memory_limit_bytes}, {"protected_paths", protected_paths}};
     auto report = (*zygote)->Call("run_candidate", request, options_.timeout_s + 60);
@@ -224,12 +226,13 @@ class EvaluationRun {
   std::string AcceptedMessage() const {
     int sets = static_cast<int>(prepare_["sets"].size());
     std::string message = fmt::format("correct on {} input sets", sets);
-    if (result_.speedup) {
+    if (result_.speedup && !result_.timings_meaningful) {
+      message += "; timed on the CPU through Triton's interpreter, where timings mean nothing";
+    } else if (result_.speedup) {
       const SpeedupEstimate& s = *result_.speedup;
       message += s.significant ? fmt::format("; {:.2f}x vs eager (95% CI {:.2f}-{:.2f})", s.speedup, s.ci_low, s.ci_high)
                                : fmt::format("; no significant speedup vs eager ({:.2f}x, 95% CI {:.2f}-{:.2f})",
                                              s.speedup, s.ci_low, s.ci_high);
-      if (!result_.timings_meaningful) message += " [CPU interpreter: timings mean nothing]";
     }
     return message;
   }

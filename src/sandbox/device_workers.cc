@@ -30,7 +30,8 @@ Result<WorkerClient*> DeviceWorkers::Zygote() {
     Json settings = {{"root", sandbox_.root},
                      {"env", sandbox_.candidate_environment},
                      {"user", sandbox_.user},
-                     {"isolate_network", sandbox_.isolate_network}};
+                     {"isolate_network", sandbox_.isolate_network},
+                     {"isolation", sandbox_.isolation}};
     auto configured = worker->Call("configure", Json{{"sandbox", settings}}, 60);
     if (!configured.ok()) return configured.status().WithContext("configuring the candidate sandbox");
   }

@@ -16,6 +16,7 @@ struct SandboxSettings {
   std::string cache_dir;            // shared compile caches (Triton, torch extensions)
   std::string user;                 // unprivileged user for candidates when running as root; "" = none
   bool isolate_network = true;
+  std::string isolation = "fork";   // "fork": warm forked processes; "spawn": a fresh interpreter each
   std::map<std::string, std::string> candidate_environment;
 };
 
