@@ -30,6 +30,9 @@ def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[
             findings = static_checks.analyze_candidate(source, request["candidate_path"])
         except SyntaxError as error:
             return {"syntax_error": {"line": error.lineno, "message": error.msg}, "findings": []}
+        except (RecursionError, MemoryError, ValueError) as error:  # too deep or NUL bytes: Python cannot compile it either
+            return {"syntax_error": {"line": 0, "message": f"the source cannot be parsed ({type(error).__name__})"},
+                    "findings": []}
         return {"findings": [{"check": f.check, "line": f.line, "message": f.message} for f in findings]}
 
     return {

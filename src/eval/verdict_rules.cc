@@ -45,12 +45,16 @@ std::optional<Verdict> JudgeStaticChecks(const Json& static_report) {
                        fmt::format("syntax error at line {}: {}", JsonGet<int>(error, "line", 0),
                                    JsonGet<std::string>(error, "message", "")));
   }
-  for (const Json& finding : JsonField(static_report, "findings")) {
-    std::string check = JsonGet<std::string>(finding, "check", "static");
-    std::string message = fmt::format("line {}: {}", JsonGet<int>(finding, "line", 0),
-                                      JsonGet<std::string>(finding, "message", ""));
-    if (check == "missing_model_new") return MakeVerdict(VerdictKind::kCompileError, message);
-    return HackVerdict(check, message);
+  const Json& findings = JsonField(static_report, "findings");
+  // A file without ModelNew is broken before it can be dishonest.
+  for (const Json& finding : findings) {
+    if (JsonGet<std::string>(finding, "check", "") == "missing_model_new") {
+      return MakeVerdict(VerdictKind::kCompileError, JsonGet<std::string>(finding, "message", ""));
+    }
+  }
+  for (const Json& finding : findings) {
+    return HackVerdict(JsonGet<std::string>(finding, "check", "static"),
+                       fmt::format("line {}: {}", JsonGet<int>(finding, "line", 0), JsonGet<std::string>(finding, "message", "")));
   }
   return std::nullopt;
 }

@@ -17,6 +17,8 @@ TEST(JudgeStaticChecksTest, Cases) {
       {R"({"findings": [{"check": "threads", "line": 4, "message": "m"}, {"check": "timer", "line": 9, "message": "m"}]})",
        "rejected_hack(threads)"},
       {R"({"findings": [{"check": "missing_model_new", "line": 1, "message": "m"}]})", "compile_error"},
+      {R"({"findings": [{"check": "no_kernel", "line": 1, "message": "m"}, {"check": "missing_model_new", "line": 1, "message": "m"}]})",
+       "compile_error"},
   };
   for (const auto& c : cases) EXPECT_EQ(Judged(JudgeStaticChecks(Json::parse(c.report))), c.expected) << c.report;
 }

@@ -1,0 +1,80 @@
+import pytest
+import torch
+
+from kforge_worker.compare import Tolerance, bitwise_equal, compare_outputs, compare_tensor
+
+FP32 = Tolerance(rtol=1e-4, atol=1e-4)
+
+
+def test_identical_outputs_pass():
+    x = torch.randn(64, 32)
+    report = compare_tensor(x.clone(), x, FP32)
+    assert report["passed"] and report["max_abs_error"] == 0
+
+
+def test_fp32_reordering_noise_passes():
+    a, b = torch.randn(64, 512), torch.randn(512, 32)
+    reference = (a.double() @ b.double()).float()
+    report = compare_tensor(a @ b, reference, FP32)
+    assert report["passed"], report
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-6, 1e6])
+def test_zeros_fail_whatever_the_magnitude(scale):
+    reference = torch.randn(128) * scale
+    report = compare_tensor(torch.zeros(128), reference, FP32)
+    assert not report["passed"]
+    assert report["max_rel_error"] > 0.5
+
+
+def test_gelu_tanh_approximation_fails_fp32():
+    x = torch.randn(4096) * 3
+    exact = torch.nn.functional.gelu(x)
+    approx = torch.nn.functional.gelu(x, approximate="tanh")
+    assert not compare_tensor(approx, exact, FP32)["passed"]
+
+
+def test_bf16_arithmetic_fails_fp32_but_passes_bf16_policy():
+    a, b = torch.randn(64, 256), torch.randn(256, 64)
+    reference = a @ b
+    downgraded = (a.bfloat16() @ b.bfloat16()).float()
+    assert not compare_tensor(downgraded, reference, FP32)["passed"]
+    assert compare_tensor(downgraded, reference, Tolerance(rtol=1.6e-2, atol=3e-2))["passed"]
+
+
+def test_nan_where_reference_is_finite_fails_and_matching_nan_passes():
+    reference = torch.tensor([1.0, float("nan"), 3.0])
+    bad = torch.tensor([1.0, float("nan"), float("nan")])
+    report = compare_tensor(bad, reference, FP32)
+    assert not report["passed"] and report["nonfinite_where_reference_finite"] == 1
+    assert compare_tensor(reference.clone(), reference, FP32)["passed"]
+
+
+def test_shape_and_dtype_mismatch_are_named():
+    reference = torch.zeros(2, 3)
+    assert "shape" in compare_tensor(torch.zeros(3, 2), reference, FP32)["problem"]
+    assert "dtype" in compare_tensor(torch.zeros(2, 3, dtype=torch.float64), reference, FP32)["problem"]
+
+
+def test_integer_outputs_must_match_exactly():
+    reference = torch.tensor([1, 2, 3])
+    report = compare_tensor(torch.tensor([1, 2, 4]), reference, FP32)
+    assert not report["passed"] and report["mismatched"] == 1 and report["worst_index"] == [2]
+
+
+def test_worst_element_is_located():
+    reference = torch.zeros(4, 5)
+    candidate = reference.clone()
+    candidate[2, 3] = 1.0
+    report = compare_tensor(candidate, reference, FP32)
+    assert report["worst_index"] == [2, 3]
+
+
+def test_output_count_mismatch():
+    assert not compare_outputs([torch.zeros(1)], [torch.zeros(1), torch.zeros(1)], FP32)["passed"]
+
+
+def test_bitwise_equal_treats_matching_nans_as_equal():
+    a = torch.tensor([1.0, float("nan")])
+    assert bitwise_equal([a], [a.clone()])
+    assert not bitwise_equal([a], [torch.tensor([1.0, 2.0])])

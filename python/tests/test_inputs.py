@@ -1,0 +1,56 @@
+import pytest
+import torch
+
+from kforge_worker.inputs import (derive_distribution, is_dense, randomize_parameters, roll_rows_into, rolled_inputs,
+                                  row_count)
+
+
+def test_rolling_rows_is_a_permutation_of_whole_rows():
+    x = torch.softmax(torch.randn(6, 5), dim=1)
+    out = torch.empty_like(x)
+    roll_rows_into(out, x, 2)
+    assert torch.equal(out, torch.roll(x, shifts=-2, dims=0))
+    assert torch.allclose(out.sum(dim=1), torch.ones(6))
+
+
+def test_single_row_tensors_roll_elements():
+    x = torch.arange(7.0).reshape(1, 7)
+    assert row_count(x) == (7, 1)
+    out = torch.empty_like(x)
+    roll_rows_into(out, x, 3)
+    assert sorted(out.flatten().tolist()) == sorted(x.flatten().tolist())
+    assert not torch.equal(out, x)
+
+
+def test_rolled_inputs_leave_integer_inputs_alone():
+    logits, targets = torch.randn(4, 3), torch.tensor([0, 1, 2, 0])
+    rolled = rolled_inputs([logits, targets, 5], 1)
+    assert rolled[1] is targets and rolled[2] == 5
+    assert not torch.equal(rolled[0], logits)
+
+
+def test_distributions_change_float_inputs_only():
+    x, idx = torch.rand(100), torch.arange(4)
+    signed = derive_distribution([x, idx], "signed", 1)
+    assert (signed[0] < 0).any() and signed[1] is idx
+    assert torch.allclose(signed[0].abs(), x)
+    assert torch.allclose(derive_distribution([x], "scaled_up", 1)[0], x * 1000)
+    assert (derive_distribution([x], "shifted", 1)[0] > x).all()
+    with pytest.raises(ValueError):
+        derive_distribution([x], "nonsense", 1)
+
+
+def test_randomized_parameters_leave_defaults_and_keep_variances_positive():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4), torch.nn.BatchNorm1d(4))
+    randomize_parameters(model, 3)
+    norm, batch_norm = model[1], model[2]
+    assert not torch.equal(norm.weight, torch.ones(4)) and not torch.equal(norm.bias, torch.zeros(4))
+    assert (batch_norm.running_var > 0).all() and not torch.equal(batch_norm.running_mean, torch.zeros(4))
+    assert batch_norm.num_batches_tracked.item() == 0
+
+
+def test_dense_layouts():
+    x = torch.randn(4, 5)
+    assert is_dense(x) and is_dense(x.t())
+    assert not is_dense(torch.randn(4, 1).expand(4, 5))
+    assert not is_dense(x[:, ::2])
