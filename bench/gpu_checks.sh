@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
+# makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
+# GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
+#   bench/gpu_checks.sh [smoke|speed|corpus|baseline|all]
+set -uo pipefail
+what="${1:-all}"
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export KFORGE_PYTHON="${KFORGE_PYTHON:-python3}" KFORGE_PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1
+kforge="$PWD/bundle/kforge"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+"$kforge" --version || exit 2
+case "$what" in
+  smoke|all)
+    "$kforge" --workspace /tmp/kforge-smoke eval tasks/level1/01_relu.py tests/corpus/candidates/l1_01_relu/honest_relu.py \
+      2>&1 | tee "$out/smoke.log" ;;
+esac
+case "$what" in
+  speed|all) python3 bench/eval_speed.py --kforge "$kforge" --out "$out" 2>&1 | tee "$out/eval_speed.log" ;;
+esac
+case "$what" in
+  corpus|all) python3 bench/corpus_gpu.py --kforge "$kforge" --out "$out" 2>&1 | tee "$out/corpus_gpu.log" ;;
+esac
+case "$what" in
+  baseline|all)
+    "$kforge" --workspace /tmp/kforge-baseline baseline tasks/level1/01_relu.py tasks/level1/03_softmax.py \
+      tasks/level1/02_matmul.py tasks/level2/01_linear_relu.py 2>&1 | tee "$out/baseline.log" ;;
+esac
