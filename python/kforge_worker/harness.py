@@ -21,6 +21,7 @@ from .guards import TIMER_NAMES, GlobalState, Identities
 from .inputs import derive_distribution, is_dense, move_inputs
 from .protocol import _finite
 from .task_loader import import_file
+from .tensor_files import load_tensor, load_values, save_values
 
 PRECISION_FLAGS = {
     "fp32": (False, "highest"),
@@ -175,21 +176,19 @@ class Run:
 
     # -- steps ----------------------------------------------------------------------------
     def load(self, name: str) -> Any:
-        return torch.load(os.path.join(self.exchange, name), weights_only=True, map_location="cpu", mmap=True)
+        return torch.load(os.path.join(self.exchange, name), weights_only=True, map_location="cpu")
 
     def input_set(self, entry: dict[str, Any]) -> list:
         """A set's inputs on the device: from its file, or derived from another set's file the
         same way the trusted worker derived them."""
         if "derive" in entry:
             recipe = entry["derive"]
-            base = move_inputs(self.load(recipe["from_file"]), self.device)
+            base = load_values(self.exchange, recipe["from"], self.device)
             return derive_distribution(base, recipe["kind"], int(recipe["seed"]))
-        return move_inputs(self.load(entry["file"]), self.device)
+        return load_values(self.exchange, entry["inputs"], self.device)
 
     def save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
-        file_name = f"out_{key}.pt"
-        torch.save([t.detach().to("cpu") for t in outputs], os.path.join(self.private_dir, file_name))
-        self.outputs[key] = file_name
+        self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs)
 
     def poison_allocator(self, nbytes: int) -> None:
         """Leaves NaN bit patterns where the next allocations land, so unwritten outputs show."""
@@ -234,7 +233,7 @@ class Run:
         self.check_guards("import")
         init_inputs = self.load("init.pt")
         model = run_phase("construct", self.candidate_path, lambda: model_class(*init_inputs))
-        state_dict = self.load("state.pt")
+        state_dict = {name: load_tensor(self.exchange, meta) for name, meta in self.job["state"].items()}
         run_phase("load_state_dict", self.candidate_path, lambda: model.load_state_dict(state_dict, strict=True))
         self.model = run_phase("construct", self.candidate_path, lambda: model.to(self.device))
         self.state_tensors = [(n, t) for n, t in list(self.model.named_parameters()) + list(self.model.named_buffers())
@@ -255,7 +254,7 @@ class Run:
                 del again
             probe = self.job.get("probe")
             if probe and name == probe["target"]:
-                source = move_inputs(self.load(probe["source_file"]), self.device)
+                source = load_values(self.exchange, probe["source_inputs"], self.device)
                 for destination, values in zip(inputs, source):
                     if isinstance(destination, torch.Tensor):
                         destination.copy_(values)
@@ -276,7 +275,7 @@ class Run:
     def time_candidate(self) -> None:
         started = time.perf_counter()
         spec = self.job["timing"]
-        base = move_inputs(self.load(spec["file"]), self.device)
+        base = load_values(self.exchange, spec["inputs"], self.device)
         timed: list[dict[str, Any]] = []
 
         def keep(index: int, shift: int, output: Any) -> None:
@@ -295,8 +294,8 @@ class Run:
 
     def profile(self, module: Any, launches: provenance.InterpreterLaunches | None) -> None:
         started = time.perf_counter()
-        spec = self.job["timing"] or {"file": self.job["sets"][0]["file"]}
-        inputs = move_inputs(self.load(spec["file"]), self.device)
+        spec = self.job["timing"] or {"inputs": self.job["sets"][0]["inputs"]}
+        inputs = load_values(self.exchange, spec["inputs"], self.device)
         source = open(self.candidate_path, encoding="utf-8", errors="replace").read()
         authored = provenance.authored_kernel_names(module, source)
 

@@ -23,6 +23,7 @@ from .harness import apply_precision
 from .inputs import (DISTRIBUTIONS, check_input_values, derive_distribution, flatten_outputs, is_dense, move_inputs,
                      randomize_parameters, rolled_inputs, seed_everything, tensor_bytes)
 from .task_loader import call_task_function, load_task
+from .tensor_files import load_values, save_tensor, save_values
 
 
 @dataclass
@@ -31,6 +32,7 @@ class InputSet:
     seed: int
     distribution: str
     inputs: list
+    files: list[dict[str, Any]] = field(default_factory=list)  # where a candidate reads them
     outputs: list[torch.Tensor] = field(default_factory=list)
 
 
@@ -83,12 +85,12 @@ class ReferenceWorker:
         return move_inputs(inputs, self.device)
 
     @staticmethod
-    def _describe_set(entry: InputSet) -> dict[str, Any]:
+    def _describe_set(entry: InputSet, base: InputSet) -> dict[str, Any]:
         described: dict[str, Any] = {"name": entry.name, "seed": entry.seed, "distribution": entry.distribution}
         if entry.distribution == "task":
-            described["file"] = f"set_{entry.name}.pt"
+            described["inputs"] = entry.files
         else:
-            described["derive"] = {"from_file": "set_seed0.pt", "kind": entry.distribution, "seed": entry.seed}
+            described["derive"] = {"from": base.files, "kind": entry.distribution, "seed": entry.seed}
         return described
 
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -110,13 +112,14 @@ class ReferenceWorker:
         model = model.to(self.device)
         apply_precision("fp32")  # the reference outputs are computed in full fp32
         torch.save(init_inputs, os.path.join(exchange, "init.pt"))
-        torch.save(state, os.path.join(exchange, "state.pt"))
+        state_files = {name: save_tensor(exchange, f"state_{index}.bin", tensor)
+                       for index, (name, tensor) in enumerate(state.items())}
 
         sets: dict[str, InputSet] = {}
         for seed in seeds:
             inputs = self._task_inputs(task, path, seed)
-            sets[f"seed{len(sets)}"] = InputSet(f"seed{len(sets)}", seed, "task", inputs)
-            torch.save(inputs, os.path.join(exchange, f"set_seed{len(sets) - 1}.pt"))
+            name = f"seed{len(sets)}"
+            sets[name] = InputSet(name, seed, "task", inputs, files=save_values(exchange, f"set_{name}", inputs))
         base = sets["seed0"].inputs
         if request.get("distributions", True) and any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in base):
             for index, kind in enumerate(DISTRIBUTIONS):
@@ -133,8 +136,8 @@ class ReferenceWorker:
         timing_set = None
         if request.get("timing_seed") is not None:
             timing_inputs = self._task_inputs(task, path, int(request["timing_seed"]))
-            timing_set = InputSet("timing", int(request["timing_seed"]), "task", timing_inputs)
-            torch.save(timing_inputs, os.path.join(exchange, "set_timing.pt"))
+            timing_set = InputSet("timing", int(request["timing_seed"]), "task", timing_inputs,
+                                  files=save_values(exchange, "set_timing", timing_inputs))
 
         first = sets["seed0"]
         device_inputs = move_inputs(first.inputs, self.device)
@@ -142,7 +145,9 @@ class ReferenceWorker:
         param_bytes = sum(t.numel() * t.element_size() for t in state.values())
         self.sessions[request["eval_id"]] = Session(path, self.device, precision, model, sets, timing_set)
         return {
-            "sets": [self._describe_set(s) for s in sets.values()],
+            "sets": [self._describe_set(s, sets["seed0"]) for s in sets.values()],
+            "state": state_files,
+            "timing_inputs": timing_set.files if timing_set else None,
             "skipped_distributions": skipped,
             "outputs": _describe(first.outputs),
             "input_bytes": tensor_bytes(first.inputs),
@@ -159,11 +164,10 @@ class ReferenceWorker:
             raise KeyError(f"no prepared evaluation {request['eval_id']}")
         return session
 
-    def _load_outputs(self, folder: str, file_name: str) -> list:
-        loaded = torch.load(os.path.join(folder, file_name), weights_only=True, map_location="cpu")
-        if not isinstance(loaded, list):
-            raise ValueError("candidate output file does not hold a list")
-        return [t.to(self.device) if isinstance(t, torch.Tensor) else t for t in loaded]
+    def _load_outputs(self, folder: str, described: Any) -> list:
+        if not isinstance(described, list) or not all(isinstance(meta, dict) for meta in described):
+            raise ValueError("malformed description of candidate outputs")
+        return load_values(folder, described, self.device)
 
     def compare(self, request: dict[str, Any]) -> dict[str, Any]:
         """Judges every saved output; returns per-set reports plus the probe and repeat facts."""

@@ -91,6 +91,19 @@ def redirect_output(private_dir: str) -> None:
         os.close(fd)
 
 
+def _warm_cuda(device: str) -> None:
+    """Creates the CUDA context and starts the profiler's tracing library once, while the process
+    waits for its job, so neither is paid for inside an evaluation."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.set_device(torch.device(device))
+    probe = torch.ones(1, device=device)
+    with profile(activities=[ProfilerActivity.CUDA]):
+        probe.add_(1)
+        torch.cuda.synchronize()
+
+
 def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str) -> None:
     """A candidate process's life: enter the sandbox, create the CUDA context, wait for the job,
     run it. Shared by forked spares and fresh interpreters."""
@@ -104,9 +117,7 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     report = sandbox.enter_sandbox(private_dir, config.env, config.user, config.isolate_network, config.max_file_bytes)
     if device.startswith("cuda"):
-        import torch
-        torch.cuda.set_device(torch.device(device))
-        torch.empty(1, device=device)
+        _warm_cuda(device)
     job = read_message(job_fd)
     if job is None:
         return
@@ -129,7 +140,9 @@ class Zygote:
 
     # -- spares ---------------------------------------------------------------------------
     def ensure_spare(self) -> None:
-        if self.spare is None and self.config is not None:
+        """Prepares the next candidate's process ahead of time (not for fresh interpreters, whose
+        point is to start from nothing when the candidate arrives)."""
+        if self.spare is None and self.config is not None and self.config.isolation == "fork":
             self.spare = self._fork_spare()
 
     def discard_spare(self) -> None:

@@ -21,6 +21,16 @@ std::filesystem::path ScratchRoot(const std::filesystem::path& workspace) {
   return workspace / "scratch";
 }
 
+// Whether the unprivileged sandbox user can reach `path`: every folder above it must let others in.
+bool ReachableByOthers(const std::filesystem::path& path) {
+  for (auto dir = path; !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+    std::error_code ec;
+    auto perms = std::filesystem::status(dir, ec).permissions();
+    if (!ec && (perms & std::filesystem::perms::others_exec) == std::filesystem::perms::none) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options) {
@@ -45,7 +55,15 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
 
   SandboxSettings sandbox;
   sandbox.root = (workspace->ScratchDir() / "sandbox").string();
+  // Compile caches persist in the workspace when the sandbox user can reach it there, otherwise
+  // they live beside the sandbox folders.
   sandbox.cache_dir = (workspace->root_ / "cache").string();
+  std::filesystem::create_directories(workspace->ScratchDir(), ec);
+  std::filesystem::permissions(workspace->ScratchDir(), std::filesystem::perms::owner_all |
+                               std::filesystem::perms::group_exec | std::filesystem::perms::others_exec, ec);
+  if (geteuid() == 0 && !options.sandbox_user.empty() && !ReachableByOthers(workspace->root_)) {
+    sandbox.cache_dir = (workspace->ScratchDir() / "cache").string();
+  }
   std::filesystem::create_directories(sandbox.cache_dir + "/triton", ec);
   std::filesystem::create_directories(sandbox.cache_dir + "/torch_extensions", ec);
   // Shared compile caches: the unprivileged candidate user writes there too.

@@ -45,11 +45,15 @@ class EvaluationRun {
     started_ = clock_.NowSeconds();
     result_.device = options_.device;
     RETURN_IF_ERROR(SetUp());
-    if (!Finished()) StaticChecks();
-    if (!Finished()) RETURN_IF_ERROR(Prepare());
-    if (!Finished()) RunCandidate();
-    if (!Finished()) CompareOutputs();
-    if (!Finished() && options_.timing) TimeAgainstReference();
+    if (!Finished()) Step("static_checks", [&] { StaticChecks(); });
+    if (!Finished()) {
+      Status prepared = Status::Ok();
+      Step("prepare", [&] { prepared = Prepare(); });
+      RETURN_IF_ERROR(prepared);
+    }
+    if (!Finished()) Step("candidate", [&] { RunCandidate(); });
+    if (!Finished()) Step("compare", [&] { CompareOutputs(); });
+    if (!Finished() && options_.timing) Step("reference_timing", [&] { TimeAgainstReference(); });
     if (!Finished()) CheckProvenance();
     if (!Finished()) Finish(MakeVerdict(VerdictKind::kAccepted, AcceptedMessage()));
     result_.duration_s = clock_.NowSeconds() - started_;
@@ -59,6 +63,14 @@ class EvaluationRun {
 
  private:
   bool Finished() const { return finished_; }
+
+  // Runs one step and records how long it took, so slow evaluations can be explained.
+  template <typename Action>
+  void Step(const char* name, Action action) {
+    double started = clock_.NowSeconds();
+    action();
+    result_.evidence["step_s"][name] = clock_.NowSeconds() - started;
+  }
 
   void Finish(Verdict verdict) {
     result_.verdict = std::move(verdict);
@@ -125,21 +137,34 @@ class EvaluationRun {
     Json dense = Json::array();
     for (const Json& output : prepare_["outputs"]) dense.push_back(JsonGet<bool>(output, "dense", true));
     Json job = {{"device", options_.device}, {"exchange_dir", exchange_.string()}, {"sets", prepare_["sets"]},
-                {"repeat_set", "seed0"}, {"profile", true}, {"precision", ToString(options_.precision)},
-                {"outputs_dense", dense}, {"output_bytes", prepare_["output_bytes"]},
-                {"timing", options_.timing ? Json{{"file", "set_timing.pt"}, {"config", options_.budget.ToJson()}} : Json()}};
-    if (options_.seeds >= 2) job["probe"] = {{"target", "seed0"}, {"source", "seed1"}, {"source_file", "set_seed1.pt"}};
+                {"state", prepare_["state"]}, {"repeat_set", "seed0"}, {"profile", true},
+                {"precision", ToString(options_.precision)}, {"outputs_dense", dense},
+                {"output_bytes", prepare_["output_bytes"]},
+                {"timing", options_.timing ? Json{{"inputs", prepare_["timing_inputs"]}, {"config", options_.budget.ToJson()}}
+                                           : Json()}};
+    if (options_.seeds >= 2) {
+      for (const Json& set : prepare_["sets"]) {
+        if (JsonGet<std::string>(set, "name", "") == "seed1") {
+          job["probe"] = {{"target", "seed0"}, {"source", "seed1"}, {"source_inputs", set["inputs"]}};
+        }
+      }
+    }
     return job;
   }
 
   void RunCandidate() {
     auto zygote = workers_.Zygote();
     if (!zygote.ok()) return InfraError("starting the candidate sandbox", zygote.status());
-    Json protected_paths = {task_.path.string(), (exchange_ / "candidate.py").string(),
-                            (exchange_ / "init.pt").string(), (exchange_ / "state.pt").string()};
-    for (const Json& set : prepare_["sets"]) {
-      if (set.contains("file")) protected_paths.push_back((exchange_ / set["file"].get<std::string>()).string());
-    }
+    // Every file the candidate may read; a change to any of them is tampering.
+    Json protected_paths = {task_.path.string(), (exchange_ / "candidate.py").string(), (exchange_ / "init.pt").string()};
+    auto protect = [&](const Json& described) {
+      for (const Json& meta : described) {
+        if (meta.contains("file")) protected_paths.push_back((exchange_ / meta["file"].get<std::string>()).string());
+      }
+    };
+    for (const Json& set : prepare_["sets"]) protect(JsonField(set, "inputs"));
+    for (const auto& [name, meta] : JsonField(prepare_, "state").items()) protect(Json::array({meta}));
+    protect(JsonField(prepare_, "timing_inputs"));
     Json request = {{"job", Job()}, {"timeout_s", options_.timeout_s},
                     {"memory_limit_bytes", options_.memory_limit_bytes}, {"protected_paths", protected_paths}};
     auto report = (*zygote)->Call("run_candidate", request, options_.timeout_s + 60);

@@ -10,7 +10,7 @@ DeviceWorkers::DeviceWorkers(WorkerSpec base, SandboxSettings sandbox)
     : base_(std::move(base)), sandbox_(std::move(sandbox)) {}
 
 Result<Worker*> DeviceWorkers::Ensure(std::unique_ptr<Worker>& slot, const std::string& role) {
-  if (slot && slot->alive()) return slot.get();
+  if (slot && slot->Running()) return slot.get();
   if (slot) LogInfo("the {} worker for {} died; starting a new one", role, base_.device);
   WorkerSpec spec = base_;
   spec.role = role;
@@ -24,7 +24,7 @@ Result<WorkerClient*> DeviceWorkers::Trusted() {
 }
 
 Result<WorkerClient*> DeviceWorkers::Zygote() {
-  bool fresh = !(zygote_ && zygote_->alive());
+  bool fresh = !(zygote_ && zygote_->Running());
   ASSIGN_OR_RETURN(Worker * worker, Ensure(zygote_, "zygote"));
   if (fresh) {
     Json settings = {{"root", sandbox_.root},
@@ -33,7 +33,10 @@ Result<WorkerClient*> DeviceWorkers::Zygote() {
                      {"isolate_network", sandbox_.isolate_network},
                      {"isolation", sandbox_.isolation}};
     auto configured = worker->Call("configure", Json{{"sandbox", settings}}, 60);
-    if (!configured.ok()) return configured.status().WithContext("configuring the candidate sandbox");
+    if (!configured.ok()) {
+      zygote_.reset();  // an unconfigured zygote must not be handed out; the next call starts afresh
+      return configured.status().WithContext("configuring the candidate sandbox");
+    }
   }
   return static_cast<WorkerClient*>(worker);
 }

@@ -1,10 +1,12 @@
 #include "sandbox/message_channel.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -12,7 +14,18 @@
 
 namespace kforge {
 
+namespace {
+
+// A write to a worker that has died must be an error for the caller, not SIGPIPE for kforge.
+void IgnoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] { signal(SIGPIPE, SIG_IGN); });
+}
+
+}  // namespace
+
 Status MessageChannel::Send(const Json& message) {
+  IgnoreSigpipeOnce();
   std::string body = message.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (body.size() > kMaxMessageBytes) return Status::InvalidArgument("message too large to send");
   uint32_t length = static_cast<uint32_t>(body.size());

@@ -17,9 +17,10 @@ void CloseIfOpen(int& fd) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(const SpawnOptions& options, char* const* argv, char* const* envp, int output_fd,
-                            int request_read, int response_write) {
+[[noreturn]] void ExecChild(const char* program, char* const* argv, char* const* envp, int output_fd,
+                            int request_read, int response_write, const char* working_dir) {
   setpgid(0, 0);
+  signal(SIGPIPE, SIG_DFL);  // kforge ignores it; an ignored signal would stay ignored across exec
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
   dup2(output_fd, 1);
@@ -33,12 +34,33 @@ void CloseIfOpen(int& fd) {
   }
   int keep = request_read >= 0 ? 5 : 3;
   for (int fd = keep; fd < 4096; ++fd) close(fd);
-  if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) _exit(126);
-  execvpe(argv[0], argv, envp);
-  const char message[] = "kforge: cannot execute the worker program\n";
+  if (working_dir[0] != '\0' && chdir(working_dir) != 0) _exit(126);
+  execve(program, argv, envp);
+  const char message[] = "kforge: cannot execute the program\n";
   ssize_t ignored = write(2, message, sizeof(message) - 1);
   (void)ignored;
   _exit(127);
+}
+
+// argv[0] resolved on the PATH of the child's own environment (before fork: nothing here is
+// async-signal-safe).
+std::string ResolveProgram(const SpawnOptions& options) {
+  const std::string& name = options.argv[0];
+  if (name.find('/') != std::string::npos) return name;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& entry : options.environment) {
+    if (entry.rfind("PATH=", 0) == 0) path = entry.substr(5);
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    std::string dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return name;
 }
 
 }  // namespace
@@ -51,6 +73,8 @@ std::string ExitStatus::ToString() const {
 
 Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return Status::InvalidArgument("no program to run");
+  std::string program = ResolveProgram(options);
+  std::string working_dir = options.working_dir.string();
   int output_pipe[2], request_pipe[2] = {-1, -1}, response_pipe[2] = {-1, -1};
   if (pipe2(output_pipe, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   if (options.with_channel && (pipe2(request_pipe, O_CLOEXEC) != 0 || pipe2(response_pipe, O_CLOEXEC) != 0)) {
@@ -64,7 +88,10 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& option
 
   pid_t pid = fork();
   if (pid < 0) return Status::IoError(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) ExecChild(options, argv.data(), envp.data(), output_pipe[1], request_pipe[0], response_pipe[1]);
+  if (pid == 0) {
+    ExecChild(program.c_str(), argv.data(), envp.data(), output_pipe[1], request_pipe[0], response_pipe[1],
+              working_dir.c_str());
+  }
 
   setpgid(pid, pid);  // also from the parent, so the group exists before anyone signals it
   std::unique_ptr<Subprocess> process(new Subprocess());
@@ -93,6 +120,14 @@ void Subprocess::CaptureOutput(int fd) {
     if (output_tail_.size() > output_limit_) output_tail_.erase(0, output_tail_.size() - output_limit_);
   }
   close(fd);
+  std::lock_guard<std::mutex> lock(output_mutex_);
+  output_ended_ = true;
+  output_done_.notify_all();
+}
+
+bool Subprocess::WaitForOutputEnd(double timeout_s) {
+  std::unique_lock<std::mutex> lock(output_mutex_);
+  return output_done_.wait_for(lock, std::chrono::duration<double>(timeout_s), [this] { return output_ended_; });
 }
 
 std::string Subprocess::OutputTail() const {

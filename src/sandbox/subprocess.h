@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,7 +18,7 @@
 namespace kforge {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;          // argv[0] is looked up on the child's PATH
+  std::vector<std::string> argv;          // argv[0] is looked up on the PATH given in `environment`
   std::vector<std::string> environment;   // "NAME=value": the child's whole environment
   std::filesystem::path working_dir;      // empty: inherit
   size_t output_limit_bytes = 64 * 1024;  // only the last bytes of stdout+stderr are kept
@@ -42,6 +43,9 @@ class Subprocess {
   int response_fd() const { return response_fd_; }  // read end, or -1
   // The last output_limit_bytes of what the child wrote to stdout and stderr. Thread-safe.
   std::string OutputTail() const;
+  // Waits until the child and its descendants have closed their output (so OutputTail() is
+  // complete); false when that takes longer than `timeout_s`.
+  bool WaitForOutputEnd(double timeout_s);
   // Whether the child is still running; reaps it when it has ended.
   bool IsRunning();
   // SIGKILL to the child's whole process group.
@@ -62,6 +66,8 @@ class Subprocess {
   std::thread output_thread_;
   mutable std::mutex output_mutex_;
   std::string output_tail_;  // guarded by output_mutex_
+  bool output_ended_ = false;  // guarded by output_mutex_
+  std::condition_variable output_done_;
 };
 
 }  // namespace kforge

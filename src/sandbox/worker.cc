@@ -29,6 +29,7 @@ Status Worker::Fail(const Status& status) {
   alive_ = false;
   process_->KillGroup();
   ExitStatus ended = process_->Wait();
+  process_->WaitForOutputEnd(2.0);
   std::string tail = process_->OutputTail();
   if (tail.size() > 4000) tail = "..." + tail.substr(tail.size() - 4000);
   std::string detail = status.message() + "; worker " + ended.ToString();

@@ -29,6 +29,8 @@ class Worker : public WorkerClient {
 
   Result<Json> Call(const std::string& op, const Json& fields, double timeout_s) override;
   bool alive() const { return alive_; }
+  // Alive and its process still running (a worker can die between calls, e.g. to the OOM killer).
+  bool Running() { return alive_ && process_->IsRunning(); }
   const Json& hello() const { return hello_; }
   std::string OutputTail() const { return process_->OutputTail(); }
 
