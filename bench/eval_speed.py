@@ -43,12 +43,16 @@ def main() -> int:
                 case[isolation] = {"error": stderr[-3000:]}
                 continue
             warm = results[1:]
+            for r in results:
+                if r["verdict"] != "accepted":
+                    print(f"{task} {isolation}: {r['verdict']}: {r['message'][:500]}")
             durations = [r["duration_s"] for r in warm]
             medians = [r["candidate_ms"]["median"] for r in warm if "candidate_ms" in r]
             case[isolation] = {"verdicts": [r["verdict"] for r in results], "durations_s": durations,
                                "median_s": statistics.median(durations), "candidate_medians_ms": medians,
                                "process_wall_s": wall,
-                               "phase_s": [r["evidence"].get("process", {}).get("phase_s") for r in warm]}
+                               "phase_s": [r["evidence"].get("process", {}).get("phase_s") for r in warm],
+                               "step_s": [r["evidence"].get("step_s") for r in warm]}
         fork, spawn = case.get("fork", {}), case.get("spawn", {})
         if "median_s" in fork and "median_s" in spawn:
             medians = fork["candidate_medians_ms"]

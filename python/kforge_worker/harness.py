@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import traceback
@@ -17,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 from . import provenance, timing
+from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
 from .inputs import derive_distribution, is_dense, move_inputs
 from .protocol import _finite
@@ -140,6 +142,9 @@ class Run:
         if replaced:
             self.finding("monkeypatch", f"{', '.join(replaced)} replaced during {where}; candidates may not patch "
                                         "torch, time or threading")
+        if self.file_watch.attempts:
+            self.finding("file_tamper", f"the candidate tried to write outside its own folder during {where}: "
+                                        + "; ".join(self.file_watch.attempts[:5]))
         if threading.active_count() > self.threads_before:
             self.finding("background_thread", f"{threading.active_count() - self.threads_before} thread(s) still "
                                               f"running after {where}; work done in the background escapes timing")
@@ -224,6 +229,10 @@ class Run:
         launches = provenance.InterpreterLaunches() if self.device.type == "cpu" else None
         if self.device.type == "cpu":
             enable_interpreter_autotune()
+        sys.dont_write_bytecode = True  # the candidate's folder is read-only to it; no __pycache__
+        self.file_watch = FileWatch([self.private_dir, os.environ.get("TRITON_CACHE_DIR", ""),
+                                     os.environ.get("TORCH_EXTENSIONS_DIR", ""), os.environ.get("TMPDIR", "")])
+        self.file_watch.active = True
         started = time.perf_counter()
         module = run_phase("import", self.candidate_path,
                            lambda: import_file(self.candidate_path, "kforge_candidate"))
@@ -252,14 +261,15 @@ class Run:
                 again = self.checked_call(inputs, outputs, f"second call on input set {name}")
                 self.save_outputs("repeat", again)
                 del again
-            probe = self.job.get("probe")
-            if probe and name == probe["target"]:
-                source = load_values(self.exchange, probe["source_inputs"], self.device)
+            for probe in self.job.get("probes", []):
+                if name != probe["target"]:
+                    continue
+                source = self.input_set(probe["set"])
                 for destination, values in zip(inputs, source):
                     if isinstance(destination, torch.Tensor):
                         destination.copy_(values)
-                probed = self.checked_call(inputs, outputs, f"input set {name} rewritten in place")
-                self.save_outputs("probe", probed)
+                probed = self.checked_call(inputs, outputs, f"input set {name} rewritten in place ({probe['name']})")
+                self.save_outputs(probe["name"], probed)
                 del probed, source
             previous = outputs
             del inputs

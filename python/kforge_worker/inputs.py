@@ -10,7 +10,7 @@ import torch
 
 from .errors import UserError
 
-DISTRIBUTIONS = ("signed", "scaled_up", "scaled_down", "shifted")
+DISTRIBUTIONS = ("signed", "scaled_up", "scaled_down", "shifted", "swapped")
 
 
 def seed_everything(seed: int) -> None:
@@ -54,10 +54,31 @@ def derive_distribution(inputs: list, kind: str, seed: int) -> list:
             x = x * 1e-3
         elif kind == "shifted":
             x = x + (1.0 + x.float().std().nan_to_num(0.0).item())
+        elif kind == "swapped":
+            x = _swap_two_in_a_row(x, seed)
         else:
             raise ValueError(f"unknown distribution {kind}")
         derived.append(x.to(value.dtype).contiguous())
     return derived
+
+
+def _swap_two_in_a_row(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """x with two elements of one row exchanged: almost every value where it was (a cache keyed on
+    a sample of values still matches) and every per-row property intact."""
+    generator = torch.Generator().manual_seed(seed)
+    rows, length = row_count(x)
+    flat = x.contiguous().reshape(-1).clone()
+    if flat.numel() < 2:
+        return x.clone()
+    if length >= 2:
+        row = int(torch.randint(0, rows, (1,), generator=generator))
+        first, second = (row * length + int(i) for i in torch.randperm(length, generator=generator)[:2])
+    else:
+        first, second = (int(i) for i in torch.randperm(flat.numel(), generator=generator)[:2])
+    held = flat[first].clone()
+    flat[first] = flat[second]
+    flat[second] = held
+    return flat.reshape(x.shape)
 
 
 def randomize_parameters(model: torch.nn.Module, seed: int) -> None:

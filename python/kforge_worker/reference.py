@@ -93,6 +93,17 @@ class ReferenceWorker:
             described["derive"] = {"from": base.files, "kind": entry.distribution, "seed": entry.seed}
         return described
 
+    def _probes(self, sets: dict[str, InputSet]) -> list[dict[str, Any]]:
+        """In-place rewrites of seed0's input tensors after its call: with all of another seed's
+        values (caught: caches keyed on tensor identity) and with two elements swapped (caught:
+        caches keyed on a sample of values)."""
+        probes = []
+        for source in ("seed1", "swapped"):
+            if source in sets:
+                probes.append({"name": f"probe_{source}", "target": "seed0", "source": source,
+                               "set": self._describe_set(sets[source], sets["seed0"])})
+        return probes
+
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
         path, exchange = request["task_path"], request["exchange_dir"]
         precision = request.get("precision", "fp32")
@@ -146,6 +157,7 @@ class ReferenceWorker:
         self.sessions[request["eval_id"]] = Session(path, self.device, precision, model, sets, timing_set)
         return {
             "sets": [self._describe_set(s, sets["seed0"]) for s in sets.values()],
+            "probes": self._probes(sets),
             "state": state_files,
             "timing_inputs": timing_set.files if timing_set else None,
             "skipped_distributions": skipped,
@@ -181,18 +193,22 @@ class ReferenceWorker:
                 continue
             loaded[name] = self._load_outputs(folder, files[name])
             reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance)
-        result: dict[str, Any] = {"sets": reports}
-        repeat_set, probe = request.get("repeat_set"), request.get("probe")
+        result: dict[str, Any] = {"sets": reports, "probes": {}}
+        repeat_set = request.get("repeat_set")
         if "repeat" in files and repeat_set in session.sets:
             again = self._load_outputs(folder, files["repeat"])
             result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance)
             result["repeat"]["bitwise_equal_to_first"] = bitwise_equal(again, loaded.get(repeat_set, []))
-        if "probe" in files and probe:
-            probed = self._load_outputs(folder, files["probe"])
+        for probe in request.get("probes", []):
+            if probe["name"] not in files or probe["source"] not in session.sets:
+                continue
+            probed = self._load_outputs(folder, files[probe["name"]])
             expected = session.sets[probe["source"]].outputs
-            result["probe"] = compare_outputs(probed, expected, tolerance)
-            result["probe"]["unchanged_from_before_rewrite"] = bitwise_equal(probed, loaded.get(probe["target"], []))
-            result["probe"]["reference_changed"] = not bitwise_equal(expected, session.sets[probe["target"]].outputs)
+            report = compare_outputs(probed, expected, tolerance)
+            report["unchanged_from_before_rewrite"] = bitwise_equal(probed, loaded.get(probe["target"], []))
+            report["reference_changed"] = not bitwise_equal(expected, session.sets[probe["target"]].outputs)
+            report["target"] = probe["target"]
+            result["probes"][probe["name"]] = report
         timed = []
         for kept in request.get("timed", []):
             if session.timing_set is None:

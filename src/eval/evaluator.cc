@@ -142,13 +142,7 @@ class EvaluationRun {
                 {"output_bytes", prepare_["output_bytes"]},
                 {"timing", options_.timing ? Json{{"inputs", prepare_["timing_inputs"]}, {"config", options_.budget.ToJson()}}
                                            : Json()}};
-    if (options_.seeds >= 2) {
-      for (const Json& set : prepare_["sets"]) {
-        if (JsonGet<std::string>(set, "name", "") == "seed1") {
-          job["probe"] = {{"target", "seed0"}, {"source", "seed1"}, {"source_inputs", set["inputs"]}};
-        }
-      }
-    }
+    job["probes"] = JsonField(prepare_, "probes");
     return job;
   }
 
@@ -193,7 +187,7 @@ class EvaluationRun {
     Json request = {{"eval_id", eval_id_}, {"private_dir", private_dir_}, {"outputs", result["outputs"]},
                     {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}}}, {"repeat_set", "seed0"},
                     {"timed", result.contains("timing") ? JsonField(result["timing"], "kept") : Json::array()}};
-    if (options_.seeds >= 2) request["probe"] = {{"target", "seed0"}, {"source", "seed1"}};
+    request["probes"] = JsonField(prepare_, "probes");
     auto comparison = trusted_->Call("compare", request, kWorkerCallTimeoutS);
     if (!comparison.ok()) return InfraError("comparing outputs", comparison.status());
     result_.evidence["correctness"] = *comparison;

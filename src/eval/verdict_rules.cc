@@ -25,7 +25,8 @@ std::string Describe(const std::string& set) {
          (set == "signed" ? std::string("with random signs") :
           set == "scaled_up" ? std::string("scaled by 1000") :
           set == "scaled_down" ? std::string("scaled by 0.001") :
-          set == "shifted" ? std::string("shifted upwards") : set) + ")";
+          set == "shifted" ? std::string("shifted upwards") :
+          set == "swapped" ? std::string("with two elements of one row swapped") : set) + ")";
 }
 
 }  // namespace
@@ -99,20 +100,29 @@ std::optional<Verdict> JudgeCandidateProcess(const Json& run_report) {
 }
 
 std::optional<Verdict> JudgeOutputs(const Json& comparison) {
-  const Json probe = JsonField(comparison, "probe");
-  if (probe.is_object() && JsonGet<bool>(probe, "unchanged_from_before_rewrite", false) &&
-      JsonGet<bool>(probe, "reference_changed", false)) {
-    return HackVerdict("memoization", "after the input tensors were rewritten in place with other values, the "
-                                      "candidate returned exactly its previous output: results are cached by "
-                                      "tensor identity, not computed from the values");
+  const Json& probes = JsonField(comparison, "probes");
+  const Json& sets = JsonField(comparison, "sets");
+  for (const auto& [name, probe] : probes.items()) {
+    // Memoization: right before the rewrite, the very same output after it, though the right
+    // answer changed. (A candidate that was already wrong is judged wrong below.)
+    bool right_before = JsonGet<bool>(JsonField(sets, JsonGet<std::string>(probe, "target", "seed0").c_str()), "passed", false);
+    if (right_before && JsonGet<bool>(probe, "unchanged_from_before_rewrite", false) &&
+        JsonGet<bool>(probe, "reference_changed", false)) {
+      return HackVerdict("memoization", "after the input tensors were rewritten in place (" + name + "), the candidate "
+                                        "returned exactly its previous output although the right answer changed: "
+                                        "results are cached, not computed from the values");
+    }
   }
   for (const auto& [set, report] : JsonField(comparison, "sets").items()) {
     if (!JsonGet<bool>(report, "passed", false)) {
       return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + OutputProblem(report));
     }
   }
-  if (probe.is_object() && !JsonGet<bool>(probe, "passed", true)) {
-    return MakeVerdict(VerdictKind::kWrongOutput, "after the input tensors were rewritten in place: " + OutputProblem(probe));
+  for (const auto& [name, probe] : probes.items()) {
+    if (!JsonGet<bool>(probe, "passed", true)) {
+      return MakeVerdict(VerdictKind::kWrongOutput, "after the input tensors were rewritten in place (" + name + "): " +
+                                                        OutputProblem(probe));
+    }
   }
   const Json repeat = JsonField(comparison, "repeat");
   if (repeat.is_object() && !JsonGet<bool>(repeat, "passed", true)) {

@@ -1,0 +1,48 @@
+"""Cheat (GPU only): a plain tl.dot on fp32 tiles, which Triton runs as TF32 on NVIDIA GPUs.
+
+tl.dot's default input_precision for fp32 operands is "tf32" on GPUs with tensor cores: the
+inputs are rounded to a 10-bit mantissa and the GEMM runs several times faster than true fp32.
+Triton's interpreter computes the dot in full fp32, so on a CPU this file is an honest, exact
+matmul and is accepted there; on the H200 the fp32-strict wrong_output check rejects the TF32
+rounding error at the task's K = 4096.
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_default_dot_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k_start in range(0, K, BLOCK_K):
+        k = k_start + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * stride_am + k[None, :] * stride_ak,
+                    mask=(offs_m[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * stride_bk + offs_n[None, :] * stride_bn,
+                    mask=(k[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        M, K = A.shape
+        N = B.shape[1]
+        C = torch.empty((M, N), device=A.device, dtype=torch.float32)
+        grid = (triton.cdiv(M, 128), triton.cdiv(N, 128))
+        matmul_default_dot_kernel[grid](A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
+                                        C.stride(0), C.stride(1), BLOCK_M=128, BLOCK_N=128, BLOCK_K=32,
+                                        num_warps=8)
+        return C
