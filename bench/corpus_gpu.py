@@ -43,7 +43,11 @@ def main() -> int:
             records.append({"entry": entry, "verdict": got, "ok": ok,
                             "message": result["message"] if result else stderr[-2000:],
                             "speedup": result.get("speedup") if result else None,
+                            "roofline": result["evidence"].get("roofline") if result else None,
                             "duration_s": result.get("duration_s") if result else None})
+            print(f"{entry['path']} [{mode}]: expected {entry['expect']}, got {got} {'' if ok else '  MISMATCH'}", flush=True)
+        with open(os.path.join(args.out, "corpus_gpu.json"), "w", encoding="utf-8") as handle:
+            json.dump(records, handle, indent=1)
     with open(os.path.join(args.out, "corpus_gpu.json"), "w", encoding="utf-8") as handle:
         json.dump(records, handle, indent=1)
     print_table(["candidate", "mode", "expected", "got", "", "speedup"], rows)

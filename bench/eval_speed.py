@@ -16,6 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = [
     ("tasks/level1/01_relu.py", "tests/corpus/candidates/l1_01_relu/honest_relu.py"),
     ("tasks/level1/03_softmax.py", "tests/corpus/candidates/l1_03_softmax/honest_softmax_rowwise.py"),
+    ("tasks/level1/04_layer_norm.py", "tests/corpus/candidates/l1_04_layer_norm/honest_layer_norm.py"),
 ]
 
 
@@ -23,7 +24,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kforge", required=True)
     parser.add_argument("--out", default=".")
-    parser.add_argument("--repeats", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--device", default="auto")
     args = parser.parse_args()
     workspace = tempfile.mkdtemp(prefix="kforge-bench-")

@@ -124,6 +124,7 @@ class Run:
         self.candidate_path = os.path.join(self.exchange, "candidate.py")
         self.findings: list[dict[str, Any]] = result["findings"]
         self.outputs: dict[str, Any] = result["outputs"]
+        self.loaded: dict[tuple, list] = {}
 
     # -- checks ---------------------------------------------------------------------------
     def finding(self, check: str, message: str) -> None:
@@ -188,9 +189,16 @@ class Run:
         same way the trusted worker derived them."""
         if "derive" in entry:
             recipe = entry["derive"]
-            base = load_values(self.exchange, recipe["from"], self.device)
-            return derive_distribution(base, recipe["kind"], int(recipe["seed"]))
-        return load_values(self.exchange, entry["inputs"], self.device)
+            return derive_distribution(self.load_inputs(recipe["from"]), recipe["kind"], int(recipe["seed"]))
+        return self.load_inputs(entry["inputs"])
+
+    def load_inputs(self, described: list[dict[str, Any]]) -> list:
+        """Fresh device copies of an input set; each file is read once per process (a device-side
+        clone is far cheaper than another pass over the file)."""
+        key = tuple(meta.get("file", "") for meta in described)
+        if key not in self.loaded:
+            self.loaded[key] = load_values(self.exchange, described, self.device)
+        return [v.clone() if isinstance(v, torch.Tensor) else v for v in self.loaded[key]]
 
     def save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
         self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs)
@@ -259,7 +267,11 @@ class Run:
             self.save_outputs(name, outputs)
             if name == self.job.get("repeat_set"):
                 again = self.checked_call(inputs, outputs, f"second call on input set {name}")
-                self.save_outputs("repeat", again)
+                # Identical bits need no second look; anything else goes to the trusted worker.
+                self.result["repeat_identical"] = len(again) == len(outputs) and all(
+                    _same_bits(a, b) for a, b in zip(again, outputs))
+                if not self.result["repeat_identical"]:
+                    self.save_outputs("repeat", again)
                 del again
             for probe in self.job.get("probes", []):
                 if name != probe["target"]:
@@ -285,7 +297,7 @@ class Run:
     def time_candidate(self) -> None:
         started = time.perf_counter()
         spec = self.job["timing"]
-        base = load_values(self.exchange, spec["inputs"], self.device)
+        base = self.load_inputs(spec["inputs"])
         timed: list[dict[str, Any]] = []
 
         def keep(index: int, shift: int, output: Any) -> None:
@@ -305,7 +317,7 @@ class Run:
     def profile(self, module: Any, launches: provenance.InterpreterLaunches | None) -> None:
         started = time.perf_counter()
         spec = self.job["timing"] or {"inputs": self.job["sets"][0]["inputs"]}
-        inputs = load_values(self.exchange, spec["inputs"], self.device)
+        inputs = self.load_inputs(spec["inputs"])
         source = open(self.candidate_path, encoding="utf-8", errors="replace").read()
         authored = provenance.authored_kernel_names(module, source)
 

@@ -31,7 +31,7 @@ class TimingConfig:
     min_calls: int = 10
     max_calls: int = 200
     budget_ms: float = 400.0
-    kept_outputs: int = 3
+    kept_outputs: int = 2
 
     @staticmethod
     def from_json(data: dict[str, Any] | None) -> "TimingConfig":
