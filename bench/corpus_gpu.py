@@ -22,30 +22,31 @@ def main() -> int:
     args = parser.parse_args()
     with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as handle:
         entries = json.load(handle)["candidates"]
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for entry in entries:
-        groups[(entry["task"], entry.get("mode", "strict"))].append(entry)
+        groups[(entry["task"], entry.get("mode", "strict"), str(entry.get("timeout_s", args.timeout)))].append(entry)
     workspace = tempfile.mkdtemp(prefix="kforge-corpus-")
     rows, records, mismatches = [], [], 0
-    for (task, mode), group in groups.items():
+    for (task, mode, timeout), group in groups.items():
         results, _, stderr = run_eval(args.kforge, workspace, os.path.join(REPO, task),
                                       [os.path.join(CORPUS, e["path"]) for e in group],
-                                      extra=["--mode", mode, "--timeout", args.timeout, "--memory-limit", "16"])
+                                      extra=["--mode", mode, "--timeout", timeout, "--memory-limit", "16"])
         if len(results) != len(group):
             print(f"{task} [{mode}]: kforge stopped early\n{stderr[-2000:]}")
         for entry, result in zip(group, results + [None] * (len(group) - len(results))):
             got = result["verdict"] if result else "(no result)"
-            ok = got == entry["expect"]
+            expected = entry.get("expect_gpu", entry["expect"])
+            ok = got == expected
             mismatches += not ok
             speed = result.get("speedup", {}).get("speedup") if result else None
-            rows.append([os.path.basename(entry["path"]), mode, entry["expect"], got, "ok" if ok else "MISMATCH",
+            rows.append([os.path.basename(entry["path"]), mode, expected, got, "ok" if ok else "MISMATCH",
                          f"{speed:.2f}x" if speed else "-"])
             records.append({"entry": entry, "verdict": got, "ok": ok,
                             "message": result["message"] if result else stderr[-2000:],
                             "speedup": result.get("speedup") if result else None,
                             "roofline": result["evidence"].get("roofline") if result else None,
                             "duration_s": result.get("duration_s") if result else None})
-            print(f"{entry['path']} [{mode}]: expected {entry['expect']}, got {got} {'' if ok else '  MISMATCH'}", flush=True)
+            print(f"{entry['path']} [{mode}]: expected {expected}, got {got} {'' if ok else '  MISMATCH'}", flush=True)
         with open(os.path.join(args.out, "corpus_gpu.json"), "w", encoding="utf-8") as handle:
             json.dump(records, handle, indent=1)
     with open(os.path.join(args.out, "corpus_gpu.json"), "w", encoding="utf-8") as handle:

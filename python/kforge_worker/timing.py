@@ -27,7 +27,9 @@ SYNCHRONIZE = torch.cuda.synchronize
 @dataclass(frozen=True)
 class TimingConfig:
     warmup_calls: int = 3
-    warmup_ms: float = 30.0
+    warmup_ms: float = 200.0
+    max_warmup_ms: float = 1000.0
+    max_warmup_calls: int = 5000
     min_calls: int = 10
     max_calls: int = 200
     budget_ms: float = 400.0
@@ -83,6 +85,22 @@ def _time_one_host(fn: Callable[..., Any], args: list) -> tuple[Any, float, floa
     return output, elapsed, elapsed, 0.0
 
 
+def _warmed_up(times: list[float], elapsed_ms: float, config: TimingConfig) -> bool:
+    """Warm-up ends once it has run for warmup_ms and the per-call time has settled (the GPU's
+    clocks ramp up over tens to hundreds of milliseconds: timing earlier measures the ramp), or
+    when max_warmup_ms or max_warmup_calls is spent."""
+    if len(times) < config.warmup_calls:
+        return False
+    if elapsed_ms >= config.max_warmup_ms or len(times) >= config.max_warmup_calls:
+        return True
+    if elapsed_ms < config.warmup_ms:
+        return False
+    if len(times) < 10:
+        return True
+    recent, before = statistics.median(times[-5:]), statistics.median(times[-10:-5])
+    return abs(recent - before) <= 0.03 * before
+
+
 def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, config: TimingConfig,
                keep: Callable[[int, int, Any], None] | None = None) -> dict[str, Any]:
     """Warms up, then times calls of `fn` on fresh inputs. `keep(call, shift, output)` receives
@@ -99,11 +117,9 @@ def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, 
     shift = 0
     warm_times: list[float] = []
     warm_started = PERF_COUNTER()
-    while len(warm_times) < config.warmup_calls or (PERF_COUNTER() - warm_started) * 1e3 < config.warmup_ms:
+    while not _warmed_up(warm_times, (PERF_COUNTER() - warm_started) * 1e3, config):
         shift += 1
         warm_times.append(call(shift)[1])
-        if len(warm_times) >= 10 * max(config.warmup_calls, 1):
-            break
     estimate = max(statistics.median(warm_times), 1e-3)
     count = int(min(config.max_calls, max(config.min_calls, config.budget_ms / estimate)))
     kept_at = {count - 1 - i * max(count // max(config.kept_outputs, 1), 1) for i in range(config.kept_outputs)}

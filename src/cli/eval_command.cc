@@ -27,6 +27,7 @@ TimingBudget BudgetFor(const std::string& device) {
   if (device == "cpu") {
     budget.warmup_calls = 1;
     budget.warmup_ms = 0;
+    budget.max_warmup_ms = 0;
     budget.min_calls = 3;
     budget.max_calls = 5;
     budget.budget_ms = 20;

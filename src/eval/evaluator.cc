@@ -276,7 +276,7 @@ class EvaluationRun {
 }  // namespace
 
 Json TimingBudget::ToJson() const {
-  return {{"warmup_calls", warmup_calls}, {"warmup_ms", warmup_ms}, {"min_calls", min_calls},
+  return {{"warmup_calls", warmup_calls}, {"warmup_ms", warmup_ms}, {"max_warmup_ms", max_warmup_ms}, {"min_calls", min_calls},
           {"max_calls", max_calls}, {"budget_ms", budget_ms}};
 }
 

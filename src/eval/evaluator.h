@@ -19,7 +19,8 @@ namespace kforge {
 
 struct TimingBudget {
   int warmup_calls = 3;
-  double warmup_ms = 30;
+  double warmup_ms = 200;      // at least this long, and until per-call times settle (GPU clocks ramp)
+  double max_warmup_ms = 1000;
   int min_calls = 10;
   int max_calls = 200;
   double budget_ms = 400;
