@@ -113,15 +113,18 @@ std::string FormatBaseline(const Json& baseline) {
   std::string out = fmt::format("task {} on {} ({})\n", JsonGet<std::string>(baseline, "task", "?"),
                                 JsonGet<std::string>(baseline, "device", "?"), JsonGet<std::string>(baseline, "precision", "?"));
   double eager = 0;
-  for (const auto& [mode, entry] : JsonField(baseline, "modes").items()) {
+  const Json& modes = JsonField(baseline, "modes");
+  for (const char* mode : {"eager", "compile", "compile_max_autotune"}) {
+    const Json& entry = JsonField(modes, mode);
+    if (entry.is_null()) continue;
     if (entry.contains("error")) {
       out += fmt::format("  {:<22} failed: {}\n", mode, JsonGet<std::string>(entry, "error", ""));
       continue;
     }
     double median = JsonGet<double>(JsonField(entry, "ms"), "median", 0);
-    if (mode == "eager") eager = median;
+    if (std::string(mode) == "eager") eager = median;
     out += fmt::format("  {:<22} {}", mode, Ms(JsonField(entry, "ms")));
-    if (mode != "eager" && median > 0 && eager > 0) out += fmt::format("  {:.2f}x vs eager", eager / median);
+    if (std::string(mode) != "eager" && median > 0 && eager > 0) out += fmt::format("  {:.2f}x vs eager", eager / median);
     if (JsonGet<double>(entry, "compile_s", 0) > 0) out += fmt::format("  (compiled in {:.1f} s)", JsonGet<double>(entry, "compile_s", 0));
     out += "\n";
   }
