@@ -83,21 +83,24 @@ def _swap_two_in_a_row(x: torch.Tensor, seed: int) -> torch.Tensor:
 
 def randomize_parameters(model: torch.nn.Module, seed: int) -> None:
     """Moves every float parameter and buffer away from its default, keeping the sign of
-    non-negative tensors (variances, scales) so the model stays well defined."""
-    generator = torch.Generator().manual_seed(seed)
+    non-negative tensors (variances, scales) so the model stays well defined. Runs where the
+    tensors live, with a generator seeded there."""
+    generators: dict[torch.device, torch.Generator] = {}
     with torch.no_grad():
         for tensor in list(model.parameters()) + list(model.buffers()):
             if not tensor.is_floating_point() or tensor.numel() == 0:
                 continue
-            cpu = tensor.detach().to("cpu", torch.float32)
-            noise = torch.rand(cpu.shape, generator=generator)
-            if bool((cpu == 0).all()):
+            if tensor.device not in generators:
+                generators[tensor.device] = torch.Generator(device=tensor.device).manual_seed(seed)
+            values = tensor.detach().float()
+            noise = torch.rand(values.shape, generator=generators[tensor.device], device=tensor.device)
+            if bool((values == 0).all()):
                 updated = (noise - 0.5) * 0.2
-            elif bool((cpu >= 0).all()):
-                updated = cpu * (0.5 + noise)
+            elif bool((values >= 0).all()):
+                updated = values * (0.5 + noise)
             else:
-                spread = cpu.std().item() if cpu.numel() > 1 else abs(cpu.item())
-                updated = cpu + (noise - 0.5) * max(spread, 1e-3)
+                spread = values.std().item() if values.numel() > 1 else abs(values.item())
+                updated = values + (noise - 0.5) * max(spread, 1e-3)
             tensor.copy_(updated.to(tensor.dtype))
 
 

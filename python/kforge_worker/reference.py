@@ -74,12 +74,15 @@ class ReferenceWorker:
                 raise UserError(f"the reference Model's forward failed on {where}: {type(error).__name__}: {error}") from None
         return [t.detach().clone() for t in flatten_outputs(output, "the reference Model")]
 
+    def _on_device(self) -> Any:
+        """Tensor factories in the task's code default to the GPU inside this context."""
+        return torch.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
+
     def _task_inputs(self, task: Any, path: str, seed: int) -> list:
         """get_inputs() under `seed`, created directly on the device where it is a GPU (the task's
         factory calls follow the default device), so big inputs cost no host work."""
         seed_everything(seed)
-        context = torch.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
-        with context:
+        with self._on_device():
             inputs = call_task_function(task, path, "get_inputs")
         check_input_values(inputs, f"{path}: get_inputs()")
         return move_inputs(inputs, self.device)
@@ -113,14 +116,15 @@ class ReferenceWorker:
         seed_everything(seeds[0])
         init_inputs = call_task_function(task, path, "get_init_inputs")
         try:
-            model = task.Model(*init_inputs)
+            with self._on_device():  # large layers initialise on the GPU in milliseconds
+                model = task.Model(*init_inputs)
         except Exception as error:
             raise UserError(f"{path}: Model(*get_init_inputs()) raised {type(error).__name__}: {error}") from None
         if not isinstance(model, torch.nn.Module):
             raise UserError(f"{path}: Model must be a torch.nn.Module")
+        model = model.to(self.device)
         randomize_parameters(model, seeds[0] ^ 0x5EED)
         state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        model = model.to(self.device)
         apply_precision("fp32")  # the reference outputs are computed in full fp32
         torch.save(init_inputs, os.path.join(exchange, "init.pt"))
         state_files = {name: save_tensor(exchange, f"state_{index}.bin", tensor)

@@ -42,13 +42,15 @@ class SandboxConfig:
     isolate_network: bool
     max_file_bytes: int
     isolation: str = "fork"  # "fork": warm forked spares; "spawn": a fresh interpreter per candidate
+    gpu_memory_fraction: float = 0.75
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "SandboxConfig":
         return SandboxConfig(root=data["root"], env={str(k): str(v) for k, v in data.get("env", {}).items()},
                              user=data.get("user") or None, isolate_network=bool(data.get("isolate_network", True)),
                              max_file_bytes=int(data.get("max_file_bytes", 16 << 30)),
-                             isolation=str(data.get("isolation", "fork")))
+                             isolation=str(data.get("isolation", "fork")),
+                             gpu_memory_fraction=float(data.get("gpu_memory_fraction", 0.75)))
 
 
 def _rss_bytes(pid: int) -> int:
@@ -91,13 +93,16 @@ def redirect_output(private_dir: str) -> None:
         os.close(fd)
 
 
-def _warm_cuda(device: str) -> None:
+def _warm_cuda(device: str, memory_fraction: float) -> None:
     """Creates the CUDA context and starts the profiler's tracing library once, while the process
-    waits for its job, so neither is paid for inside an evaluation."""
+    waits for its job, so neither is paid for inside an evaluation. The candidate may allocate at
+    most `memory_fraction` of the GPU, so the trusted worker beside it keeps room to judge it."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.set_device(torch.device(device))
+    if 0 < memory_fraction < 1:
+        torch.cuda.set_per_process_memory_fraction(memory_fraction, torch.device(device))
     probe = torch.ones(1, device=device)
     with profile(activities=[ProfilerActivity.CUDA]):
         probe.add_(1)
@@ -117,7 +122,7 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     report = sandbox.enter_sandbox(private_dir, config.env, config.user, config.isolate_network, config.max_file_bytes)
     if device.startswith("cuda"):
-        _warm_cuda(device)
+        _warm_cuda(device, config.gpu_memory_fraction)
     job = read_message(job_fd)
     if job is None:
         return
@@ -186,7 +191,8 @@ class Zygote:
         with open(config_path, "w", encoding="utf-8") as handle:
             json.dump({"root": self.config.root, "env": self.config.env, "user": self.config.user,
                        "isolate_network": self.config.isolate_network,
-                       "max_file_bytes": self.config.max_file_bytes}, handle)
+                       "max_file_bytes": self.config.max_file_bytes, "isolation": self.config.isolation,
+                       "gpu_memory_fraction": self.config.gpu_memory_fraction}, handle)
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
