@@ -57,6 +57,15 @@ def test_bad_arguments_are_usage_errors(args, expected, tmp_path):
     assert expected in done.stderr
 
 
+def test_a_gpu_device_without_a_gpu_is_a_usage_error(tmp_path):
+    if os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path), "--device", "cuda:0", "eval",
+                           os.path.join(REPO, "tasks", "level1", "01_relu.py"), HONEST],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "sees no CUDA device" in done.stderr
+
+
 def test_show_lists_and_shows_what_eval_stored(tmp_path):
     task = os.path.join(REPO, "tasks", "level1", "01_relu.py")
     assert run(["eval", task, HONEST], tmp_path / "ws").returncode == 0

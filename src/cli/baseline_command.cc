@@ -19,6 +19,7 @@ int RunBaseline(const BaselineFlags& flags, const CommonOptions& common) {
   if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
   auto workspace = Workspace::Open(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
+  if (auto fingerprint = (*workspace)->Fingerprint(); !fingerprint.ok()) return UsageError(fingerprint.status().message());
   EvalOptions options;
   options.device = (*workspace)->device();
   options.precision = *precision;

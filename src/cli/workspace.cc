@@ -91,6 +91,11 @@ std::filesystem::path Workspace::ScratchDir() const { return ScratchRoot(root_);
 
 Result<Json> Workspace::Fingerprint() {
   ASSIGN_OR_RETURN(Json fingerprint, workers_->Fingerprint());
+  if (device_ != "cpu" && !JsonGet<bool>(fingerprint, "cuda_available", false)) {
+    return Status::InvalidArgument("--device " + device_ + ": the worker's torch (" +
+                                   JsonGet<std::string>(fingerprint, "executable", "python") +
+                                   ") sees no CUDA device; use --device cpu or a machine with a GPU");
+  }
   fingerprint["kforge"] = KFORGE_VERSION;
   return fingerprint;
 }

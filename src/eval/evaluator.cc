@@ -123,6 +123,10 @@ class EvaluationRun {
     }
     prepared_ = true;
     prepare_ = *prepared;
+    if (options_.device == "cpu" && options_.cpu_sizes && !JsonGet<bool>(prepare_, "cpu_sizes_applied", false)) {
+      LogInfo("note: {} declares no KFORGE_CPU_SIZES, so it runs at full size through the interpreter (slow)",
+              task_.name);
+    }
     result_.evidence["seeds"] = seeds;
     result_.evidence["input_sets"] = prepare_["sets"];
     result_.evidence["reference"] = {{"outputs", prepare_["outputs"]}, {"flops", prepare_["flops"]},
