@@ -16,7 +16,9 @@ REQUEST_FD, RESPONSE_FD = 3, 4
 
 
 def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
-    from . import env_info
+    import torch
+
+    from . import capture, env_info
     from .reference import ReferenceWorker
 
     worker = ReferenceWorker(device)
@@ -37,6 +39,7 @@ def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[
 
     return {
         "hello": lambda request: env_info.fingerprint(device),
+        "capture": lambda request: capture.capture(request, torch.device(device)),
         "static_check": static_check,
         "prepare": worker.prepare,
         "compare": worker.compare,

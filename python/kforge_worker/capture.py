@@ -1,0 +1,148 @@
+"""Capturing a task's Model as a graph of core ATen operators (torch.export, then the core
+decompositions), serialized as kforge-graph-1 JSON: inputs, parameters and buffers by their
+original names, constants, nodes with their arguments and output types, and the outputs.
+Multi-output operators are referred to as (node, index); getitem nodes do not appear."""
+from __future__ import annotations
+
+import math
+import operator
+import traceback
+from typing import Any
+
+import torch
+
+from .errors import UserError
+from .inputs import move_inputs, seed_everything
+from .task_loader import call_task_function, load_task
+
+FORMAT = "kforge-graph-1"
+
+
+def _tensor_type(value: Any) -> dict[str, Any]:
+    if not isinstance(value, torch.Tensor):
+        return {"shape": [], "dtype": "opaque", "stride": []}
+    return {"shape": [int(s) for s in value.shape], "dtype": str(value.dtype).replace("torch.", ""),
+            "stride": [int(s) for s in value.stride()]}
+
+
+def _output_types(node: torch.fx.Node) -> list[dict[str, Any]]:
+    value = node.meta.get("val")
+    if isinstance(value, (list, tuple)):
+        return [_tensor_type(v) for v in value]
+    return [_tensor_type(value)]
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.getitems: dict[str, tuple[str, int]] = {}
+
+    def ref(self, node: torch.fx.Node) -> dict[str, Any]:
+        if node.name in self.getitems:
+            source, index = self.getitems[node.name]
+            return {"node": source, "index": index}
+        return {"node": node.name}
+
+    def encode(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, torch.fx.Node):
+            return self.ref(value)
+        if isinstance(value, bool):
+            return {"bool": value}
+        if isinstance(value, int):
+            return {"int": value}
+        if isinstance(value, float):
+            return {"float": value if math.isfinite(value) else str(value)}
+        if value is None:
+            return {"none": True}
+        if isinstance(value, str):
+            return {"str": value}
+        if isinstance(value, torch.dtype):
+            return {"dtype": str(value).replace("torch.", "")}
+        if isinstance(value, torch.device):
+            return {"device": str(value)}
+        if isinstance(value, torch.layout):
+            return {"layout": str(value).replace("torch.", "")}
+        if isinstance(value, torch.memory_format):
+            return {"memory_format": str(value).replace("torch.", "")}
+        if isinstance(value, (list, tuple)):
+            return {"list": [self.encode(v) for v in value]}
+        return {"str": repr(value)}
+
+
+def _export(model: torch.nn.Module, inputs: list, path: str) -> Any:
+    try:
+        program = torch.export.export(model, tuple(inputs))
+        return program.run_decompositions()
+    except Exception as error:
+        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path]
+        where = f"{path}:{frames[-1].lineno}" if frames else path
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserError(f"{where}: torch.export could not capture the Model ({type(error).__name__}: "
+                        f"{first_line[:500]})") from None
+
+
+def _signature_entries(program: Any) -> list[dict[str, Any]]:
+    """Placeholders in order, with what they are: user input, parameter, buffer or constant."""
+    from torch.export.graph_signature import InputKind
+
+    kinds = {InputKind.USER_INPUT: "input", InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer",
+             InputKind.CONSTANT_TENSOR: "constant"}
+    return [{"name": spec.arg.name, "kind": kinds.get(spec.kind, "opaque"), "target": spec.target}
+            for spec in program.graph_signature.input_specs]
+
+
+def export_graph(program: Any, task_name: str) -> dict[str, Any]:
+    from torch.export.graph_signature import OutputKind
+
+    graph = program.graph_module.graph
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    result: dict[str, Any] = {"format": FORMAT, "task": task_name, "inputs": [], "parameters": [], "constants": [],
+                              "nodes": [], "outputs": [], "mutations": []}
+    for index, entry in enumerate(e for e in _signature_entries(program) if e["kind"] == "input"):
+        result["inputs"].append({"name": entry["name"], "index": index,
+                                 **_tensor_type(placeholders[entry["name"]].meta.get("val"))})
+    for entry in _signature_entries(program):
+        node_type = _tensor_type(placeholders[entry["name"]].meta.get("val"))
+        if entry["kind"] in ("parameter", "buffer"):
+            result["parameters"].append({"name": entry["name"], "target": entry["target"], "kind": entry["kind"], **node_type})
+        elif entry["kind"] == "constant":
+            value = program.constants.get(entry["target"])
+            constant = {"name": entry["name"], "target": entry["target"], "kind": "constant", **node_type}
+            if isinstance(value, torch.Tensor) and value.numel() == 1:
+                constant["value"] = value.item()
+            result["constants"].append(constant)
+    encoder = _Encoder()
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem:
+            source, index = node.args
+            encoder.getitems[node.name] = (source.name, int(index))
+            continue
+        result["nodes"].append({"name": node.name, "op": str(node.target),
+                                "args": [encoder.encode(a) for a in node.args],
+                                "kwargs": {k: encoder.encode(v) for k, v in node.kwargs.items()},
+                                "outputs": _output_types(node)})
+    output_node = next(n for n in graph.nodes if n.op == "output")
+    values = output_node.args[0] if isinstance(output_node.args[0], (list, tuple)) else [output_node.args[0]]
+    for spec, value in zip(program.graph_signature.output_specs, values):
+        encoded = encoder.encode(value)
+        if spec.kind == OutputKind.USER_OUTPUT:
+            result["outputs"].append(encoded)
+        elif spec.kind == OutputKind.BUFFER_MUTATION:
+            result["mutations"].append({"target": spec.target, "value": encoded})
+    return result
+
+
+def capture(request: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    """The task's Model captured on its own inputs (the CPU sizes when asked for)."""
+    path = request["task_path"]
+    task = load_task(path, cpu_sizes=bool(request.get("cpu_sizes", False)))
+    seed_everything(int(request.get("seed", 0)))
+    init_inputs = call_task_function(task, path, "get_init_inputs")
+    try:
+        model = task.Model(*init_inputs).to(device)
+    except Exception as error:
+        raise UserError(f"{path}: Model(*get_init_inputs()) raised {type(error).__name__}: {error}") from None
+    inputs = move_inputs(call_task_function(task, path, "get_inputs"), device)
+    program = _export(model, inputs, path)
+    return export_graph(program, request.get("task_name", path))
