@@ -13,6 +13,7 @@ const kforge::Command kCommands[] = {
     {"eval", "judge candidate kernels against a task: correctness, cheating checks, timing", kforge::AttachEval},
     {"baseline", "time a task's reference: eager and torch.compile", kforge::AttachBaseline},
     {"show", "list stored evaluations, or show one in full", kforge::AttachShow},
+    {"ir", "capture a task's Model (torch.export) and print its graph IR", kforge::AttachIr},
 };
 
 }  // namespace
