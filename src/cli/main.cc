@@ -10,6 +10,8 @@
 namespace {
 
 const kforge::Command kCommands[] = {
+    {"optimize", "compile a task into fused Triton kernels (no LLM), verified and timed by the evaluator",
+     kforge::AttachOptimize},
     {"eval", "judge candidate kernels against a task: correctness, cheating checks, timing", kforge::AttachEval},
     {"baseline", "time a task's reference: eager and torch.compile", kforge::AttachBaseline},
     {"show", "list stored evaluations, or show one in full", kforge::AttachShow},

@@ -1,0 +1,38 @@
+"""`kforge optimize`: capture, fusion, Triton code generation and the evaluator's verdict, end to
+end through the real binary on the CPU (Triton's interpreter)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
+
+
+def optimize(task: str, tmp_path, *extra: str) -> tuple[int, dict]:
+    done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--json",
+                           "--out", str(tmp_path / "out"), *extra, os.path.join(REPO, "tasks", task)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.stdout.strip(), done.stderr[-3000:]
+    return done.returncode, json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("task", ["level1/01_relu.py", "level1/20_softplus.py", "level1/21_hardtanh.py"])
+def test_pointwise_tasks_become_accepted_triton_kernels_in_strict_mode(task, tmp_path):
+    code, report = optimize(task, tmp_path)
+    assert code == 0, report["evaluation"]["message"]
+    assert report["evaluation"]["verdict"] == "accepted"
+    source = open(report["model_new"], encoding="utf-8").read()
+    assert "@triton.jit" in source and "torch.ops.aten" not in source
+    assert os.path.exists(os.path.join(os.path.dirname(report["model_new"]), "report.json"))
+    assert all(g["kind"] == "pointwise" for g in report["compile"]["groups"])
+
+
+def test_library_gemm_is_rejected_in_strict_mode_and_accepted_in_partial_mode(tmp_path):
+    code, report = optimize("level2/01_linear_relu.py", tmp_path)
+    assert code == 1 and report["evaluation"]["verdict"] == "rejected_hack(library_compute)"
+    code, report = optimize("level2/01_linear_relu.py", tmp_path, "--mode", "partial")
+    assert code == 0 and report["evaluation"]["verdict"] == "accepted"

@@ -1,0 +1,125 @@
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "compiler/codegen/model_writer.h"
+#include "compiler/ir/import_graph.h"
+#include "compiler/passes/fusion_plan.h"
+#include "core/clock.h"
+#include "core/files.h"
+#include "core/log.h"
+#include "report/text_report.h"
+
+namespace kforge {
+namespace {
+
+struct OptimizeFlags {
+  std::string task;
+  std::string mode = "strict";
+  std::string out = "out";
+  double timeout_s = 300;
+  bool json = false;
+};
+
+struct Compiled {
+  std::string source;
+  Json summary;  // groups and the time each stage took
+};
+
+// Capture (worker), import, fusion planning and code generation: everything before the GPU.
+Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes) {
+  const Clock& clock = RealClock();
+  double started = clock.NowSeconds();
+  ASSIGN_OR_RETURN(Json captured, trusted.Call("capture", Json{{"task_path", task.path.string()}, {"task_name", task.name},
+                                                              {"cpu_sizes", cpu_sizes}}, 600));
+  double captured_at = clock.NowSeconds();
+  ASSIGN_OR_RETURN(ir::Graph graph, ir::ImportGraph(captured));
+  passes::FusionPlan plan = passes::PlanFusion(graph);
+  double planned_at = clock.NowSeconds();
+  codegen::ModelWriterOptions writer_options;
+  writer_options.fallback_unsupported = true;  // an op without a Triton form stays a library call (partial mode)
+  auto source = codegen::WriteModelNew(graph, plan, writer_options);
+  if (!source.ok()) return source.status().WithContext("generating code for " + task.name);
+  Json groups = Json::array();
+  for (const auto& group : plan.groups) {
+    groups.push_back({{"name", group.name}, {"kind", passes::ToString(group.kind)}, {"nodes", group.nodes.size()}});
+  }
+  Compiled compiled{*source, {{"groups", groups}, {"capture_s", captured_at - started},
+                              {"passes_s", planned_at - captured_at}, {"codegen_s", clock.NowSeconds() - planned_at}}};
+  return compiled;
+}
+
+int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
+  auto precision = ParsePrecision(common.precision);
+  if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
+  auto mode = ParseProvenanceMode(flags.mode);
+  if (!mode) return UsageError("--mode must be strict or partial");
+  auto task = ReadTaskFile(flags.task);
+  if (!task.ok()) return UsageError(task.status().message());
+  auto workspace = Workspace::Open(common);
+  if (!workspace.ok()) return UsageError(workspace.status().message());
+  auto fingerprint = (*workspace)->Fingerprint();
+  if (!fingerprint.ok()) return UsageError(fingerprint.status().message());
+  auto trusted = (*workspace)->workers().Trusted();
+  if (!trusted.ok()) return UsageError(trusted.status().message());
+
+  if (!common.quiet) LogInfo("compiling {}", task->name);
+  auto compiled = Compile(**trusted, *task, (*workspace)->device() == "cpu");
+  if (!compiled.ok()) return UsageError(compiled.status().message());
+  std::filesystem::path folder = std::filesystem::path(flags.out) / task->path.stem();
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (Status written = WriteFile(folder / "model_new.py", compiled->source); !written.ok()) return UsageError(written.message());
+
+  if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
+  EvalOptions options;
+  options.device = (*workspace)->device();
+  options.precision = *precision;
+  options.mode = *mode;
+  options.timeout_s = flags.timeout_s;
+  options.exchange_root = (*workspace)->ScratchDir() / "exchange";
+  options.gpu_name = JsonGet<std::string>(*fingerprint, "gpu", "");
+  if (options.device == "cpu") {
+    options.budget.warmup_calls = 1;
+    options.budget.warmup_ms = 0;
+    options.budget.max_warmup_ms = 0;
+    options.budget.min_calls = 3;
+    options.budget.max_calls = 5;
+    options.budget.budget_ms = 20;
+  }
+  Evaluator evaluator((*workspace)->workers(), options);
+  auto evaluation = evaluator.Evaluate(*task, folder / "model_new.py");
+  if (!evaluation.ok()) return UsageError(evaluation.status().message());
+  (void)(*workspace)->Record(*task, compiled->source, "codegen:triton", *evaluation, common.precision, flags.mode);
+  Json report = {{"task", task->name}, {"model_new", (folder / "model_new.py").string()},
+                 {"compile", compiled->summary}, {"evaluation", evaluation->ToJson()}};
+  if (Status written = WriteFile(folder / "report.json", report.dump(1)); !written.ok()) return UsageError(written.message());
+  if (flags.json) {
+    std::printf("%s\n", report.dump().c_str());
+  } else {
+    std::printf("%s", FormatEvaluation(*evaluation).c_str());
+    std::printf("kernels      %zu fused group(s); capture %.2f s, passes and codegen %.3f s\n",
+                compiled->summary["groups"].size(), JsonGet<double>(compiled->summary, "capture_s", 0),
+                JsonGet<double>(compiled->summary, "passes_s", 0) + JsonGet<double>(compiled->summary, "codegen_s", 0));
+    std::printf("wrote        %s and report.json\n", (folder / "model_new.py").string().c_str());
+  }
+  return evaluation->verdict.accepted() ? 0 : (evaluation->verdict.kind == VerdictKind::kInfraError ? 2 : 1);
+}
+
+}  // namespace
+
+CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
+  auto flags = std::make_shared<OptimizeFlags>();
+  app.add_option("task", flags->task, "KernelBench-format task file")->required();
+  app.add_option("--mode", flags->mode, "strict: every FLOP in generated kernels; partial: library GEMM/convolution allowed")
+      ->capture_default_str();
+  app.add_option("--out", flags->out, "folder for <task>/model_new.py and report.json")->capture_default_str();
+  app.add_option("--timeout", flags->timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();
+  app.add_flag("--json", flags->json, "print the report as JSON");
+  return [flags, &common] { return RunOptimize(*flags, common); };
+}
+
+}  // namespace kforge

@@ -1,0 +1,315 @@
+#include "compiler/codegen/triton_pointwise.h"
+
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/python_names.h"
+#include "compiler/ir/printer.h"
+
+namespace kforge::codegen {
+namespace {
+
+bool Supported(ir::DType dtype) { return ir::IsFloatingPoint(dtype) || dtype == ir::DType::kBool; }
+
+// Translates one op node into a Triton expression over already-named operands.
+class ExprBuilder {
+ public:
+  ExprBuilder(const ir::Graph& graph, std::set<std::string>& helpers) : graph_(graph), helpers_(helpers) {}
+
+  Result<std::string> Build(const ir::OpNode& op) {
+    op_ = &op;
+    error_.clear();
+    std::string expr = Translate(op.op);
+    if (!error_.empty()) return Status::InvalidArgument(fmt::format("%{}: {}", op.name, error_));
+    if (expr.empty()) return Status::InvalidArgument(fmt::format("%{}: unsupported op {}", op.name, op.op));
+    return expr;
+  }
+
+ private:
+  // The operand at (position, keyword): a variable or a literal; records an error when absent.
+  std::string Operand(int position, const char* name = "") {
+    const ir::Argument* arg = op_->FindArgument(ir::ArgSlot{position, name});
+    if (arg == nullptr) return Fail(fmt::format("missing argument {}", position));
+    if (const auto* ref = arg->TryAs<ir::NodeRef>()) return VarName(graph_, *ref);
+    std::optional<double> scalar = AsNumber(*arg);
+    if (!scalar) return Fail(fmt::format("argument {} is not a tensor or number", position));
+    return FloatLiteral(*scalar);
+  }
+  // A scalar argument as a literal, `fallback` when absent, "" when None and `allow_none`.
+  std::string Scalar(int position, const char* name, std::optional<double> fallback, bool allow_none = false) {
+    const ir::Argument* arg = op_->FindArgument(ir::ArgSlot{position, name});
+    if (arg == nullptr || arg->Is<ir::NoneArg>()) {
+      if (arg != nullptr && allow_none) return "";
+      if (fallback) return FloatLiteral(*fallback);
+      return allow_none ? "" : Fail(fmt::format("missing scalar {}", name));
+    }
+    std::optional<double> value = AsNumber(*arg);
+    return value ? FloatLiteral(*value) : Fail(fmt::format("{} is not a number", name));
+  }
+  std::string String(int position, const char* name, const char* fallback) {
+    const ir::Argument* arg = op_->FindArgument(ir::ArgSlot{position, name});
+    if (arg == nullptr) return fallback;
+    const auto* text = arg->TryAs<std::string>();
+    return text ? *text : Fail(fmt::format("{} is not a string", name));
+  }
+  static std::optional<double> AsNumber(const ir::Argument& arg) {
+    if (const auto* i = arg.TryAs<int64_t>()) return static_cast<double>(*i);
+    if (const auto* d = arg.TryAs<double>()) return *d;
+    if (const auto* b = arg.TryAs<bool>()) return *b ? 1.0 : 0.0;
+    return std::nullopt;
+  }
+  std::string Fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+    return "0.0";
+  }
+  std::string Helper(const char* name, const std::string& arg) {
+    helpers_.insert(name);
+    return fmt::format("{}({})", name, arg);
+  }
+  // `a + alpha * b` for add/sub with an optional alpha.
+  std::string WithAlpha(const char* sign) {
+    std::string a = Operand(0, "self"), b = Operand(1, "other");
+    std::string alpha = Scalar(2, "alpha", 1.0);
+    if (alpha == "1.0") return fmt::format("{} {} {}", a, sign, b);
+    return fmt::format("{} {} {} * {}", a, sign, alpha, b);
+  }
+  std::string Clamp(const std::string& x, const std::string& lo, const std::string& hi) {
+    std::string expr = x;
+    if (!lo.empty()) expr = fmt::format("tl.maximum({}, {})", expr, lo);
+    if (!hi.empty()) expr = fmt::format("tl.minimum({}, {})", expr, hi);
+    return expr;
+  }
+  std::string Pow(const std::string& a, double e) {
+    if (e == 0.5) return fmt::format("tl.sqrt_rn({})", a);
+    if (e == -0.5) return fmt::format("1.0 / tl.sqrt_rn({})", a);
+    if (e == std::round(e) && std::abs(e) <= 4) {
+      if (e == 0) return fmt::format("tl.full_like({}, 1.0)", a);
+      std::string product = a;
+      for (int i = 1; i < std::abs(e); ++i) product += " * " + a;
+      return e > 0 ? fmt::format("({})", product) : fmt::format("1.0 / ({})", product);
+    }
+    if (e == std::round(e)) return Fail("pow with a large integer exponent");
+    return fmt::format("tl.exp({} * tl.log({}))", FloatLiteral(e), a);  // NaN below 0, as in torch
+  }
+
+  std::string Translate(const std::string& name) {
+    auto unary = [&](const char* fn) { return fmt::format("{}({})", fn, Operand(0, "self")); };
+    auto compare = [&](const char* sym) { return fmt::format("{} {} {}", Operand(0, "self"), sym, Operand(1, "other")); };
+    if (name == "aten.relu.default") return fmt::format("tl.maximum({}, 0.0)", Operand(0, "self"));
+    if (name == "aten.abs.default") return unary("tl.abs");
+    if (name == "aten.neg.default") return "-" + Operand(0, "self");
+    if (name == "aten.exp.default") return unary("tl.exp");
+    if (name == "aten.log.default") return unary("tl.log");
+    if (name == "aten.sqrt.default") return unary("tl.sqrt_rn");
+    if (name == "aten.rsqrt.default") return "1.0 / " + unary("tl.sqrt_rn");
+    if (name == "aten.reciprocal.default") return "1.0 / " + Operand(0, "self");
+    if (name == "aten.erf.default") return unary("tl.erf");
+    if (name == "aten.sigmoid.default") return unary("tl.sigmoid");
+    if (name == "aten.tanh.default") return Helper("_kf_tanh", Operand(0, "self"));
+    if (name == "aten.log1p.default") return Helper("_kf_log1p", Operand(0, "self"));
+    if (name == "aten.expm1.default") return Helper("_kf_expm1", Operand(0, "self"));
+    if (name == "aten.silu.default") return fmt::format("{0} * tl.sigmoid({0})", Operand(0, "self"));
+    if (name == "aten.gelu.default") {
+      std::string x = Operand(0, "self");
+      std::string approximate = String(1, "approximate", "none");
+      if (approximate == "none") return fmt::format("0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))", x);
+      if (approximate == "tanh") {
+        std::string inner = fmt::format("0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})", x);
+        return fmt::format("0.5 * {} * (1.0 + {})", x, Helper("_kf_tanh", inner));
+      }
+      return Fail("gelu approximate=" + approximate);
+    }
+    if (name == "aten.leaky_relu.default") {
+      std::string x = Operand(0, "self");
+      return fmt::format("tl.where({0} > 0.0, {0}, {0} * {1})", x, Scalar(1, "negative_slope", 0.01));
+    }
+    if (name == "aten.elu.default") {
+      std::string x = Operand(0, "self");
+      std::string alpha = Scalar(1, "alpha", 1.0), scale = Scalar(2, "scale", 1.0);
+      std::string input_scale = Scalar(3, "input_scale", 1.0);
+      return fmt::format("tl.where({0} > 0.0, {0} * {2}, {1} * {2} * {3})", x, alpha, scale,
+                         Helper("_kf_expm1", fmt::format("{} * {}", x, input_scale)));
+    }
+    if (name == "aten.softplus.default") {
+      std::string x = Operand(0, "self");
+      std::string beta = Scalar(1, "beta", 1.0), threshold = Scalar(2, "threshold", 20.0);
+      return fmt::format("tl.where({0} * {1} > {2}, {0}, {3} / {1})", x, beta, threshold,
+                         Helper("_kf_log1p", fmt::format("tl.exp({} * {})", x, beta)));
+    }
+    if (name == "aten.hardtanh.default") {
+      return Clamp(Operand(0, "self"), Scalar(1, "min_val", -1.0), Scalar(2, "max_val", 1.0));
+    }
+    if (name == "aten.hardsigmoid.default") {
+      return fmt::format("{} / 6.0", Clamp(Operand(0, "self") + " + 3.0", "0.0", "6.0"));
+    }
+    if (name == "aten.hardswish.default") {
+      std::string x = Operand(0, "self");
+      return fmt::format("{} * {} / 6.0", x, Clamp(x + " + 3.0", "0.0", "6.0"));
+    }
+    if (name == "aten.clamp.default") {
+      return Clamp(Operand(0, "self"), Scalar(1, "min", std::nullopt, true), Scalar(2, "max", std::nullopt, true));
+    }
+    if (name == "aten.clamp_min.default") return Clamp(Operand(0, "self"), Scalar(1, "min", std::nullopt), "");
+    if (name == "aten.clamp_max.default") return Clamp(Operand(0, "self"), "", Scalar(1, "max", std::nullopt));
+    if (name == "aten.add.Tensor" || name == "aten.add.Scalar") return WithAlpha("+");
+    if (name == "aten.sub.Tensor" || name == "aten.sub.Scalar") return WithAlpha("-");
+    if (name == "aten.mul.Tensor" || name == "aten.mul.Scalar") return compare("*");
+    if (name == "aten.div.Tensor" || name == "aten.div.Scalar") return compare("/");
+    if (name == "aten.pow.Tensor_Scalar") {
+      const ir::Argument* e = op_->FindArgument(ir::ArgSlot{1, "exponent"});
+      std::optional<double> exponent = e ? AsNumber(*e) : std::nullopt;
+      return exponent ? Pow(Operand(0, "self"), *exponent) : Fail("pow exponent is not a number");
+    }
+    if (name == "aten.maximum.default") return fmt::format("tl.maximum({}, {})", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten.minimum.default") return fmt::format("tl.minimum({}, {})", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten.where.self") {
+      return fmt::format("tl.where({}, {}, {})", Operand(0, "condition"), Operand(1, "self"), Operand(2, "other"));
+    }
+    static const std::pair<const char*, const char*> kComparisons[] = {
+        {"eq", "=="}, {"ne", "!="}, {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="}};
+    for (const auto& [cmp, sym] : kComparisons) {
+      if (name == fmt::format("aten.{}.Tensor", cmp) || name == fmt::format("aten.{}.Scalar", cmp)) return compare(sym);
+    }
+    return "";
+  }
+
+  const ir::Graph& graph_;
+  std::set<std::string>& helpers_;
+  const ir::OpNode* op_ = nullptr;
+  std::string error_;
+};
+
+// An input is read at the flat output offset only when it has the output's shape and is contiguous.
+bool ReadsFlat(const ir::TensorType& type, const ir::Shape& shape) { return type.shape == shape && type.is_contiguous(); }
+
+}  // namespace
+
+Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
+  PointwiseKernel kernel;
+  kernel.name = "fused_" + group.name;
+  kernel.shape = graph.value(group.nodes.back()).type().shape;
+  kernel.inputs = passes::GroupInputs(graph, group);
+  kernel.outputs = passes::GroupOutputs(graph, group);
+  for (const ir::NodeRef& ref : kernel.inputs) {
+    const ir::TensorType& type = *graph.TypeOf(ref);
+    if (!Supported(type.dtype)) {
+      return Status::InvalidArgument(fmt::format("{}: unsupported dtype {}", ir::PrintRef(graph, ref), ToString(type.dtype)));
+    }
+    kernel.strided.push_back(!ReadsFlat(type, kernel.shape));
+    kernel.uses_sizes = kernel.uses_sizes || kernel.strided.back();
+  }
+
+  // The body first: it decides which helpers the kernel needs.
+  SourceWriter body;
+  ExprBuilder exprs(graph, kernel.helpers);
+  for (ir::ValueId id : group.nodes) {
+    const auto& op = graph.value(id).As<ir::OpNode>();
+    if (!Supported(op.type().dtype)) {
+      return Status::InvalidArgument(fmt::format("%{}: unsupported dtype {}", op.name, ToString(op.type().dtype)));
+    }
+    Result<std::string> expr = exprs.Build(op);
+    if (!expr.ok()) return expr.status();
+    body.Line(fmt::format("{} = {}", VarName(graph, op.ref()), *expr));
+  }
+
+  std::vector<std::string> params;
+  for (const ir::NodeRef& ref : kernel.inputs) params.push_back(VarName(graph, ref) + "_ptr");
+  for (const ir::NodeRef& ref : kernel.outputs) params.push_back(VarName(graph, ref) + "_ptr");
+  params.push_back("numel");
+  const size_t rank = kernel.shape.size();
+  if (kernel.uses_sizes) {
+    for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("size_{}", d));
+  }
+  for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+    if (!kernel.strided[i]) continue;
+    for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("{}_stride_{}", VarName(graph, kernel.inputs[i]), d));
+  }
+  params.push_back("BLOCK_SIZE: tl.constexpr");
+
+  SourceWriter out;
+  out.Line("@triton.jit");
+  out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
+  std::vector<std::string> computes;
+  for (ir::ValueId id : group.nodes) computes.push_back(ir::PrintRef(graph, graph.value(id).ref()));
+  out.Line(fmt::format("# Computes {} over {} elements.", fmt::join(computes, ", "), ir::ShapeToString(kernel.shape)));
+  out.Line("pid = tl.program_id(0)");
+  out.Line("offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
+  out.Line("mask = offsets < numel");
+  if (kernel.uses_sizes) {
+    out.Line("# Unravel the flat output index into the output's dims.");
+    out.Line("rem = offsets");
+    for (size_t d = rank; d-- > 0;) {
+      if (d == 0) {
+        out.Line("idx_0 = rem");
+      } else {
+        out.Line(fmt::format("idx_{0} = rem % size_{0}", d));
+        out.Line(fmt::format("rem = rem // size_{}", d));
+      }
+    }
+  }
+  for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+    const ir::NodeRef& ref = kernel.inputs[i];
+    std::string name = VarName(graph, ref);
+    std::string offset = "offsets";
+    if (kernel.strided[i]) {
+      std::vector<std::string> terms;
+      for (size_t d = 0; d < rank; ++d) terms.push_back(fmt::format("idx_{0} * {1}_stride_{0}", d, name));
+      offset = terms.empty() ? "0" : fmt::format("({})", fmt::join(terms, " + "));
+    }
+    ir::DType dtype = graph.TypeOf(ref)->dtype;
+    std::string cast = ir::IsFloatingPoint(dtype) && dtype != ir::DType::kFloat32 ? ".to(tl.float32)" : "";
+    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, offset, cast));
+  }
+  out.Lines(body.text());
+  for (const ir::NodeRef& ref : kernel.outputs) {
+    out.Line(fmt::format("tl.store({0}_ptr + offsets, {0}, mask=mask)", VarName(graph, ref)));
+  }
+  out.Close();
+  kernel.source = out.text();
+  return kernel;
+}
+
+void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& out) {
+  std::set<std::string> needed = helpers;
+  if (needed.count("_kf_tanh")) needed.insert("_kf_expm1");
+  if (needed.count("_kf_expm1")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_expm1(x):");
+    out.Line("# exp(x) - 1 without cancellation near 0 (Kahan): (u - 1) * x / log(u) for u = exp(x).");
+    out.Line("u = tl.exp(x)");
+    out.Line("d = u - 1.0");
+    out.Line("kahan = tl.where(u == 1.0, x, d * (x / tl.log(tl.where(u == 1.0, 2.0, u))))");
+    out.Line("return tl.where(tl.abs(x) < 0.5, kahan, d)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+  if (needed.count("_kf_tanh")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_tanh(x):");
+    out.Line("# tanh(x) = sign(x) * -expm1(-2|x|) / (2 + expm1(-2|x|)): exact near 0, saturates for large |x|.");
+    out.Line("e = _kf_expm1(-2.0 * tl.abs(x))");
+    out.Line("t = -e / (2.0 + e)");
+    out.Line("return tl.where(x < 0.0, -t, t)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+  if (needed.count("_kf_log1p")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_log1p(x):");
+    out.Line("# log(1 + x) without cancellation near 0 (Goldberg): log(u) * x / (u - 1) for u = 1 + x.");
+    out.Line("u = 1.0 + x");
+    out.Line("d = u - 1.0");
+    out.Line("exact = tl.where(d == x, tl.log(u), tl.log(u) * (x / tl.where(d == 0.0, 1.0, d)))");
+    out.Line("return tl.where(d == 0.0, x, exact)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+}
+
+}  // namespace kforge::codegen

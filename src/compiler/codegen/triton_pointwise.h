@@ -1,0 +1,36 @@
+// Emits one Triton kernel per pointwise fusion group: a 1-D grid over the output's elements with
+// masked loads and stores, inputs broadcast through strides, arithmetic in fp32.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/source_writer.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/fusion_plan.h"
+#include "core/status.h"
+
+namespace kforge::codegen {
+
+// What the launcher needs to know about an emitted kernel. Its arguments are, in order: a pointer
+// per input, a pointer per output, numel, then (when `uses_sizes`) size_0.. of the output shape,
+// then stride_0.. (one per output dim, 0 where broadcast) of each input marked `strided`, then
+// BLOCK_SIZE.
+struct PointwiseKernel {
+  std::string name;                 // "fused_relu"
+  std::string source;               // the @triton.jit function
+  ir::Shape shape;                  // the iteration space: every output's shape
+  std::vector<ir::NodeRef> inputs;  // external tensor inputs, in argument order
+  std::vector<bool> strided;        // per input: addressed through strides, not the flat offset
+  std::vector<ir::NodeRef> outputs;
+  bool uses_sizes = false;
+  std::set<std::string> helpers;    // helper functions it calls ("_kf_tanh"), see EmitPointwiseHelpers
+};
+
+// InvalidArgument naming the first node it cannot translate (unsupported op, argument or dtype).
+Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group);
+// The @triton.jit helper functions named in `helpers` (and those they call), in dependency order.
+void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& out);
+
+}  // namespace kforge::codegen

@@ -1,0 +1,231 @@
+#include "compiler/passes/fusion_plan.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+
+#include "compiler/ir/printer.h"
+#include "compiler/passes/fusion_rules.h"
+
+namespace kforge::passes {
+namespace {
+
+constexpr int kNoGroup = -1;
+
+// Grows pointwise groups over the graph in topological order, merging a pointwise op with the
+// groups of its same-shape pointwise producers when that creates no cycle between groups.
+class Planner {
+ public:
+  explicit Planner(const ir::Graph& graph) : graph_(graph), group_of_(graph.size(), kNoGroup) {}
+
+  FusionPlan Run() {
+    for (const ir::Value& value : graph_) {
+      if (value.kind != ir::ValueKind::kOp) continue;
+      if (IsFusablePointwise(graph_, value)) {
+        AddPointwise(value);
+      } else {
+        NewGroup(IsMetadataView(value) ? FusionGroup::Kind::kView : FusionGroup::Kind::kLibrary, value.id);
+      }
+    }
+    return Order();
+  }
+
+ private:
+  int NewGroup(FusionGroup::Kind kind, ir::ValueId id) {
+    groups_.push_back(FusionGroup{kind, {id}, ""});
+    group_of_[id] = static_cast<int>(groups_.size()) - 1;
+    return group_of_[id];
+  }
+
+  void AddPointwise(const ir::Value& value) {
+    std::set<int> merged;
+    for (const ir::NodeRef& ref : TensorInputs(value)) {
+      int group = group_of_[ref.value];
+      if (group == kNoGroup || merged.count(group) || groups_[group].kind != FusionGroup::Kind::kPointwise) continue;
+      if (!SameIterationSpace(value, GroupShape(group))) continue;
+      std::set<int> candidate = merged;
+      candidate.insert(group);
+      if (!MakesCycle(candidate, value.id)) merged = candidate;
+    }
+    if (merged.empty()) {
+      NewGroup(FusionGroup::Kind::kPointwise, value.id);
+      return;
+    }
+    int target = *merged.begin();
+    for (int other : merged) {
+      if (other == target) continue;
+      for (ir::ValueId id : groups_[other].nodes) {
+        groups_[target].nodes.push_back(id);
+        group_of_[id] = target;
+      }
+      groups_[other].nodes.clear();
+    }
+    groups_[target].nodes.push_back(value.id);
+    group_of_[value.id] = target;
+    std::sort(groups_[target].nodes.begin(), groups_[target].nodes.end());
+  }
+
+  const ir::Shape& GroupShape(int group) const { return graph_.value(groups_[group].nodes.front()).type().shape; }
+
+  // Whether the union of `groups` and node `extra` would depend on itself through a value outside it.
+  bool MakesCycle(const std::set<int>& groups, ir::ValueId extra) const {
+    auto inside = [&](ir::ValueId id) { return id == extra || groups.count(group_of_[id]) > 0; };
+    std::vector<bool> seen(graph_.size(), false);
+    std::vector<ir::ValueId> stack;
+    auto push_outside_inputs = [&](ir::ValueId id) {
+      for (const ir::NodeRef& ref : TensorInputs(graph_.value(id))) {
+        if (!inside(ref.value) && !seen[ref.value]) {
+          seen[ref.value] = true;
+          stack.push_back(ref.value);
+        }
+      }
+    };
+    push_outside_inputs(extra);
+    for (int group : groups) {
+      for (ir::ValueId id : groups_[group].nodes) push_outside_inputs(id);
+    }
+    while (!stack.empty()) {
+      ir::ValueId id = stack.back();
+      stack.pop_back();
+      for (const ir::NodeRef& ref : TensorInputs(graph_.value(id))) {
+        if (inside(ref.value)) return true;
+        if (!seen[ref.value]) {
+          seen[ref.value] = true;
+          stack.push_back(ref.value);
+        }
+      }
+    }
+    return false;
+  }
+
+  // Topological order of the non-empty groups; ties go to the group whose first node comes first.
+  FusionPlan Order() {
+    std::vector<int> live;
+    for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
+      if (!groups_[g].nodes.empty()) live.push_back(g);
+    }
+    std::map<int, std::set<int>> consumers;
+    std::map<int, int> pending;
+    for (int g : live) {
+      pending[g];
+      for (ir::ValueId id : groups_[g].nodes) {
+        for (const ir::NodeRef& ref : TensorInputs(graph_.value(id))) {
+          int producer = group_of_[ref.value];
+          if (producer == kNoGroup || producer == g) continue;
+          if (consumers[producer].insert(g).second) ++pending[g];
+        }
+      }
+    }
+    using Entry = std::pair<ir::ValueId, int>;  // (first node, group)
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
+    for (int g : live) {
+      if (pending[g] == 0) ready.push({groups_[g].nodes.front(), g});
+    }
+    FusionPlan plan;
+    std::set<std::string> names;
+    while (!ready.empty()) {
+      int g = ready.top().second;
+      ready.pop();
+      FusionGroup group = groups_[g];
+      group.name = UniqueName(GroupName(group), names);
+      plan.groups.push_back(std::move(group));
+      for (int consumer : consumers[g]) {
+        if (--pending[consumer] == 0) ready.push({groups_[consumer].nodes.front(), consumer});
+      }
+    }
+    return plan;
+  }
+
+  // The member names joined by "_" (first and last for long groups).
+  std::string GroupName(const FusionGroup& group) const {
+    const auto& nodes = group.nodes;
+    if (nodes.size() > 3) {
+      return graph_.value(nodes.front()).name + "_to_" + graph_.value(nodes.back()).name;
+    }
+    std::string name;
+    for (ir::ValueId id : nodes) name += (name.empty() ? "" : "_") + graph_.value(id).name;
+    return name;
+  }
+
+  static std::string UniqueName(std::string base, std::set<std::string>& taken) {
+    std::string name = base;
+    for (int i = 1; taken.count(name); ++i) name = base + "_" + std::to_string(i);
+    taken.insert(name);
+    return name;
+  }
+
+  const ir::Graph& graph_;
+  std::vector<FusionGroup> groups_;
+  std::vector<int> group_of_;
+};
+
+bool Contains(const std::vector<ir::ValueId>& nodes, ir::ValueId id) {
+  return std::find(nodes.begin(), nodes.end(), id) != nodes.end();
+}
+
+}  // namespace
+
+const char* ToString(FusionGroup::Kind kind) {
+  switch (kind) {
+    case FusionGroup::Kind::kPointwise: return "pointwise";
+    case FusionGroup::Kind::kLibrary: return "library";
+    case FusionGroup::Kind::kView: return "view";
+  }
+  return "?";
+}
+
+FusionPlan PlanFusion(const ir::Graph& graph) { return Planner(graph).Run(); }
+
+std::vector<ir::NodeRef> GroupInputs(const ir::Graph& graph, const FusionGroup& group) {
+  std::vector<ir::NodeRef> inputs;
+  for (ir::ValueId id : group.nodes) {
+    for (const ir::NodeRef& ref : TensorInputs(graph.value(id))) {
+      if (Contains(group.nodes, ref.value)) continue;
+      if (std::find(inputs.begin(), inputs.end(), ref) == inputs.end()) inputs.push_back(ref);
+    }
+  }
+  return inputs;
+}
+
+std::vector<ir::NodeRef> GroupOutputs(const ir::Graph& graph, const FusionGroup& group) {
+  std::vector<ir::NodeRef> outputs;
+  auto used_outside = [&](const ir::NodeRef& ref) {
+    for (const ir::NodeRef& out : graph.outputs()) {
+      if (out == ref) return true;
+    }
+    for (const ir::Value& value : graph) {
+      if (Contains(group.nodes, value.id)) continue;
+      for (const ir::NodeRef& input : TensorInputs(value)) {
+        if (input == ref) return true;
+      }
+    }
+    return false;
+  };
+  for (ir::ValueId id : group.nodes) {
+    for (int32_t i = 0; i < graph.value(id).num_outputs(); ++i) {
+      if (used_outside(ir::NodeRef{id, i})) outputs.push_back(ir::NodeRef{id, i});
+    }
+  }
+  return outputs;
+}
+
+std::string PrintFusionPlan(const ir::Graph& graph, const FusionPlan& plan) {
+  auto refs = [&graph](const std::vector<ir::NodeRef>& list) {
+    std::string text;
+    for (const ir::NodeRef& ref : list) text += (text.empty() ? "" : ", ") + ir::PrintRef(graph, ref);
+    return text;
+  };
+  std::string text = "fusion plan " + graph.name() + "\n";
+  for (const FusionGroup& group : plan.groups) {
+    std::string node_text;
+    for (ir::ValueId id : group.nodes) node_text += (node_text.empty() ? "%" : ", %") + graph.value(id).name;
+    text += std::string("  ") + ToString(group.kind) + " " + group.name + ": " + node_text + "\n";
+    text += "    in:  " + refs(GroupInputs(graph, group)) + "\n";
+    text += "    out: " + refs(GroupOutputs(graph, group)) + "\n";
+  }
+  return text;
+}
+
+}  // namespace kforge::passes

@@ -1,0 +1,36 @@
+// Partitions a graph's op nodes into fusion groups: maximal DAGs of same-shape pointwise ops
+// (one generated kernel each), metadata-only views, and every other op as a library call.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace kforge::passes {
+
+struct FusionGroup {
+  enum class Kind { kPointwise, kLibrary, kView };
+  Kind kind = Kind::kLibrary;
+  std::vector<ir::ValueId> nodes;  // op nodes, in graph order
+  std::string name;                // an identifier, unique in its plan
+};
+
+struct FusionPlan {
+  std::vector<FusionGroup> groups;  // a valid execution order
+};
+
+const char* ToString(FusionGroup::Kind kind);
+
+FusionPlan PlanFusion(const ir::Graph& graph);
+
+// The tensors a group reads that it does not compute, in first-use order, without repeats.
+std::vector<ir::NodeRef> GroupInputs(const ir::Graph& graph, const FusionGroup& group);
+// The tensors a group computes that are used after it (by another group or as a graph output), in
+// node order.
+std::vector<ir::NodeRef> GroupOutputs(const ir::Graph& graph, const FusionGroup& group);
+
+// Stable text for golden tests: one line per group with its nodes, inputs and outputs.
+std::string PrintFusionPlan(const ir::Graph& graph, const FusionPlan& plan);
+
+}  // namespace kforge::passes

@@ -1,0 +1,93 @@
+// Golden source for a few graphs (golden/*.py; KFORGE_UPDATE_GOLDEN=1 rewrites them) and the
+// reporting of ops the pointwise emitter cannot translate.
+#include "compiler/codegen/model_writer.h"
+
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "compiler/codegen/triton_pointwise.h"
+#include "compiler/ir/import_graph.h"
+#include "core/files.h"
+#include "golden_files.h"
+#include "ir_test_util.h"
+
+namespace kforge::codegen {
+namespace {
+
+using ir::testing::AddInputOk;
+using ir::testing::AddOk;
+using ir::testing::F32;
+using ir::testing::Ref;
+
+bool UpdateGolden() {
+  const char* flag = std::getenv("KFORGE_UPDATE_GOLDEN");
+  return flag != nullptr && std::string(flag) == "1";
+}
+
+void ExpectGolden(const ir::Graph& graph, const std::string& name) {
+  SCOPED_TRACE(name);
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph));
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  std::filesystem::path golden = std::filesystem::path(KFORGE_CODEGEN_GOLDEN_DIR) / (name + ".py");
+  if (UpdateGolden()) {
+    ASSERT_TRUE(WriteFile(golden, *source).ok());
+    return;
+  }
+  Result<std::string> expected = ReadFile(golden);
+  ASSERT_TRUE(expected.ok()) << "missing " << golden << "; run with KFORGE_UPDATE_GOLDEN=1";
+  EXPECT_EQ(*source, *expected);
+}
+
+ir::Graph Import(const std::string& name) {
+  std::filesystem::path path = ir::testing::GoldenDir() / (name + ".json");
+  return std::move(ir::ImportGraphText(ReadFile(path).value(), path.string())).value();
+}
+
+TEST(ModelWriterGoldenTest, Relu) { ExpectGolden(Import("relu"), "relu"); }
+TEST(ModelWriterGoldenTest, LinearRelu) { ExpectGolden(Import("linear_relu"), "linear_relu"); }
+
+TEST(ModelWriterGoldenTest, GeluTanhWithBroadcastBias) {
+  ir::GraphBuilder b("hand/gelu_tanh_bias");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  ir::ValueId bias = AddInputOk(b, "bias", {8}, 1);
+  ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(x), Ref(bias)}, {F32({4, 8})});
+  ir::ValueId gelu =
+      b.AddOp("gelu", "aten.gelu.default", {Ref(add)}, {{"approximate", ir::Argument{std::string("tanh")}}}, {F32({4, 8})})
+          .value();
+  b.AddOutput({gelu, 0});
+  ExpectGolden(std::move(b).Build(), "gelu_tanh_bias");
+}
+
+ir::Graph SinGraph() {
+  ir::GraphBuilder b("hand/sin");
+  ir::ValueId x = AddInputOk(b, "x", {4});
+  ir::ValueId sin = AddOk(b, "sin", "aten.sin.default", {Ref(x)}, {F32({4})});
+  b.AddOutput({sin, 0});
+  return std::move(b).Build();
+}
+
+TEST(ModelWriterTest, UnsupportedOpIsReportedByName) {
+  ir::Graph graph = SinGraph();
+  passes::FusionPlan plan = passes::PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  Result<PointwiseKernel> kernel = EmitPointwiseKernel(graph, plan.groups[0]);
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_NE(kernel.status().message().find("aten.sin.default"), std::string::npos) << kernel.status().message();
+  Result<std::string> source = WriteModelNew(graph, plan);
+  ASSERT_FALSE(source.ok());
+  EXPECT_NE(source.status().message().find("%sin"), std::string::npos);
+}
+
+TEST(ModelWriterTest, FallbackEmitsTheAtenCall) {
+  ir::Graph graph = SinGraph();
+  ModelWriterOptions options;
+  options.fallback_unsupported = true;
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_NE(source->find("sin = torch.ops.aten.sin.default(x)"), std::string::npos) << *source;
+  EXPECT_EQ(source->find("@triton.jit"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge::codegen
