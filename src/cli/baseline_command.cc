@@ -17,19 +17,14 @@ struct BaselineFlags {
 int RunBaseline(const BaselineFlags& flags, const CommonOptions& common) {
   auto precision = ParsePrecision(common.precision);
   if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
-  auto workspace = Workspace::Open(common);
+  auto workspace = Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
-  if (auto fingerprint = (*workspace)->Fingerprint(); !fingerprint.ok()) return UsageError(fingerprint.status().message());
   EvalOptions options;
   options.device = (*workspace)->device();
   options.precision = *precision;
   options.cpu_sizes = !flags.full_size;
   options.exchange_root = (*workspace)->ScratchDir() / "exchange";
-  if (options.device == "cpu") {
-    options.budget.min_calls = 3;
-    options.budget.max_calls = 10;
-    options.budget.budget_ms = 50;
-  }
+  options.budget = TimingBudgetFor(options.device);
   Evaluator evaluator((*workspace)->workers(), options);
   for (const std::string& path : flags.tasks) {
     auto task = ReadTaskFile(path);

@@ -21,20 +21,6 @@ struct EvalFlags {
   bool full_size = false;
 };
 
-// The timing budget: generous on a GPU, token on the CPU where timings mean nothing.
-TimingBudget BudgetFor(const std::string& device) {
-  TimingBudget budget;
-  if (device == "cpu") {
-    budget.warmup_calls = 1;
-    budget.warmup_ms = 0;
-    budget.max_warmup_ms = 0;
-    budget.min_calls = 3;
-    budget.max_calls = 5;
-    budget.budget_ms = 20;
-  }
-  return budget;
-}
-
 int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   auto precision = ParsePrecision(common.precision);
   if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
@@ -44,7 +30,7 @@ int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   if (flags.timeout_s <= 0) return UsageError("--timeout must be positive");
   auto task = ReadTaskFile(flags.task);
   if (!task.ok()) return UsageError(task.status().message());
-  auto workspace = Workspace::Open(common);
+  auto workspace = Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
   EvalOptions options;
@@ -56,11 +42,9 @@ int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   options.timing = !flags.no_timing;
   options.cpu_sizes = !flags.full_size;
   options.memory_limit_bytes = static_cast<uint64_t>(flags.memory_limit_gib * (1ull << 30));
-  options.budget = BudgetFor(options.device);
+  options.budget = TimingBudgetFor(options.device);
   options.exchange_root = (*workspace)->ScratchDir() / "exchange";
-  auto fingerprint = (*workspace)->Fingerprint();
-  if (!fingerprint.ok()) return UsageError(fingerprint.status().message());
-  options.gpu_name = JsonGet<std::string>(*fingerprint, "gpu", "");
+  options.gpu_name = (*workspace)->gpu_name();
   if (options.device == "cpu" && !common.quiet) {
     LogInfo("running on the CPU through Triton's interpreter: verdicts hold, timings mean nothing");
   }

@@ -34,9 +34,8 @@ int PrintTask(WorkerClient& trusted, const std::string& path, bool cpu_sizes, bo
 }
 
 int RunIr(const IrFlags& flags, const CommonOptions& common) {
-  auto workspace = Workspace::Open(common);
+  auto workspace = Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
-  if (auto fingerprint = (*workspace)->Fingerprint(); !fingerprint.ok()) return UsageError(fingerprint.status().message());
   auto trusted = (*workspace)->workers().Trusted();
   if (!trusted.ok()) return UsageError(trusted.status().message());
   bool cpu_sizes = (*workspace)->device() == "cpu" && !flags.full_size;

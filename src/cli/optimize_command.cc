@@ -59,10 +59,8 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
   if (!mode) return UsageError("--mode must be strict or partial");
   auto task = ReadTaskFile(flags.task);
   if (!task.ok()) return UsageError(task.status().message());
-  auto workspace = Workspace::Open(common);
+  auto workspace = Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
-  auto fingerprint = (*workspace)->Fingerprint();
-  if (!fingerprint.ok()) return UsageError(fingerprint.status().message());
   auto trusted = (*workspace)->workers().Trusted();
   if (!trusted.ok()) return UsageError(trusted.status().message());
 
@@ -81,15 +79,8 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
   options.mode = *mode;
   options.timeout_s = flags.timeout_s;
   options.exchange_root = (*workspace)->ScratchDir() / "exchange";
-  options.gpu_name = JsonGet<std::string>(*fingerprint, "gpu", "");
-  if (options.device == "cpu") {
-    options.budget.warmup_calls = 1;
-    options.budget.warmup_ms = 0;
-    options.budget.max_warmup_ms = 0;
-    options.budget.min_calls = 3;
-    options.budget.max_calls = 5;
-    options.budget.budget_ms = 20;
-  }
+  options.gpu_name = (*workspace)->gpu_name();
+  options.budget = TimingBudgetFor(options.device);
   Evaluator evaluator((*workspace)->workers(), options);
   auto evaluation = evaluator.Evaluate(*task, folder / "model_new.py");
   if (!evaluation.ok()) return UsageError(evaluation.status().message());

@@ -87,6 +87,13 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
   return workspace;
 }
 
+Result<std::unique_ptr<Workspace>> Workspace::OpenForDevice(const CommonOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> workspace, Open(options));
+  ASSIGN_OR_RETURN(Json fingerprint, workspace->Fingerprint());
+  workspace->gpu_name_ = JsonGet<std::string>(fingerprint, "gpu", "");
+  return workspace;
+}
+
 std::filesystem::path Workspace::ScratchDir() const { return ScratchRoot(root_); }
 
 Result<Json> Workspace::Fingerprint() {

@@ -30,6 +30,8 @@ class Workspace {
  public:
   // Resolves the device, opens the store and prepares (but does not start) the workers.
   static Result<std::unique_ptr<Workspace>> Open(const CommonOptions& options);
+  // Open, then start the trusted worker and check that its torch sees the chosen device.
+  static Result<std::unique_ptr<Workspace>> OpenForDevice(const CommonOptions& options);
 
   const std::string& device() const { return device_; }
   DeviceWorkers& workers() { return *workers_; }
@@ -37,6 +39,8 @@ class Workspace {
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path ScratchDir() const;
   Result<Json> Fingerprint();
+  // The GPU's name from the fingerprint ("" on the CPU or before OpenForDevice).
+  const std::string& gpu_name() const { return gpu_name_; }
 
   // Records an evaluation with its task, candidate and environment; a failure is reported
   // and returned but never loses the evaluation already printed.
@@ -46,6 +50,7 @@ class Workspace {
  private:
   std::filesystem::path root_;
   std::string device_;
+  std::string gpu_name_;
   std::unique_ptr<DeviceWorkers> workers_;
   std::unique_ptr<Store> store_;
 };

@@ -284,6 +284,19 @@ Json TimingBudget::ToJson() const {
           {"max_calls", max_calls}, {"budget_ms", budget_ms}};
 }
 
+TimingBudget TimingBudgetFor(const std::string& device) {
+  TimingBudget budget;
+  if (device == "cpu") {
+    budget.warmup_calls = 1;
+    budget.warmup_ms = 0;
+    budget.max_warmup_ms = 0;
+    budget.min_calls = 3;
+    budget.max_calls = 5;
+    budget.budget_ms = 20;
+  }
+  return budget;
+}
+
 Evaluator::Evaluator(WorkerSource& workers, EvalOptions options, const Clock& clock)
     : options_(std::move(options)), workers_(workers), clock_(clock) {}
 

@@ -27,6 +27,10 @@ struct TimingBudget {
   Json ToJson() const;
 };
 
+// The timing budget for a device: generous on a GPU; a token few calls on the CPU, where timings
+// mean nothing and only the checks on timed calls matter.
+TimingBudget TimingBudgetFor(const std::string& device);
+
 struct EvalOptions {
   std::string device = "cpu";
   Precision precision = Precision::kFp32;
