@@ -36,3 +36,14 @@ def test_library_gemm_is_rejected_in_strict_mode_and_accepted_in_partial_mode(tm
     assert code == 1 and report["evaluation"]["verdict"] == "rejected_hack(library_compute)"
     code, report = optimize("level2/01_linear_relu.py", tmp_path, "--mode", "partial")
     assert code == 0 and report["evaluation"]["verdict"] == "accepted"
+
+
+def test_passes_can_be_disabled_and_their_ir_dumped(tmp_path):
+    code, fused = optimize("level1/20_softplus.py", tmp_path, "--dump-ir")
+    assert code == 0
+    dumps = os.path.join(os.path.dirname(fused["model_new"]), "ir")
+    assert sorted(os.listdir(dumps)) == ["01_dead_code.txt", "02_fuse_pointwise.txt"]
+    code, unfused = optimize("level1/20_softplus.py", tmp_path, "--disable-pass", "fuse_pointwise")
+    assert code == 0 and unfused["evaluation"]["verdict"] == "accepted"
+    assert len(unfused["compile"]["groups"]) > len(fused["compile"]["groups"])
+    assert unfused["compile"]["pass_s"]["fuse_pointwise"] == "disabled"

@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "compiler/codegen/model_writer.h"
 #include "compiler/ir/import_graph.h"
-#include "compiler/passes/fusion_plan.h"
+#include "compiler/passes/pipeline.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -22,22 +22,28 @@ struct OptimizeFlags {
   std::string out = "out";
   double timeout_s = 300;
   bool json = false;
+  std::vector<std::string> disabled_passes;
+  bool dump_ir = false;
 };
 
 struct Compiled {
   std::string source;
   Json summary;  // groups and the time each stage took
+  std::vector<passes::PassRecord> passes;
 };
 
 // Capture (worker), import, fusion planning and code generation: everything before the GPU.
-Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes) {
+Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes,
+                         const passes::PipelineOptions& pipeline_options) {
   const Clock& clock = RealClock();
   double started = clock.NowSeconds();
   ASSIGN_OR_RETURN(Json captured, trusted.Call("capture", Json{{"task_path", task.path.string()}, {"task_name", task.name},
                                                               {"cpu_sizes", cpu_sizes}}, 600));
   double captured_at = clock.NowSeconds();
-  ASSIGN_OR_RETURN(ir::Graph graph, ir::ImportGraph(captured));
-  passes::FusionPlan plan = passes::PlanFusion(graph);
+  ASSIGN_OR_RETURN(ir::Graph imported, ir::ImportGraph(captured));
+  ASSIGN_OR_RETURN(passes::PipelineResult pipeline, passes::RunPipeline(std::move(imported), pipeline_options));
+  const ir::Graph& graph = pipeline.graph;
+  const passes::FusionPlan& plan = pipeline.plan;
   double planned_at = clock.NowSeconds();
   codegen::ModelWriterOptions writer_options;
   writer_options.fallback_unsupported = true;  // an op without a Triton form stays a library call (partial mode)
@@ -47,8 +53,12 @@ Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_s
   for (const auto& group : plan.groups) {
     groups.push_back({{"name", group.name}, {"kind", passes::ToString(group.kind)}, {"nodes", group.nodes.size()}});
   }
-  Compiled compiled{*source, {{"groups", groups}, {"capture_s", captured_at - started},
-                              {"passes_s", planned_at - captured_at}, {"codegen_s", clock.NowSeconds() - planned_at}}};
+  Json pass_times = Json::object();
+  for (const auto& record : pipeline.passes) pass_times[record.name] = record.ran ? Json(record.seconds) : Json("disabled");
+  Compiled compiled{*source,
+                    {{"groups", groups}, {"capture_s", captured_at - started}, {"passes_s", planned_at - captured_at},
+                     {"pass_s", pass_times}, {"codegen_s", clock.NowSeconds() - planned_at}},
+                    std::move(pipeline.passes)};
   return compiled;
 }
 
@@ -65,11 +75,22 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
   if (!trusted.ok()) return UsageError(trusted.status().message());
 
   if (!common.quiet) LogInfo("compiling {}", task->name);
-  auto compiled = Compile(**trusted, *task, (*workspace)->device() == "cpu");
+  passes::PipelineOptions pipeline_options;
+  pipeline_options.disabled.insert(flags.disabled_passes.begin(), flags.disabled_passes.end());
+  pipeline_options.dump = flags.dump_ir;
+  auto compiled = Compile(**trusted, *task, (*workspace)->device() == "cpu", pipeline_options);
   if (!compiled.ok()) return UsageError(compiled.status().message());
   std::filesystem::path folder = std::filesystem::path(flags.out) / task->path.stem();
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
+  if (flags.dump_ir) {
+    std::filesystem::create_directories(folder / "ir", ec);
+    int index = 0;
+    for (const auto& record : compiled->passes) {
+      if (!record.ran) continue;
+      (void)WriteFile(folder / "ir" / fmt::format("{:02d}_{}.txt", ++index, record.name), record.dump);
+    }
+  }
   if (Status written = WriteFile(folder / "model_new.py", compiled->source); !written.ok()) return UsageError(written.message());
 
   if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
@@ -110,6 +131,8 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--out", flags->out, "folder for <task>/model_new.py and report.json")->capture_default_str();
   app.add_option("--timeout", flags->timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();
   app.add_flag("--json", flags->json, "print the report as JSON");
+  app.add_option("--disable-pass", flags->disabled_passes, "skip a compiler pass (dead_code, fuse_pointwise); repeatable");
+  app.add_flag("--dump-ir", flags->dump_ir, "write the IR after each pass to <out>/<task>/ir/");
   return [flags, &common] { return RunOptimize(*flags, common); };
 }
 

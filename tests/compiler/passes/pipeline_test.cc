@@ -1,0 +1,93 @@
+// The pass pipeline and dead-code elimination on small hand-built graphs.
+#include "compiler/passes/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/passes/dead_code.h"
+#include "ir_test_util.h"
+
+namespace kforge::passes {
+namespace {
+
+using ir::testing::AddInputOk;
+using ir::testing::AddOk;
+using ir::testing::F32;
+using ir::testing::Ref;
+
+// x -> neg -> relu (output), plus exp(x) and exp(exp(x)) that nothing uses.
+ir::Graph GraphWithDeadOps() {
+  ir::GraphBuilder b("dead");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  ir::ValueId neg = AddOk(b, "neg", "aten.neg.default", {Ref(x)}, {F32({4, 8})});
+  ir::ValueId exp = AddOk(b, "exp", "aten.exp.default", {Ref(x)}, {F32({4, 8})});
+  AddOk(b, "exp2", "aten.exp.default", {Ref(exp)}, {F32({4, 8})});
+  ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(neg)}, {F32({4, 8})});
+  b.AddOutput({relu, 0});
+  return std::move(b).Build();
+}
+
+TEST(DeadCodeTest, OpsThatReachNoOutputAreRemovedAndTheRestKept) {
+  auto graph = RemoveDeadCode(GraphWithDeadOps());
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_NE(graph->Find("x"), nullptr);
+  EXPECT_NE(graph->Find("neg"), nullptr);
+  EXPECT_NE(graph->Find("relu"), nullptr);
+  EXPECT_EQ(graph->Find("exp"), nullptr);
+  EXPECT_EQ(graph->Find("exp2"), nullptr);
+  ASSERT_EQ(graph->outputs().size(), 1u);
+  EXPECT_EQ(graph->value(graph->outputs()[0].value).name, "relu");
+}
+
+TEST(DeadCodeTest, UnusedInputsStayBecauseTheyAreTheSignature) {
+  ir::GraphBuilder b("unused_input");
+  ir::ValueId x = AddInputOk(b, "x", {2});
+  AddInputOk(b, "y", {2}, 1);
+  ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(x)}, {F32({2})});
+  b.AddOutput({relu, 0});
+  auto graph = RemoveDeadCode(std::move(b).Build());
+  ASSERT_TRUE(graph.ok());
+  EXPECT_NE(graph->Find("y"), nullptr);
+}
+
+TEST(PipelineTest, RunsEveryPassInOrderAndPlansTheLiveGraph) {
+  auto result = RunPipeline(GraphWithDeadOps(), PipelineOptions{});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->passes.size(), PassNames().size());
+  EXPECT_EQ(result->passes[0].name, "dead_code");
+  EXPECT_TRUE(result->passes[0].ran);
+  EXPECT_EQ(result->passes[0].values_before - result->passes[0].values_after, 2);
+  ASSERT_EQ(result->plan.groups.size(), 1u);  // neg and relu fused; the dead exps are gone
+  EXPECT_EQ(result->plan.groups[0].nodes.size(), 2u);
+}
+
+TEST(PipelineTest, DisabledPassesDoNotRun) {
+  PipelineOptions options;
+  options.disabled = {"dead_code", "fuse_pointwise"};
+  auto result = RunPipeline(GraphWithDeadOps(), options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_FALSE(result->passes[0].ran);
+  EXPECT_NE(result->graph.Find("exp2"), nullptr);
+  EXPECT_EQ(result->plan.groups.size(), 4u);  // one group per op without fusion
+}
+
+TEST(PipelineTest, DumpKeepsTheIrAfterEachPass) {
+  PipelineOptions options;
+  options.dump = true;
+  auto result = RunPipeline(GraphWithDeadOps(), options);
+  ASSERT_TRUE(result.ok());
+  EXPECT_NE(result->passes[0].dump.find("aten.relu.default"), std::string::npos);
+  EXPECT_EQ(result->passes[0].dump.find("%exp2"), std::string::npos);
+  EXPECT_FALSE(result->passes[1].dump.empty());
+}
+
+TEST(PipelineTest, UnknownPassNameIsAUserError) {
+  PipelineOptions options;
+  options.disabled = {"fuse_everything"};
+  auto result = RunPipeline(GraphWithDeadOps(), options);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("dead_code"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge::passes
