@@ -20,8 +20,8 @@ import torch
 from . import provenance, timing
 from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
-from .inputs import derive_distribution, is_dense, move_inputs
-from .protocol import _finite
+from .inputs import derive_distribution, is_dense
+from .protocol import finite_json
 from .task_loader import import_file
 from .tensor_files import load_tensor, load_values, save_values
 
@@ -357,5 +357,5 @@ def run_job(job: dict[str, Any], private_dir: str, sandbox_report: dict[str, Any
                            "traceback": traceback.format_exc()[-6000:]}
     path = os.path.join(private_dir, "result.json")
     with open(path + ".tmp", "w", encoding="utf-8") as handle:
-        json.dump(_finite(result), handle)
+        json.dump(finite_json(result), handle)
     os.replace(path + ".tmp", path)

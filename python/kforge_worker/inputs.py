@@ -3,7 +3,7 @@ randomization and the row permutations that give every timed call fresh inputs."
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -162,11 +162,6 @@ def flatten_outputs(output: Any, where: str) -> list[torch.Tensor]:
     if isinstance(output, (int, float, bool)):
         return [torch.tensor(output)]
     raise UserError(f"{where}: forward returned a {type(output).__name__}; expected tensors")
-
-
-def on_device_apply(fn: Callable[..., Any], inputs: list) -> Any:
-    with torch.no_grad():
-        return fn(*inputs)
 
 
 def is_dense(tensor: torch.Tensor) -> bool:

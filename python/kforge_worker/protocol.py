@@ -49,19 +49,19 @@ def read_message(fd: int) -> dict[str, Any] | None:
     return message
 
 
-def _finite(value: Any) -> Any:
+def finite_json(value: Any) -> Any:
     """JSON has no NaN or Infinity: non-finite floats travel as null."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {key: finite_json(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
+        return [finite_json(item) for item in value]
     return value
 
 
 def write_message(fd: int, message: dict[str, Any]) -> None:
-    body = json.dumps(_finite(message), allow_nan=False, default=str).encode("utf-8")
+    body = json.dumps(finite_json(message), allow_nan=False, default=str).encode("utf-8")
     data = struct.pack(">I", len(body)) + body
     view = memoryview(data)
     while view:

@@ -61,6 +61,13 @@ def _count_flops(model: torch.nn.Module, inputs: list) -> int:
         return 0
 
 
+def _under_bf16_autocast(model: Any, device_type: str) -> Any:
+    def call(*args: Any) -> Any:
+        with torch.autocast(device_type, dtype=torch.bfloat16):
+            return model(*args)
+    return call
+
+
 class ReferenceWorker:
     def __init__(self, device: str):
         self.device = torch.device(device)
@@ -239,11 +246,8 @@ class ReferenceWorker:
             with torch.no_grad():
                 model(*move_inputs(session.timing_set.inputs, self.device))
             compile_s = time.perf_counter() - started
-        call = model
-        if autocast:
-            def call(*args: Any) -> Any:
-                with torch.autocast(self.device.type, dtype=torch.bfloat16):
-                    return model(*args)
+        # fp32 and tf32 time the model itself: no wrapper in the timed call.
+        call = _under_bf16_autocast(model, self.device.type) if autocast else model
         try:
             measured = timing.time_calls(call, move_inputs(session.timing_set.inputs, self.device), self.device,
                                          timing.TimingConfig.from_json(request.get("config")))

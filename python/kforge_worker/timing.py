@@ -123,14 +123,13 @@ def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, 
     estimate = max(statistics.median(warm_times), 1e-3)
     count = int(min(config.max_calls, max(config.min_calls, config.budget_ms / estimate)))
     kept_at = {count - 1 - i * max(count // max(config.kept_outputs, 1), 1) for i in range(config.kept_outputs)}
-    samples, host, late, shifts = [], [], [], []
+    samples, host, late = [], [], []
     for index in range(count):
         shift += 1
         output, device_ms, host_ms, late_ms = call(shift)
         samples.append(device_ms)
         host.append(host_ms)
         late.append(late_ms)
-        shifts.append(shift)
         if keep is not None and index in kept_at:
             keep(index, shift, output)
         del output

@@ -8,6 +8,7 @@ are exceeded, and reports how the child ended together with the result file the 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -189,10 +190,7 @@ class Zygote:
         assert self.config is not None
         config_path = os.path.join(private_dir, "sandbox.json")
         with open(config_path, "w", encoding="utf-8") as handle:
-            json.dump({"root": self.config.root, "env": self.config.env, "user": self.config.user,
-                       "isolate_network": self.config.isolate_network,
-                       "max_file_bytes": self.config.max_file_bytes, "isolation": self.config.isolation,
-                       "gpu_memory_fraction": self.config.gpu_memory_fraction}, handle)
+            json.dump(dataclasses.asdict(self.config), handle)
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -24,10 +24,6 @@ std::vector<uint64_t> FreshSeeds(int count) {
   return seeds;
 }
 
-std::vector<double> Doubles(const Json& json, const char* key) {
-  return json.is_object() && json.contains(key) ? json[key].get<std::vector<double>>() : std::vector<double>{};
-}
-
 // One evaluation, step by step; each step either records evidence and goes on, or ends it.
 class EvaluationRun {
  public:
@@ -208,8 +204,8 @@ class EvaluationRun {
                                     Json{{"eval_id", eval_id_}, {"mode", "eager"}, {"config", options_.budget.ToJson()}},
                                     kWorkerCallTimeoutS);
     if (!reference.ok()) return InfraError("timing the reference", reference.status());
-    std::vector<double> candidate_samples = Doubles(candidate_timing, "samples_ms");
-    std::vector<double> reference_samples = Doubles(*reference, "samples_ms");
+    std::vector<double> candidate_samples = JsonGet<std::vector<double>>(candidate_timing, "samples_ms", {});
+    std::vector<double> reference_samples = JsonGet<std::vector<double>>(*reference, "samples_ms", {});
     result_.timings_meaningful = JsonGet<bool>(candidate_timing, "meaningful", false);
     result_.candidate_ms = Summarize(candidate_samples);
     result_.reference_ms = Summarize(reference_samples);
@@ -328,7 +324,7 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
         report["modes"][mode] = {{"error", timed.status().message()}};
         continue;
       }
-      std::vector<double> samples = Doubles(*timed, "samples_ms");
+      std::vector<double> samples = JsonGet<std::vector<double>>(*timed, "samples_ms", {});
       report["modes"][mode] = {{"ms", SummaryToJson(Summarize(samples))}, {"samples_ms", samples},
                                {"compile_s", (*timed)["compile_s"]}, {"meaningful", (*timed)["meaningful"]}};
     }
