@@ -135,12 +135,12 @@ class EvaluationRun {
 
   Json Job() const {
     Json dense = Json::array();
-    for (const Json& output : prepare_["outputs"]) dense.push_back(JsonGet<bool>(output, "dense", true));
-    Json job = {{"device", options_.device}, {"exchange_dir", exchange_.string()}, {"sets", prepare_["sets"]},
-                {"state", prepare_["state"]}, {"repeat_set", "seed0"}, {"profile", true},
+    for (const Json& output : JsonField(prepare_, "outputs")) dense.push_back(JsonGet<bool>(output, "dense", true));
+    Json job = {{"device", options_.device}, {"exchange_dir", exchange_.string()}, {"sets", JsonField(prepare_, "sets")},
+                {"state", JsonField(prepare_, "state")}, {"repeat_set", "seed0"}, {"profile", true},
                 {"precision", ToString(options_.precision)}, {"outputs_dense", dense},
-                {"output_bytes", prepare_["output_bytes"]},
-                {"timing", options_.timing ? Json{{"inputs", prepare_["timing_inputs"]}, {"config", options_.budget.ToJson()}}
+                {"output_bytes", JsonField(prepare_, "output_bytes")},
+                {"timing", options_.timing ? Json{{"inputs", JsonField(prepare_, "timing_inputs")}, {"config", options_.budget.ToJson()}}
                                            : Json()}};
     job["probes"] = JsonField(prepare_, "probes");
     return job;
@@ -243,7 +243,7 @@ class EvaluationRun {
   }
 
   std::string AcceptedMessage() const {
-    int sets = static_cast<int>(prepare_["sets"].size());
+    int sets = static_cast<int>(JsonField(prepare_, "sets").size());
     std::string message = fmt::format("correct on {} input sets", sets);
     if (result_.speedup && !result_.timings_meaningful) {
       message += "; timed on the CPU through Triton's interpreter, where timings mean nothing";
