@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import tempfile
 from collections import defaultdict
 
@@ -19,11 +20,14 @@ def main() -> int:
     parser.add_argument("--kforge", required=True)
     parser.add_argument("--out", default=".")
     parser.add_argument("--timeout", default="60")
+    parser.add_argument("--only", default="", help="regular expression: run only entries whose path or task matches")
     args = parser.parse_args()
     with open(os.path.join(CORPUS, "manifest.json"), encoding="utf-8") as handle:
         entries = json.load(handle)["candidates"]
     groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     for entry in entries:
+        if args.only and not re.search(args.only, entry["path"] + " " + entry["task"]):
+            continue
         groups[(entry["task"], entry.get("mode", "strict"), str(entry.get("timeout_s", args.timeout)))].append(entry)
     workspace = tempfile.mkdtemp(prefix="kforge-corpus-")
     rows, records, mismatches = [], [], 0

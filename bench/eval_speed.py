@@ -53,6 +53,8 @@ def main() -> int:
                                "median_s": statistics.median(durations), "candidate_medians_ms": medians,
                                "process_wall_s": wall,
                                "phase_s": [r["evidence"].get("process", {}).get("phase_s") for r in warm],
+                               "timing": [{k: v for k, v in r["evidence"].get("timing", {}).items()
+                                           if k not in ("candidate_samples_ms", "reference_samples_ms")} for r in warm],
                                "step_s": [r["evidence"].get("step_s") for r in warm]}
         fork, spawn = case.get("fork", {}), case.get("spawn", {})
         if "median_s" in fork and "median_s" in spawn:

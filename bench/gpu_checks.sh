@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|speed|corpus|baseline|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|all]
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -18,10 +18,13 @@ case "$what" in
       2>&1 | tee "$out/smoke.log" ;;
 esac
 case "$what" in
+  ipc|all) python3 bench/ipc_probe.py 2>&1 | tee "$out/ipc_probe.log" ;;
+esac
+case "$what" in
   speed|all) python3 bench/eval_speed.py --kforge "$kforge" --out "$out" 2>&1 | tee "$out/eval_speed.log" ;;
 esac
 case "$what" in
-  corpus|all) python3 bench/corpus_gpu.py --kforge "$kforge" --out "$out" 2>&1 | tee "$out/corpus_gpu.log" ;;
+  corpus|all) python3 bench/corpus_gpu.py --kforge "$kforge" --out "$out" ${KFORGE_CORPUS_ONLY:+--only "$KFORGE_CORPUS_ONLY"} 2>&1 | tee "$out/corpus_gpu.log" ;;
 esac
 case "$what" in
   baseline|all)

@@ -2,7 +2,11 @@
 
 Every timed call gets fresh inputs (the float inputs' rows rotated by a new shift, so values
 memoised from an earlier call do not match) and a cold L2 (a buffer twice its size is written
-between calls). On a GPU each call is bracketed by CUDA events on the current stream; after the
+between calls). On a GPU each call is bracketed by CUDA events on the current stream, and a short
+spin kernel queued before the start event keeps the GPU busy while the host launches the call,
+so the time is the GPU's and not the host's launch latency (which jitters by tens of
+microseconds from one process to the next); the spin is sized from the launch time seen in
+warm-up and capped at MAX_BACKLOG_MS, so at most that much host work can hide behind it. After the
 end event the whole device is synchronized and the extra wait is recorded, so work hidden on
 other streams shows up as late work; a host clock brackets the same interval, and an event time
 longer than the host time means the events were tampered with. The clocks and events are the
@@ -22,6 +26,8 @@ from .inputs import is_float_tensor, roll_rows_into
 PERF_COUNTER = time.perf_counter
 EVENT_CLASS = torch.cuda.Event
 SYNCHRONIZE = torch.cuda.synchronize
+SLEEP = torch.cuda._sleep
+MAX_BACKLOG_MS = 0.2
 
 
 @dataclass(frozen=True)
@@ -63,26 +69,45 @@ class FreshInputs:
         return self.work
 
 
-def _time_one_cuda(fn: Callable[..., Any], args: list, flush: torch.Tensor | None) -> tuple[Any, float, float, float]:
+def _spin_cycles_per_ms() -> float:
+    """How many cycles of the spin kernel make a millisecond on this GPU at its current clock."""
+    start, end = EVENT_CLASS(enable_timing=True), EVENT_CLASS(enable_timing=True)
+    cycles = 1_000_000
+    SLEEP(cycles // 10)  # the first launch loads the kernel
+    start.record()
+    SLEEP(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / max(start.elapsed_time(end), 1e-3)
+
+
+def _time_one_cuda(fn: Callable[..., Any], args: list, flush: torch.Tensor | None,
+                   backlog_cycles: int) -> tuple[Any, float, float, float, float]:
+    """One call: (output, device ms, host ms from launch to the end event, ms the device was still
+    busy after the end event, host ms spent launching)."""
     start, end = EVENT_CLASS(enable_timing=True), EVENT_CLASS(enable_timing=True)
     if flush is not None:
         flush.zero_()
-    host_start = PERF_COUNTER()
+    if backlog_cycles > 0:
+        SLEEP(backlog_cycles)
     start.record()
+    host_start = PERF_COUNTER()
     output = fn(*args)
+    launched = PERF_COUNTER()
     end.record()
     end.synchronize()
     joined = PERF_COUNTER()
     SYNCHRONIZE()
     host_end = PERF_COUNTER()
-    return output, start.elapsed_time(end), (joined - host_start) * 1e3, (host_end - joined) * 1e3
+    return (output, start.elapsed_time(end), (joined - host_start) * 1e3, (host_end - joined) * 1e3,
+            (launched - host_start) * 1e3)
 
 
-def _time_one_host(fn: Callable[..., Any], args: list) -> tuple[Any, float, float, float]:
+def _time_one_host(fn: Callable[..., Any], args: list) -> tuple[Any, float, float, float, float]:
     host_start = PERF_COUNTER()
     output = fn(*args)
     elapsed = (PERF_COUNTER() - host_start) * 1e3
-    return output, elapsed, elapsed, 0.0
+    return output, elapsed, elapsed, 0.0, elapsed
 
 
 def _warmed_up(times: list[float], elapsed_ms: float, config: TimingConfig) -> bool:
@@ -108,28 +133,38 @@ def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, 
     fresh = FreshInputs(base_inputs)
     flush = _flush_buffer(device)
     on_gpu = device.type == "cuda"
+    cycles_per_ms = _spin_cycles_per_ms() if on_gpu else 0.0
+    backlog_cycles = 0
 
-    def call(shift: int) -> tuple[Any, float, float, float]:
+    def call(shift: int) -> tuple[Any, float, float, float, float]:
         args = fresh.refresh(shift)
         with torch.no_grad():
-            return _time_one_cuda(fn, args, flush) if on_gpu else _time_one_host(fn, args)
+            return _time_one_cuda(fn, args, flush, backlog_cycles) if on_gpu else _time_one_host(fn, args)
 
     shift = 0
     warm_times: list[float] = []
+    launch_times: list[float] = []
     warm_started = PERF_COUNTER()
     while not _warmed_up(warm_times, (PERF_COUNTER() - warm_started) * 1e3, config):
         shift += 1
-        warm_times.append(call(shift)[1])
+        _, device_ms, _, _, launch_ms = call(shift)
+        warm_times.append(device_ms)
+        launch_times.append(launch_ms)
+    if on_gpu:
+        # Twice the usual launch time covers its jitter; never more than the cap.
+        backlog_ms = min(2.0 * statistics.median(launch_times[-10:]), MAX_BACKLOG_MS)
+        backlog_cycles = int(backlog_ms * cycles_per_ms)
     estimate = max(statistics.median(warm_times), 1e-3)
     count = int(min(config.max_calls, max(config.min_calls, config.budget_ms / estimate)))
     kept_at = {count - 1 - i * max(count // max(config.kept_outputs, 1), 1) for i in range(config.kept_outputs)}
-    samples, host, late = [], [], []
+    samples, host, late, launch = [], [], [], []
     for index in range(count):
         shift += 1
-        output, device_ms, host_ms, late_ms = call(shift)
+        output, device_ms, host_ms, late_ms, launch_ms = call(shift)
         samples.append(device_ms)
         host.append(host_ms)
         late.append(late_ms)
+        launch.append(launch_ms)
         if keep is not None and index in kept_at:
             keep(index, shift, output)
         del output
@@ -139,6 +174,8 @@ def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, 
         "samples_ms": samples,
         "host_ms": host,
         "late_ms": late,
+        "launch_ms": launch,
+        "backlog_ms": backlog_cycles / cycles_per_ms if cycles_per_ms else 0.0,
         "warmup_ms": warm_times,
         "l2_flush_bytes": 0 if flush is None else flush.numel() * 4,
     }

@@ -33,7 +33,7 @@ struct Compiled {
 };
 
 // Capture (worker), import, fusion planning and code generation: everything before the GPU.
-Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes,
+Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes, Precision precision,
                          const passes::PipelineOptions& pipeline_options) {
   const Clock& clock = RealClock();
   double started = clock.NowSeconds();
@@ -47,6 +47,9 @@ Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_s
   double planned_at = clock.NowSeconds();
   codegen::ModelWriterOptions writer_options;
   writer_options.fallback_unsupported = true;  // an op without a Triton form stays a library call (partial mode)
+  // On the CPU the interpreter runs one fixed configuration: autotuning would measure nothing.
+  writer_options.kernel.autotune = !cpu_sizes;
+  writer_options.kernel.dot_precision = precision == Precision::kTf32 ? "tf32" : "ieee";
   auto source = codegen::WriteModelNew(graph, plan, writer_options);
   if (!source.ok()) return source.status().WithContext("generating code for " + task.name);
   Json groups = Json::array();
@@ -78,7 +81,7 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
   passes::PipelineOptions pipeline_options;
   pipeline_options.disabled.insert(flags.disabled_passes.begin(), flags.disabled_passes.end());
   pipeline_options.dump = flags.dump_ir;
-  auto compiled = Compile(**trusted, *task, (*workspace)->device() == "cpu", pipeline_options);
+  auto compiled = Compile(**trusted, *task, (*workspace)->device() == "cpu", *precision, pipeline_options);
   if (!compiled.ok()) return UsageError(compiled.status().message());
   std::filesystem::path folder = std::filesystem::path(flags.out) / task->path.stem();
   std::error_code ec;
@@ -131,7 +134,7 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--out", flags->out, "folder for <task>/model_new.py and report.json")->capture_default_str();
   app.add_option("--timeout", flags->timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();
   app.add_flag("--json", flags->json, "print the report as JSON");
-  app.add_option("--disable-pass", flags->disabled_passes, "skip a compiler pass (dead_code, fuse_pointwise); repeatable");
+  app.add_option("--disable-pass", flags->disabled_passes, "skip a compiler pass (decompose, dead_code, fuse); repeatable");
   app.add_flag("--dump-ir", flags->dump_ir, "write the IR after each pass to <out>/<task>/ir/");
   return [flags, &common] { return RunOptimize(*flags, common); };
 }

@@ -215,6 +215,7 @@ class EvaluationRun {
                                   {"reference_eager_ms", SummaryToJson(*result_.reference_ms)},
                                   {"speedup", SpeedupToJson(*result_.speedup)},
                                   {"l2_flush_bytes", candidate_timing["l2_flush_bytes"]},
+                                  {"launch_backlog_ms", JsonGet<double>(candidate_timing, "backlog_ms", 0)},
                                   {"candidate_samples_ms", candidate_samples},
                                   {"reference_samples_ms", reference_samples}};
     if (result_.timings_meaningful) CheckRoofline();

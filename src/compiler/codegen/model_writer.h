@@ -1,10 +1,12 @@
-// Writes a standalone Python module for a planned graph: the Triton kernels of its pointwise
-// groups and a `ModelNew(nn.Module)` whose parameters and buffers carry the original state-dict
-// names and whose forward runs the groups in plan order (kernels, or ATen calls for the rest).
+// Writes a standalone Python module for a planned graph: one Triton kernel per pointwise,
+// reduction and matmul group, and a `ModelNew(nn.Module)` whose parameters and buffers carry the
+// original state-dict names and whose forward runs the groups in plan order (kernels, or ATen
+// calls for views and the rest).
 #pragma once
 
 #include <string>
 
+#include "compiler/codegen/emitted_kernel.h"
 #include "compiler/ir/graph.h"
 #include "compiler/passes/fusion_plan.h"
 #include "core/status.h"
@@ -12,13 +14,14 @@
 namespace kforge::codegen {
 
 struct ModelWriterOptions {
-  int block_size = 1024;
-  // Emit a pointwise group codegen cannot translate as ATen calls (with a comment saying why)
-  // instead of failing.
+  int block_size = 1024;  // pointwise kernels' elements per program
+  KernelOptions kernel;
+  // Emit a group codegen cannot translate as ATen calls (with a comment saying why) instead of
+  // failing.
   bool fallback_unsupported = false;
 };
 
-// Fails (InvalidArgument) on a pointwise group it cannot translate unless `fallback_unsupported`,
+// Fails (InvalidArgument) on a group it cannot translate unless `fallback_unsupported`,
 // and on a constant it cannot inline (a non-scalar tensor).
 Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPlan& plan,
                                   const ModelWriterOptions& options = {});

@@ -16,7 +16,8 @@ std::string VarName(const ir::Graph& graph, ir::NodeRef ref) {
       "break", "async",  "await", "except", "elif",  "finally", "continue", "nonlocal", "super"};
   const ir::Value& value = graph.value(ref.value);
   std::string name = value.num_outputs() > 1 ? fmt::format("{}_{}", value.name, ref.output) : value.name;
-  if (kReserved.count(name) || name.rfind("idx_", 0) == 0 || name.rfind("size_", 0) == 0 || name.rfind("_kf", 0) == 0) {
+  if (kReserved.count(name) || name.rfind("idx_", 0) == 0 || name.rfind("size_", 0) == 0 || name.rfind("_kf", 0) == 0 ||
+      name.rfind("kf_", 0) == 0) {
     name += "_";
   }
   return name;
@@ -28,6 +29,32 @@ std::string FloatLiteral(double value) {
   std::string text = fmt::format("{}", value);
   if (text.find_first_of(".e") == std::string::npos) text += ".0";
   return text;
+}
+
+std::string TorchDType(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kFloat32: return "torch.float32";
+    case ir::DType::kFloat64: return "torch.float64";
+    case ir::DType::kFloat16: return "torch.float16";
+    case ir::DType::kBFloat16: return "torch.bfloat16";
+    case ir::DType::kInt64: return "torch.int64";
+    case ir::DType::kInt32: return "torch.int32";
+    case ir::DType::kInt16: return "torch.int16";
+    case ir::DType::kInt8: return "torch.int8";
+    case ir::DType::kUInt8: return "torch.uint8";
+    case ir::DType::kBool: return "torch.bool";
+    case ir::DType::kComplex64: return "torch.complex64";
+  }
+  return "torch.float32";
+}
+
+std::string ShapeTuple(const ir::Shape& shape) {
+  if (shape.size() == 1) return fmt::format("({},)", shape[0]);
+  return fmt::format("({})", fmt::join(shape, ", "));
+}
+
+std::string EmptyLike(const std::string& variable, const ir::TensorType& type) {
+  return fmt::format("{} = torch.empty({}, dtype={}, device=device)", variable, ShapeTuple(type.shape), TorchDType(type.dtype));
 }
 
 }  // namespace kforge::codegen

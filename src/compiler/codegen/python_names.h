@@ -8,9 +8,16 @@
 namespace kforge::codegen {
 
 // The variable holding `ref`: the value's name ("relu"), "<name>_<i>" for output i of a
-// multi-output node, with "_" appended when it would clash with a name the emitters use.
+// multi-output node, with "_" appended when it would clash with a name the emitters use (kernels
+// name their own variables kf_*, idx_*, size_*).
 std::string VarName(const ir::Graph& graph, ir::NodeRef ref);
 // A float literal Python reads back exactly: "0.01", "20.0", "1e-05", "float('inf')".
 std::string FloatLiteral(double value);
+// "torch.float32".
+std::string TorchDType(ir::DType dtype);
+// "(8, 64)", "(8,)", "()".
+std::string ShapeTuple(const ir::Shape& shape);
+// "<variable> = torch.empty(<shape>, dtype=<dtype>, device=device)": an output a kernel fills.
+std::string EmptyLike(const std::string& variable, const ir::TensorType& type);
 
 }  // namespace kforge::codegen

@@ -107,6 +107,26 @@ class ExprBuilder {
     if (name == "aten.rsqrt.default") return "1.0 / " + unary("tl.sqrt_rn");
     if (name == "aten.reciprocal.default") return "1.0 / " + Operand(0, "self");
     if (name == "aten.erf.default") return unary("tl.erf");
+    if (name == "aten.exp2.default") return unary("tl.exp2");
+    if (name == "aten.log2.default") return unary("tl.log2");
+    if (name == "aten.sin.default") return unary("tl.sin");
+    if (name == "aten.cos.default") return unary("tl.cos");
+    if (name == "aten.floor.default") return unary("tl.floor");
+    if (name == "aten.ceil.default") return unary("tl.ceil");
+    if (name == "aten.isnan.default") return fmt::format("{0} != {0}", Operand(0, "self"));
+    if (name == "aten.isinf.default") return fmt::format("tl.abs({}) == float('inf')", Operand(0, "self"));
+    if (name == "aten.logical_not.default") return fmt::format("{} == 0", Operand(0, "self"));
+    if (name == "aten.logical_and.default") return fmt::format("({} != 0) & ({} != 0)", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten.logical_or.default") return fmt::format("({} != 0) | ({} != 0)", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten.sign.default" || name == "aten.sgn.default") {
+      std::string x = Operand(0, "self");
+      return fmt::format("tl.where({0} > 0.0, 1.0, tl.where({0} < 0.0, -1.0, {0} * 0.0))", x);
+    }
+    if (name == "aten.mish.default") {
+      std::string x = Operand(0, "self");
+      std::string softplus = fmt::format("tl.where({0} > 20.0, {0}, {1})", x, Helper("_kf_log1p", fmt::format("tl.exp({})", x)));
+      return fmt::format("{} * {}", x, Helper("_kf_tanh", softplus));
+    }
     if (name == "aten.sigmoid.default") return unary("tl.sigmoid");
     if (name == "aten.tanh.default") return Helper("_kf_tanh", Operand(0, "self"));
     if (name == "aten.log1p.default") return Helper("_kf_log1p", Operand(0, "self"));
@@ -152,6 +172,13 @@ class ExprBuilder {
     if (name == "aten.clamp.default") {
       return Clamp(Operand(0, "self"), Scalar(1, "min", std::nullopt, true), Scalar(2, "max", std::nullopt, true));
     }
+    if (name == "aten.clamp.Tensor") {
+      auto bound = [&](int position, const char* key) -> std::string {
+        const ir::Argument* arg = op_->FindArgument(ir::ArgSlot{position, key});
+        return arg == nullptr || arg->Is<ir::NoneArg>() ? "" : Operand(position, key);
+      };
+      return Clamp(Operand(0, "self"), bound(1, "min"), bound(2, "max"));
+    }
     if (name == "aten.clamp_min.default") return Clamp(Operand(0, "self"), Scalar(1, "min", std::nullopt), "");
     if (name == "aten.clamp_max.default") return Clamp(Operand(0, "self"), "", Scalar(1, "max", std::nullopt));
     if (name == "aten.add.Tensor" || name == "aten.add.Scalar") return WithAlpha("+");
@@ -187,6 +214,14 @@ bool ReadsFlat(const ir::TensorType& type, const ir::Shape& shape) { return type
 
 }  // namespace
 
+Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode& op, std::set<std::string>& helpers) {
+  if (!Supported(op.type().dtype)) {
+    return Status::InvalidArgument(fmt::format("%{}: unsupported dtype {}", op.name, ToString(op.type().dtype)));
+  }
+  ExprBuilder exprs(graph, helpers);
+  return exprs.Build(op);
+}
+
 Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
   PointwiseKernel kernel;
   kernel.name = "fused_" + group.name;
@@ -204,13 +239,9 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
 
   // The body first: it decides which helpers the kernel needs.
   SourceWriter body;
-  ExprBuilder exprs(graph, kernel.helpers);
   for (ir::ValueId id : group.nodes) {
     const auto& op = graph.value(id).As<ir::OpNode>();
-    if (!Supported(op.type().dtype)) {
-      return Status::InvalidArgument(fmt::format("%{}: unsupported dtype {}", op.name, ToString(op.type().dtype)));
-    }
-    Result<std::string> expr = exprs.Build(op);
+    Result<std::string> expr = PointwiseExpression(graph, op, kernel.helpers);
     if (!expr.ok()) return expr.status();
     body.Line(fmt::format("{} = {}", VarName(graph, op.ref()), *expr));
   }

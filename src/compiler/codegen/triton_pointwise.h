@@ -28,6 +28,10 @@ struct PointwiseKernel {
   std::set<std::string> helpers;    // helper functions it calls ("_kf_tanh"), see EmitPointwiseHelpers
 };
 
+// The Triton expression for pointwise `op` over its operands' variables (VarName), in fp32;
+// records the helpers it calls. InvalidArgument naming the node when it cannot be translated.
+Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode& op, std::set<std::string>& helpers);
+
 // InvalidArgument naming the first node it cannot translate (unsupported op, argument or dtype).
 Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group);
 // The @triton.jit helper functions named in `helpers` (and those they call), in dependency order.

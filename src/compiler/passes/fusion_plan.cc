@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -14,46 +15,108 @@ namespace {
 
 constexpr int kNoGroup = -1;
 
-// Grows pointwise groups over the graph in topological order, merging a pointwise op with the
-// groups of its same-shape pointwise producers when that creates no cycle between groups.
+using Kind = FusionGroup::Kind;
+
+// Grows groups over the graph in topological order. A pointwise op joins the groups of its
+// producers that share its iteration space (same-shape pointwise groups; a reduction group whose
+// full or reduced shape it has; a matmul or window group whose output shape it has) when that creates no
+// cycle between groups; a reduction joins the group of its input when that group reduces the same
+// space or is a pointwise group over the space's full shape.
 class Planner {
  public:
-  explicit Planner(const ir::Graph& graph) : graph_(graph), group_of_(graph.size(), kNoGroup) {}
+  explicit Planner(const ir::Graph& graph)
+      : graph_(graph), group_of_(graph.size(), kNoGroup) {}
 
   FusionPlan Run() {
     for (const ir::Value& value : graph_) {
       if (value.kind != ir::ValueKind::kOp) continue;
       if (IsFusablePointwise(graph_, value)) {
         AddPointwise(value);
+      } else if (auto space = FusableReductionSpace(graph_, value)) {
+        AddReduction(value, *space);
+      } else if (IsFusableMatmul(graph_, value)) {
+        NewGroup(Kind::kMatmul, value.id);
+      } else if (IsFusablePooling(graph_, value)) {
+        NewGroup(Kind::kWindow, value.id);
       } else {
-        NewGroup(IsMetadataView(value) ? FusionGroup::Kind::kView : FusionGroup::Kind::kLibrary, value.id);
+        NewGroup(IsMetadataView(value) ? Kind::kView : Kind::kLibrary, value.id);
       }
     }
     return Order();
   }
 
  private:
-  int NewGroup(FusionGroup::Kind kind, ir::ValueId id) {
+  int NewGroup(Kind kind, ir::ValueId id) {
     groups_.push_back(FusionGroup{kind, {id}, ""});
+    spaces_.emplace_back();
     group_of_[id] = static_cast<int>(groups_.size()) - 1;
     return group_of_[id];
   }
 
-  void AddPointwise(const ir::Value& value) {
-    std::set<int> merged;
-    for (const ir::NodeRef& ref : TensorInputs(value)) {
-      int group = group_of_[ref.value];
-      if (group == kNoGroup || merged.count(group) || groups_[group].kind != FusionGroup::Kind::kPointwise) continue;
-      if (!SameIterationSpace(value, GroupShape(group))) continue;
-      std::set<int> candidate = merged;
-      candidate.insert(group);
-      if (!MakesCycle(candidate, value.id)) merged = candidate;
-    }
-    if (merged.empty()) {
-      NewGroup(FusionGroup::Kind::kPointwise, value.id);
+  void AddReduction(const ir::Value& value, const ReductionSpace& space) {
+    int group = group_of_[TensorInputs(value).front().value];
+    bool joins = group != kNoGroup && !MakesCycle({group}, value.id) &&
+                 ((groups_[group].kind == Kind::kReduction && spaces_[group] == space) ||
+                  (groups_[group].kind == Kind::kPointwise && GroupShape(group) == space.full));
+    if (!joins) {
+      group = NewGroup(Kind::kReduction, value.id);
+      spaces_[group] = space;
       return;
     }
-    int target = *merged.begin();
+    groups_[group].kind = Kind::kReduction;
+    spaces_[group] = space;
+    groups_[group].nodes.push_back(value.id);
+    group_of_[value.id] = group;
+  }
+
+  // Whether pointwise op `value` may join `group`, and whether `group` anchors the merge (a
+  // reduction or matmul group: at most one per merge, and a matmul group takes no other group).
+  bool Joinable(const ir::Value& value, int group, bool* anchor) const {
+    const ir::Shape& shape = value.type().shape;
+    *anchor = groups_[group].kind == Kind::kReduction || groups_[group].kind == Kind::kMatmul ||
+              groups_[group].kind == Kind::kWindow;
+    switch (groups_[group].kind) {
+      case Kind::kPointwise: return SameIterationSpace(value, GroupShape(group));
+      case Kind::kReduction: return InReductionSpace(shape, *spaces_[group]);
+      case Kind::kMatmul:
+      case Kind::kWindow: return shape == graph_.value(groups_[group].nodes.front()).type().shape;
+      default: return false;
+    }
+  }
+
+  void AddPointwise(const ir::Value& value) {
+    std::set<int> merged;
+    int anchor = kNoGroup;
+    for (const ir::NodeRef& ref : TensorInputs(value)) {
+      int group = group_of_[ref.value];
+      bool is_anchor = false;
+      if (group == kNoGroup || merged.count(group) || !Joinable(value, group, &is_anchor)) continue;
+      if (is_anchor && anchor != kNoGroup) continue;
+      std::set<int> candidate = merged;
+      candidate.insert(group);
+      if (MakesCycle(candidate, value.id)) continue;
+      merged = candidate;
+      if (is_anchor) anchor = group;
+    }
+    if (anchor != kNoGroup) {
+      // Pointwise producers join an anchor only where the anchor's kernel can compute them: a
+      // reduction group takes those in its space, a matmul or window group none (they may feed its operands).
+      std::set<int> kept;
+      if (!MakesCycle({anchor}, value.id)) kept.insert(anchor);
+      for (int group : merged) {
+        if (kept.empty() || group == anchor || groups_[anchor].kind != Kind::kReduction) continue;
+        std::set<int> trial = kept;
+        trial.insert(group);
+        if (InReductionSpace(GroupShape(group), *spaces_[anchor]) && !MakesCycle(trial, value.id)) kept = trial;
+      }
+      merged = kept;
+      if (kept.empty()) anchor = kNoGroup;
+    }
+    if (merged.empty()) {
+      NewGroup(Kind::kPointwise, value.id);
+      return;
+    }
+    int target = anchor != kNoGroup ? anchor : *merged.begin();
     for (int other : merged) {
       if (other == target) continue;
       for (ir::ValueId id : groups_[other].nodes) {
@@ -158,6 +221,7 @@ class Planner {
 
   const ir::Graph& graph_;
   std::vector<FusionGroup> groups_;
+  std::vector<std::optional<ReductionSpace>> spaces_;  // per group: what a reduction group reduces
   std::vector<int> group_of_;
 };
 
@@ -170,6 +234,9 @@ bool Contains(const std::vector<ir::ValueId>& nodes, ir::ValueId id) {
 const char* ToString(FusionGroup::Kind kind) {
   switch (kind) {
     case FusionGroup::Kind::kPointwise: return "pointwise";
+    case FusionGroup::Kind::kReduction: return "reduction";
+    case FusionGroup::Kind::kMatmul: return "matmul";
+    case FusionGroup::Kind::kWindow: return "window";
     case FusionGroup::Kind::kLibrary: return "library";
     case FusionGroup::Kind::kView: return "view";
   }

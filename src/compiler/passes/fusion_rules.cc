@@ -1,5 +1,7 @@
 #include "compiler/passes/fusion_rules.h"
 
+#include <algorithm>
+
 namespace kforge::passes {
 
 std::vector<ir::NodeRef> TensorInputs(const ir::Value& value) {
@@ -38,6 +40,101 @@ bool IsMetadataView(const ir::Value& value) {
 
 bool SameIterationSpace(const ir::Value& op, const ir::Shape& group_shape) {
   return op.num_outputs() == 1 && op.type().shape == group_shape;
+}
+
+ir::Shape ReductionSpace::Kept(bool keepdim) const {
+  ir::Shape kept;
+  for (size_t d = 0; d < full.size(); ++d) {
+    bool folded = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
+    if (!folded) kept.push_back(full[d]);
+    else if (keepdim) kept.push_back(1);
+  }
+  return kept;
+}
+
+int64_t ReductionSpace::reduced_count() const {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= full[static_cast<size_t>(d)];
+  return count;
+}
+
+std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr) return std::nullopt;
+  static const char* const kOps[] = {"aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default",
+                                     "aten.argmax.default", "aten.max.dim", "aten.cumsum.default"};
+  if (std::find(std::begin(kOps), std::end(kOps), op->op) == std::end(kOps)) return std::nullopt;
+  if (op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return std::nullopt;
+  const ir::TensorType* input = graph.TypeOf(op->args[0].As<ir::NodeRef>());
+  if (input == nullptr || input->dtype != ir::DType::kFloat32 || input->numel() == 0) return std::nullopt;
+  if (op->FindArgument({-1, "dtype"}) != nullptr) return std::nullopt;
+  ReductionSpace space{input->shape, {}};
+  const int64_t rank = input->rank();
+  const ir::Argument* dims = op->FindArgument({1, "dim"});
+  if (dims == nullptr || dims->Is<ir::NoneArg>() ||
+      (dims->Is<ir::IntList>() && dims->As<ir::IntList>().empty())) {
+    for (int64_t d = 0; d < rank; ++d) space.dims.push_back(d);
+  } else if (const auto* one = dims->TryAs<int64_t>()) {
+    space.dims.push_back(*one);
+  } else if (const auto* list = dims->TryAs<ir::IntList>()) {
+    space.dims = *list;
+  } else {
+    return std::nullopt;
+  }
+  for (int64_t& d : space.dims) {
+    if (d < 0) d += rank;
+    if (d < 0 || d >= rank) return std::nullopt;
+  }
+  std::sort(space.dims.begin(), space.dims.end());
+  space.dims.erase(std::unique(space.dims.begin(), space.dims.end()), space.dims.end());
+  if (space.dims.empty() || (op->op == "aten.argmax.default" && dims == nullptr && rank > 1)) return std::nullopt;
+  if (op->op == "aten.cumsum.default" && space.dims.size() != 1) return std::nullopt;
+  for (const ir::TensorType& out : op->outputs) {
+    if (out.dtype != ir::DType::kFloat32 && out.dtype != ir::DType::kInt64) return std::nullopt;
+  }
+  return space;
+}
+
+bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space) {
+  return shape == space.full || shape == space.Kept(true) || shape == space.Kept(false);
+}
+
+bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->num_outputs() != 1 || op->type().dtype != ir::DType::kFloat32) return false;
+  auto fp32 = [&graph](const ir::Argument& arg, size_t rank) {
+    const auto* ref = arg.TryAs<ir::NodeRef>();
+    const ir::TensorType* type = ref ? graph.TypeOf(*ref) : nullptr;
+    return type != nullptr && type->dtype == ir::DType::kFloat32 && type->shape.size() == rank && type->numel() > 0;
+  };
+  if (op->op == "aten.mm.default" || op->op == "aten.bmm.default") {
+    const size_t rank = op->op == "aten.mm.default" ? 2 : 3;
+    return op->args.size() == 2 && fp32(op->args[0], rank) && fp32(op->args[1], rank);
+  }
+  if (op->op != "aten.convolution.default" || op->args.size() != 9) return false;
+  // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+  const size_t rank = op->type().shape.size();
+  const auto* transposed = op->args[6].TryAs<bool>();
+  const auto* groups = op->args[8].TryAs<int64_t>();
+  if (rank < 3 || transposed == nullptr || *transposed || groups == nullptr || *groups < 1) return false;
+  for (int i : {3, 4, 5}) {
+    const auto* list = op->args[static_cast<size_t>(i)].TryAs<ir::IntList>();
+    if (list == nullptr || list->size() != rank - 2) return false;
+  }
+  bool bias_ok = op->args[2].Is<ir::NoneArg>() || fp32(op->args[2], 1);
+  return fp32(op->args[0], rank) && fp32(op->args[1], rank) && bias_ok;
+}
+
+bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return false;
+  if (op->op != "aten.max_pool2d_with_indices.default" && op->op != "aten.avg_pool2d.default" &&
+      op->op != "aten._adaptive_avg_pool2d.default") {
+    return false;
+  }
+  const ir::TensorType* input = graph.TypeOf(op->args[0].As<ir::NodeRef>());
+  return input != nullptr && input->dtype == ir::DType::kFloat32 && input->shape.size() == 4 && input->numel() > 0 &&
+         op->type().dtype == ir::DType::kFloat32 && op->type().shape.size() == 4;
 }
 
 }  // namespace kforge::passes

@@ -2,6 +2,7 @@
 // (fusion_plan.h) combines them; nothing here looks beyond the values it is given.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -19,5 +20,27 @@ bool IsMetadataView(const ir::Value& value);
 bool BroadcastsTo(const ir::Shape& from, const ir::Shape& to);
 // Same iteration space: a pointwise op joins a group only when its output has the group's output shape.
 bool SameIterationSpace(const ir::Value& op, const ir::Shape& group_shape);
+
+// What a reduction iterates over: the shape it reads and the dims it folds (normalized, sorted).
+struct ReductionSpace {
+  ir::Shape full;
+  std::vector<int64_t> dims;
+  bool operator==(const ReductionSpace&) const = default;
+
+  // The reduced shape with the folded dims kept as 1 (`keepdim`) or dropped.
+  ir::Shape Kept(bool keepdim) const;
+  int64_t reduced_count() const;
+};
+// Fusable reduction: sum, amax, amin, argmax or max.dim of an fp32 tensor over explicit or all dims, or a
+// cumsum along one dim (a scan: its output has the full shape).
+std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value);
+// In the space: a pointwise op joins a reduction's group when its shape is the full or a reduced shape.
+bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space);
+// Fusable matmul: mm of fp32 matrices, bmm of fp32 batches, or a non-transposed fp32 convolution (an implicit
+// GEMM); its pointwise consumers of the same shape join it as an epilogue.
+bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value);
+// Fusable pooling: 2-D max (indices unread), average or adaptive average pooling of an fp32 NCHW tensor; its
+// pointwise consumers of the same shape join it as an epilogue.
+bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value);
 
 }  // namespace kforge::passes

@@ -8,6 +8,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/dead_code.h"
+#include "compiler/passes/decompose.h"
 #include "compiler/passes/fusion_rules.h"
 
 namespace kforge::passes {
@@ -21,7 +22,7 @@ struct NamedPass {
 };
 
 const std::vector<NamedPass>& GraphPasses() {
-  static const std::vector<NamedPass> passes = {{"dead_code", RemoveDeadCode}};
+  static const std::vector<NamedPass> passes = {{"decompose", Decompose}, {"dead_code", RemoveDeadCode}};
   return passes;
 }
 
@@ -32,7 +33,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string>& PassNames() {
-  static const std::vector<std::string> names = {"dead_code", "fuse_pointwise"};
+  static const std::vector<std::string> names = {"decompose", "dead_code", "fuse"};
   return names;
 }
 
@@ -55,7 +56,7 @@ FusionPlan UnfusedPlan(const ir::Graph& graph) {
 Result<PipelineResult> RunPipeline(ir::Graph graph, const PipelineOptions& options) {
   for (const std::string& name : options.disabled) {
     if (std::find(PassNames().begin(), PassNames().end(), name) == PassNames().end()) {
-      return Status::InvalidArgument("no pass named '" + name + "' (passes: dead_code, fuse_pointwise)");
+      return Status::InvalidArgument("no pass named '" + name + "' (passes: decompose, dead_code, fuse)");
     }
   }
   std::vector<PassRecord> records;
@@ -75,7 +76,7 @@ Result<PipelineResult> RunPipeline(ir::Graph graph, const PipelineOptions& optio
     }
     records.push_back(std::move(record));
   }
-  PassRecord fusion{"fuse_pointwise", !options.disabled.count("fuse_pointwise"), 0, graph.size(), graph.size(), ""};
+  PassRecord fusion{"fuse", !options.disabled.count("fuse"), 0, graph.size(), graph.size(), ""};
   auto start = std::chrono::steady_clock::now();
   FusionPlan plan = fusion.ran ? PlanFusion(graph) : UnfusedPlan(graph);
   fusion.seconds = SecondsSince(start);

@@ -33,13 +33,13 @@ struct PipelineResult {
   std::vector<PassRecord> passes;
 };
 
-// The passes RunPipeline runs, in order: "dead_code", then "fuse_pointwise".
+// The passes RunPipeline runs, in order: "decompose", "dead_code", then "fuse" (fusion planning).
 const std::vector<std::string>& PassNames();
 
 // InvalidArgument for an unknown name in `disabled`; Internal when a pass breaks the IR.
 Result<PipelineResult> RunPipeline(ir::Graph graph, const PipelineOptions& options);
 
-// One group per op (no fusion): what "fuse_pointwise" disabled means.
+// One group per op (no fusion): what "fuse" disabled means.
 FusionPlan UnfusedPlan(const ir::Graph& graph);
 
 }  // namespace kforge::passes

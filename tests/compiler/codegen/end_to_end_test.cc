@@ -1,6 +1,8 @@
-// Numeric end-to-end check: capture a task with the kforge binary, plan and write ModelNew, then
-// run it under the Triton interpreter against the task's Model (state dict loaded strictly).
-// Skipped when the kforge binary or the Python venv is missing.
+// Numeric end-to-end check for every op family and fusion pattern: capture a task with the kforge
+// binary, run the pass pipeline, write ModelNew with a kernel for every group (no ATen fallback:
+// a group without a kernel fails the test), then run it under the Triton interpreter against the
+// task's Model (state dict loaded strictly) on two input scales. Skipped when the kforge binary
+// or the Python venv is missing.
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +12,7 @@
 
 #include "compiler/codegen/model_writer.h"
 #include "compiler/ir/import_graph.h"
+#include "compiler/passes/pipeline.h"
 #include "core/files.h"
 
 namespace kforge::codegen {
@@ -48,7 +51,9 @@ for scale in (1.0, 10.0):
     got = got if isinstance(got, tuple) else (got,)
     assert len(want) == len(got), (len(want), len(got))
     for w, g in zip(want, got):
-        if not torch.allclose(g, w, rtol=1e-5, atol=1e-5):
+        # fp32 tolerance relative to the output's magnitude (sums may be ordered differently).
+        scale_of_w = w.double().pow(2).mean().sqrt().item() if w.is_floating_point() and w.numel() else 1.0
+        if g.shape != w.shape or g.dtype != w.dtype or not torch.allclose(g, w, rtol=1e-4, atol=1e-4 * max(scale_of_w, 1e-6)):
             print("MISMATCH scale", scale, "max abs diff", (g - w).abs().max().item())
             sys.exit(1)
 print("OK")
@@ -73,8 +78,12 @@ TEST_P(EndToEndTest, MatchesPyTorchUnderTheInterpreter) {
 
   Result<ir::Graph> graph = ir::ImportGraphText(ReadFile(json).value(), json.string());
   ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  passes::FusionPlan plan = passes::PlanFusion(*graph);
-  Result<std::string> model = WriteModelNew(*graph, plan);
+  Result<passes::PipelineResult> planned = passes::RunPipeline(std::move(graph).value(), passes::PipelineOptions{});
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  for (const passes::FusionGroup& group : planned->plan.groups) {
+    EXPECT_NE(group.kind, passes::FusionGroup::Kind::kLibrary) << "library group " << group.name;
+  }
+  Result<std::string> model = WriteModelNew(planned->graph, planned->plan);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
   ASSERT_TRUE(WriteFile(*dir / "driver.py", kDriver).ok());
@@ -91,9 +100,24 @@ TEST_P(EndToEndTest, MatchesPyTorchUnderTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
-                         ::testing::Values("level1/01_relu", "level1/17_gelu", "level1/18_sigmoid",
-                                           "level1/19_leaky_relu", "level1/20_softplus", "level1/21_hardtanh",
-                                           "level2/01_linear_relu"),
+                         ::testing::Values(
+                             // pointwise
+                             "level1/01_relu", "level1/17_gelu", "level1/18_sigmoid", "level1/19_leaky_relu",
+                             "level1/20_softplus", "level1/21_hardtanh",
+                             // row-wise reductions with prologues and epilogues, scans
+                             "level1/03_softmax", "level1/37_log_softmax", "level1/04_layer_norm", "level1/25_rms_norm",
+                             "level1/26_l2_norm", "level1/38_frobenius_norm", "level1/05_sum_reduction",
+                             "level1/29_mean_reduction", "level1/30_argmax", "level1/24_group_norm",
+                             "level1/22_batch_norm", "level1/23_batch_norm_eval", "level1/32_kl_div_loss",
+                             "level1/33_smooth_l1_loss", "level1/34_cosine_similarity_loss", "level1/35_cumsum",
+                             "level1/36_masked_cumsum",
+                             // matmuls and convolutions with epilogues, pooling
+                             "level1/02_matmul", "level1/06_batched_matmul", "level1/07_matrix_vector",
+                             "level1/08_matmul_transposed_a", "level1/12_conv2d", "level1/13_depthwise_conv2d",
+                             "level1/14_conv1d", "level1/15_conv3d", "level1/27_max_pool2d",
+                             "level1/28_adaptive_avg_pool2d", "level2/01_linear_relu", "level2/04_gemm_sigmoid_sum",
+                             "level2/06_gemm_groupnorm_swish", "level2/08_gemm_subtract_max_gelu",
+                             "level2/10_conv2d_avgpool_tanh_channel_sum", "level3/03_resnet_basic_block"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

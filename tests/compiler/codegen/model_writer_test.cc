@@ -59,33 +59,33 @@ TEST(ModelWriterGoldenTest, GeluTanhWithBroadcastBias) {
   ExpectGolden(std::move(b).Build(), "gelu_tanh_bias");
 }
 
-ir::Graph SinGraph() {
-  ir::GraphBuilder b("hand/sin");
+ir::Graph ErfinvGraph() {
+  ir::GraphBuilder b("hand/erfinv");
   ir::ValueId x = AddInputOk(b, "x", {4});
-  ir::ValueId sin = AddOk(b, "sin", "aten.sin.default", {Ref(x)}, {F32({4})});
-  b.AddOutput({sin, 0});
+  ir::ValueId erfinv = AddOk(b, "erfinv", "aten.erfinv.default", {Ref(x)}, {F32({4})});
+  b.AddOutput({erfinv, 0});
   return std::move(b).Build();
 }
 
 TEST(ModelWriterTest, UnsupportedOpIsReportedByName) {
-  ir::Graph graph = SinGraph();
+  ir::Graph graph = ErfinvGraph();
   passes::FusionPlan plan = passes::PlanFusion(graph);
   ASSERT_EQ(plan.groups.size(), 1u);
   Result<PointwiseKernel> kernel = EmitPointwiseKernel(graph, plan.groups[0]);
   ASSERT_FALSE(kernel.ok());
-  EXPECT_NE(kernel.status().message().find("aten.sin.default"), std::string::npos) << kernel.status().message();
+  EXPECT_NE(kernel.status().message().find("aten.erfinv.default"), std::string::npos) << kernel.status().message();
   Result<std::string> source = WriteModelNew(graph, plan);
   ASSERT_FALSE(source.ok());
-  EXPECT_NE(source.status().message().find("%sin"), std::string::npos);
+  EXPECT_NE(source.status().message().find("%erfinv"), std::string::npos);
 }
 
 TEST(ModelWriterTest, FallbackEmitsTheAtenCall) {
-  ir::Graph graph = SinGraph();
+  ir::Graph graph = ErfinvGraph();
   ModelWriterOptions options;
   options.fallback_unsupported = true;
   Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
   ASSERT_TRUE(source.ok()) << source.status().ToString();
-  EXPECT_NE(source->find("sin = torch.ops.aten.sin.default(x)"), std::string::npos) << *source;
+  EXPECT_NE(source->find("erfinv = torch.ops.aten.erfinv.default(x)"), std::string::npos) << *source;
   EXPECT_EQ(source->find("@triton.jit"), std::string::npos);
 }
 

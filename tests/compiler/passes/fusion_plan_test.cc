@@ -1,5 +1,7 @@
-// PlanFusion over the IR golden graphs (compared with golden/*.plan.txt; KFORGE_UPDATE_GOLDEN=1
-// rewrites them) and over small hand-built graphs, one per fusion rule.
+// The pass pipeline over the IR golden graphs: the IR after each pass and the fusion plan are
+// compared with golden/NAME.<pass>.txt (the IR before is tests/compiler/ir/golden/NAME.ir.txt;
+// KFORGE_UPDATE_GOLDEN=1 rewrites them); and PlanFusion over small hand-built graphs, one per
+// fusion rule.
 #include "compiler/passes/fusion_plan.h"
 
 #include <cstdlib>
@@ -9,6 +11,7 @@
 
 #include "compiler/ir/import_graph.h"
 #include "compiler/passes/fusion_rules.h"
+#include "compiler/passes/pipeline.h"
 #include "core/files.h"
 #include "golden_files.h"
 #include "ir_test_util.h"
@@ -27,21 +30,26 @@ bool UpdateGolden() {
   return flag != nullptr && std::string(flag) == "1";
 }
 
-TEST(FusionPlanGoldenTest, EveryGoldenGraphPlansAsExpected) {
+TEST(PassGoldenTest, EveryPassOnEveryGoldenGraph) {
   for (const std::filesystem::path& json_path : ir::testing::GoldenGraphs()) {
-    SCOPED_TRACE(json_path.filename().string());
     Result<ir::Graph> graph = ir::ImportGraphText(ReadFile(json_path).value(), json_path.string());
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-    std::string printed = PrintFusionPlan(*graph, PlanFusion(*graph));
-    std::filesystem::path golden = std::filesystem::path(KFORGE_PLAN_GOLDEN_DIR) / json_path.stem();
-    golden += ".plan.txt";
-    if (UpdateGolden()) {
-      ASSERT_TRUE(WriteFile(golden, printed).ok());
-      continue;
+    PipelineOptions options;
+    options.dump = true;
+    Result<PipelineResult> result = RunPipeline(std::move(graph).value(), options);
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    for (const PassRecord& record : result->passes) {
+      std::filesystem::path golden = std::filesystem::path(KFORGE_PLAN_GOLDEN_DIR) / json_path.stem();
+      golden += "." + record.name + ".txt";
+      SCOPED_TRACE(golden.filename().string());
+      if (UpdateGolden()) {
+        ASSERT_TRUE(WriteFile(golden, record.dump).ok());
+        continue;
+      }
+      Result<std::string> expected = ReadFile(golden);
+      ASSERT_TRUE(expected.ok()) << "missing " << golden << "; run with KFORGE_UPDATE_GOLDEN=1";
+      EXPECT_EQ(record.dump, *expected);
     }
-    Result<std::string> expected = ReadFile(golden);
-    ASSERT_TRUE(expected.ok()) << "missing " << golden << "; run with KFORGE_UPDATE_GOLDEN=1";
-    EXPECT_EQ(printed, *expected);
   }
 }
 
@@ -67,7 +75,7 @@ TEST(FusionPlanTest, ChainOfThreePointwiseOpsIsOneGroup) {
   EXPECT_EQ(GroupOutputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{relu, 0}}));
 }
 
-TEST(FusionPlanTest, PointwiseAfterMatmulIsLibraryThenPointwise) {
+TEST(FusionPlanTest, PointwiseAfterMatmulIsItsEpilogue) {
   ir::GraphBuilder b("mm");
   ir::ValueId x = AddInputOk(b, "x", {4, 8});
   ir::ValueId w = AddInputOk(b, "w", {8, 2}, 1);
@@ -76,10 +84,57 @@ TEST(FusionPlanTest, PointwiseAfterMatmulIsLibraryThenPointwise) {
   b.AddOutput({relu, 0});
   ir::Graph graph = std::move(b).Build();
   FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kMatmul);
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"mm", "relu"}));
+  EXPECT_EQ(GroupInputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{x, 0}, {w, 0}}));
+  EXPECT_EQ(GroupOutputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{relu, 0}}));
+}
+
+TEST(FusionPlanTest, MatmulTakesNoPointwiseProducerIntoItsGroup) {
+  // relu(x) feeds the mm: it must run before the mm's kernel, so it stays a group of its own.
+  ir::GraphBuilder b("prologue");
+  ir::ValueId x = AddInputOk(b, "x", {4, 4});
+  ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(x)}, {F32({4, 4})});
+  ir::ValueId mm = AddOk(b, "mm", "aten.mm.default", {Ref(relu), Ref(x)}, {F32({4, 4})});
+  ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(mm), Ref(relu)}, {F32({4, 4})});
+  b.AddOutput({add, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
   ASSERT_EQ(plan.groups.size(), 2u);
-  EXPECT_EQ(plan.groups[0].kind, Kind::kLibrary);
-  EXPECT_EQ(plan.groups[1].kind, Kind::kPointwise);
-  EXPECT_EQ(GroupInputs(graph, plan.groups[1]), (std::vector<ir::NodeRef>{{mm, 0}}));
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"relu"}));
+  EXPECT_EQ(Names(graph, plan.groups[1]), (std::vector<std::string>{"mm", "add"}));
+}
+
+TEST(FusionPlanTest, SoftmaxChainIsOneReductionGroup) {
+  // amax, sub, exp, sum, div over the rows of x: one kernel.
+  ir::GraphBuilder b("softmax");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  ir::ValueId max = AddOk(b, "max", "aten.amax.default", {Ref(x), {ir::IntList{1}}, {true}}, {F32({4, 1})});
+  ir::ValueId sub = AddOk(b, "sub", "aten.sub.Tensor", {Ref(x), Ref(max)}, {F32({4, 8})});
+  ir::ValueId exp = AddOk(b, "exp", "aten.exp.default", {Ref(sub)}, {F32({4, 8})});
+  ir::ValueId sum = AddOk(b, "sum", "aten.sum.dim_IntList", {Ref(exp), {ir::IntList{1}}, {true}}, {F32({4, 1})});
+  ir::ValueId div = AddOk(b, "div", "aten.div.Tensor", {Ref(exp), Ref(sum)}, {F32({4, 8})});
+  b.AddOutput({div, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kReduction);
+  EXPECT_EQ(plan.groups[0].nodes.size(), 5u);
+  EXPECT_EQ(GroupInputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{x, 0}}));
+}
+
+TEST(FusionPlanTest, ReductionsOverDifferentDimsAreSeparateGroups) {
+  ir::GraphBuilder b("two_spaces");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  ir::ValueId rows = AddOk(b, "rows", "aten.sum.dim_IntList", {Ref(x), {ir::IntList{1}}, {false}}, {F32({4})});
+  ir::ValueId total = AddOk(b, "total", "aten.sum.dim_IntList", {Ref(rows), {ir::IntList{0}}, {false}}, {F32({})});
+  b.AddOutput({total, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kReduction);
+  EXPECT_EQ(plan.groups[1].kind, Kind::kReduction);
 }
 
 TEST(FusionPlanTest, IntermediateThatIsAGraphOutputStaysInTheGroupAndIsExported) {
@@ -126,11 +181,11 @@ TEST(FusionPlanTest, BroadcastInputFusesButDifferentShapeProducerDoesNot) {
 }
 
 TEST(FusionPlanTest, NoMergeThroughALibraryOpThatWouldMakeACycle) {
-  // exp -> mm -> add(exp, mm): fusing add into exp's group would need mm both before and after it.
+  // exp -> flip -> add(exp, flip): fusing add into exp's group would need flip both before and after it.
   ir::GraphBuilder b("cycle");
   ir::ValueId x = AddInputOk(b, "x", {4, 8});
   ir::ValueId exp = AddOk(b, "exp", "aten.exp.default", {Ref(x)}, {F32({4, 8})});
-  ir::ValueId mm = AddOk(b, "mm", "aten.mm.default", {Ref(exp), Ref(x)}, {F32({4, 8})});
+  ir::ValueId mm = AddOk(b, "mm", "aten.flip.default", {Ref(exp), {ir::IntList{1}}}, {F32({4, 8})});
   ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(exp), Ref(mm)}, {F32({4, 8})});
   b.AddOutput({add, 0});
   ir::Graph graph = std::move(b).Build();

@@ -1,0 +1,28 @@
+// What a kernel emitter hands the model writer: the kernel's source, the forward lines that
+// allocate its outputs and launch it, and the shared helpers it calls.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kforge::codegen {
+
+// Choices every emitter honours.
+struct KernelOptions {
+  // tl.dot's input_precision: "ieee" keeps fp32 accuracy (the strict fp32 policy); "tf32" only
+  // when the task's precision policy declares it.
+  std::string dot_precision = "ieee";
+  // Wrap kernels that have a configuration space in @triton.autotune (GPU); else one fixed
+  // configuration (the CPU interpreter, where autotuning measures nothing).
+  bool autotune = false;
+};
+
+struct EmittedKernel {
+  std::string name;                 // the @triton.jit function
+  std::string source;               // its definition (and autotune decorator)
+  std::vector<std::string> launch;  // forward lines: output allocations, then the launch
+  std::set<std::string> helpers;    // helper functions it calls (see EmitPointwiseHelpers)
+};
+
+}  // namespace kforge::codegen

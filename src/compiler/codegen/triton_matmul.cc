@@ -1,0 +1,318 @@
+#include "compiler/codegen/triton_matmul.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/python_names.h"
+#include "compiler/codegen/source_writer.h"
+#include "compiler/codegen/triton_pointwise.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/fusion_rules.h"
+
+namespace kforge::codegen {
+namespace {
+
+struct TileConfig {
+  int block_m, block_n, block_k, warps, stages;
+};
+
+// The configuration space @triton.autotune measures on the GPU (fp32 tiles: register-bound).
+constexpr std::array<TileConfig, 5> kTileConfigs = {{
+    {128, 128, 32, 8, 3}, {128, 64, 32, 4, 4}, {64, 128, 32, 4, 4}, {64, 64, 32, 4, 4}, {32, 32, 32, 4, 2}}};
+// The one configuration used without autotuning.
+constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
+
+std::vector<int64_t> OwnStrides(const ir::TensorType& type) {
+  return type.stride.size() == type.shape.size() ? type.stride : ir::ContiguousStrides(type.shape);
+}
+
+// Strides of `type` over `shape`'s dims (aligned right), 0 where it broadcasts.
+std::vector<int64_t> BroadcastStrides(const ir::TensorType& type, const ir::Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 0), own = OwnStrides(type);
+  size_t offset = shape.size() - type.shape.size();
+  for (size_t d = 0; d < type.shape.size(); ++d) {
+    if (type.shape[d] != 1) strides[offset + d] = own[d];
+  }
+  return strides;
+}
+
+std::string Term(const std::string& index, int64_t stride) {
+  if (stride == 0) return "";
+  return stride == 1 ? index : fmt::format("{} * {}", index, stride);
+}
+
+std::string Sum(const std::vector<std::string>& terms) {
+  std::vector<std::string> kept;
+  for (const std::string& t : terms) {
+    if (!t.empty()) kept.push_back(t);
+  }
+  return kept.empty() ? "0" : fmt::format("{}", fmt::join(kept, " + "));
+}
+
+// Writes the autotune decorator (without autotuning: nothing) and the signature.
+void EmitHeader(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
+                const KernelOptions& options) {
+  if (options.autotune) {
+    out.Open("@triton.autotune(");
+    out.Open("configs=[");
+    for (const TileConfig& c : kTileConfigs) {
+      out.Line(fmt::format("triton.Config({{\"BLOCK_M\": {}, \"BLOCK_N\": {}, \"BLOCK_K\": {}, \"GROUP_M\": 8}}, "
+                           "num_warps={}, num_stages={}),", c.block_m, c.block_n, c.block_k, c.warps, c.stages));
+    }
+    out.Close();
+    out.Line("],");
+    out.Line("key=[],");
+    out.Close();
+    out.Line(")");
+  }
+  out.Line("@triton.jit");
+  std::vector<std::string> all = params;
+  for (const char* meta : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}) all.push_back(fmt::format("{}: tl.constexpr", meta));
+  out.Open(fmt::format("def {}({}):", name, fmt::join(all, ", ")));
+}
+
+// The program's tile: rows kf_m and columns kf_n, programs grouped along M so that consecutive
+// ones share B's column tiles.
+void EmitTilePosition(SourceWriter& out, int64_t m, int64_t n) {
+  out.Line("kf_pid = tl.program_id(0)");
+  out.Line(fmt::format("kf_grid_m = tl.cdiv({}, BLOCK_M)", m));
+  out.Line(fmt::format("kf_grid_n = tl.cdiv({}, BLOCK_N)", n));
+  out.Line("# Consecutive programs share B's column tiles and walk GROUP_M row tiles (L2 reuse).");
+  out.Line("kf_width = GROUP_M * kf_grid_n");
+  out.Line("kf_first_m = (kf_pid // kf_width) * GROUP_M");
+  out.Line("kf_size_m = tl.minimum(kf_grid_m - kf_first_m, GROUP_M)");
+  out.Line("kf_pid_m = kf_first_m + (kf_pid % kf_width) % kf_size_m");
+  out.Line("kf_pid_n = (kf_pid % kf_width) // kf_size_m");
+  out.Line("kf_m = kf_pid_m * BLOCK_M + tl.arange(0, BLOCK_M)");
+  out.Line("kf_n = kf_pid_n * BLOCK_N + tl.arange(0, BLOCK_N)");
+}
+
+// The pointwise epilogue on the accumulator (already bound to the anchor's variable) and the
+// stores. `index[d]` is the tile-shaped index expression of the output's dim d.
+Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::FusionGroup& group,
+                    const std::vector<ir::NodeRef>& inputs, const std::vector<ir::NodeRef>& outputs,
+                    const ir::Shape& out_shape, const std::vector<std::string>& index, EmittedKernel& kernel) {
+  auto offset = [&](const std::vector<int64_t>& strides) {
+    std::vector<std::string> terms;
+    for (size_t d = 0; d < strides.size(); ++d) terms.push_back(Term(index[d], strides[d]));
+    return Sum(terms);
+  };
+  for (const ir::NodeRef& ref : inputs) {
+    std::string cast = graph.TypeOf(ref)->dtype == ir::DType::kFloat32 ? "" : ".to(tl.float32)";
+    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}, mask=kf_mask, other=0.0){2}", VarName(graph, ref),
+                         offset(BroadcastStrides(*graph.TypeOf(ref), out_shape)), cast));
+  }
+  for (size_t i = 1; i < group.nodes.size(); ++i) {
+    const auto& op = graph.value(group.nodes[i]).As<ir::OpNode>();
+    if (op.type().shape != out_shape) {
+      return Status::InvalidArgument(fmt::format("%{}: epilogue shape differs from the product's", op.name));
+    }
+    ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph, op, kernel.helpers));
+    out.Line(fmt::format("{} = {}", VarName(graph, op.ref()), expr));
+  }
+  std::string out_offset = offset(ir::ContiguousStrides(out_shape));
+  for (const ir::NodeRef& ref : outputs) {
+    out.Line(fmt::format("tl.store({0}_ptr + {1}, {0}, mask=kf_mask)", VarName(graph, ref), out_offset));
+  }
+  return Status::Ok();
+}
+
+// The epilogue's external inputs: the group's inputs other than `operands`, each broadcast to the output.
+Result<std::vector<ir::NodeRef>> EpilogueInputs(const ir::Graph& graph, const passes::FusionGroup& group,
+                                                const std::vector<ir::NodeRef>& operands, const ir::Shape& out_shape) {
+  std::vector<ir::NodeRef> inputs;
+  for (const ir::NodeRef& ref : passes::GroupInputs(graph, group)) {
+    if (std::find(operands.begin(), operands.end(), ref) != operands.end()) continue;
+    const ir::TensorType& type = *graph.TypeOf(ref);
+    if (!ir::IsFloatingPoint(type.dtype) || !passes::BroadcastsTo(type.shape, out_shape)) {
+      return Status::InvalidArgument(fmt::format("{}: epilogue input {} does not broadcast to {}", ir::PrintRef(graph, ref),
+                                                 type.ToString(), ir::ShapeToString(out_shape)));
+    }
+    inputs.push_back(ref);
+  }
+  return inputs;
+}
+
+// Output allocations and the launch over (tiles of M x N, `extra` programs along axis 1).
+void EmitGemmLaunch(EmittedKernel& kernel, const ir::Graph& graph, std::vector<std::string> args,
+                    const std::vector<ir::NodeRef>& outputs, const KernelOptions& options, int64_t m, int64_t n, int64_t extra) {
+  for (const ir::NodeRef& ref : outputs) {
+    kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
+    args.push_back(VarName(graph, ref));
+  }
+  if (options.autotune) {
+    kernel.launch.push_back(fmt::format("{}[lambda meta: (triton.cdiv({}, meta[\"BLOCK_M\"]) * triton.cdiv({}, meta[\"BLOCK_N\"]), {})]({})",
+                                        kernel.name, m, n, extra, fmt::join(args, ", ")));
+    return;
+  }
+  const TileConfig& c = kFixedConfig;
+  args.push_back(fmt::format("BLOCK_M={}, BLOCK_N={}, BLOCK_K={}, GROUP_M=8, num_warps={}, num_stages={}", c.block_m,
+                             c.block_n, c.block_k, c.warps, c.stages));
+  int64_t programs = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
+  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, programs, extra, fmt::join(args, ", ")));
+}
+
+std::string Computes(const ir::Graph& graph, const passes::FusionGroup& group) {
+  std::vector<std::string> computes;
+  for (ir::ValueId id : group.nodes) computes.push_back("%" + graph.value(id).name);
+  return fmt::format("# Computes {}.", fmt::join(computes, ", "));
+}
+
+Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
+  const auto& anchor = graph.value(group.nodes.front()).As<ir::OpNode>();
+  const bool batched = anchor.op == "aten.bmm.default";
+  const ir::NodeRef a = anchor.args[0].As<ir::NodeRef>(), b = anchor.args[1].As<ir::NodeRef>();
+  const ir::TensorType &a_type = *graph.TypeOf(a), &b_type = *graph.TypeOf(b);
+  const ir::Shape& out_shape = anchor.type().shape;
+  const size_t rank = out_shape.size();
+  const int64_t m = out_shape[rank - 2], n = out_shape[rank - 1], k = a_type.shape[rank - 1];
+  const int64_t batch = batched ? out_shape[0] : 1;
+  std::vector<int64_t> sa = OwnStrides(a_type), sb = OwnStrides(b_type);
+
+  EmittedKernel kernel;
+  kernel.name = "matmul_" + group.name;
+  ASSIGN_OR_RETURN(std::vector<ir::NodeRef> inputs, EpilogueInputs(graph, group, {a, b}, out_shape));
+  std::vector<ir::NodeRef> outputs = passes::GroupOutputs(graph, group);
+  std::vector<std::string> params = {"kf_a_ptr", "kf_b_ptr"};
+  for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
+  for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
+
+  SourceWriter out;
+  EmitHeader(out, kernel.name, params, options);
+  out.Line(Computes(graph, group));
+  out.Line(fmt::format("# {}{} x {} x {} (M x N x K); tl.dot with input_precision=\"{}\".",
+                       batched ? fmt::format("{} batches of ", batch) : "", m, n, k, options.dot_precision));
+  EmitTilePosition(out, m, n);
+  out.Line(batched ? "kf_batch = tl.program_id(1).to(tl.int64)" : "kf_batch = 0");
+  out.Line("kf_kk = tl.arange(0, BLOCK_K)");
+  const size_t r = rank - 2;  // the first matrix dim
+  out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum({batched ? Term("kf_batch", sa[0]) : "", Term("kf_m[:, None]", sa[r]),
+                                                    Term("kf_kk[None, :]", sa[r + 1])})));
+  out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum({batched ? Term("kf_batch", sb[0]) : "", Term("kf_kk[:, None]", sb[r]),
+                                                    Term("kf_n[None, :]", sb[r + 1])})));
+  out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+  out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+  out.Line(fmt::format("kf_a_tile = tl.load(kf_a, mask=(kf_m[:, None] < {}) & (kf_kk[None, :] < {} - kf_k0), other=0.0)", m, k));
+  out.Line(fmt::format("kf_b_tile = tl.load(kf_b, mask=(kf_kk[:, None] < {} - kf_k0) & (kf_n[None, :] < {}), other=0.0)", k, n));
+  out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+  out.Line(fmt::format("kf_a += BLOCK_K * {}", sa[r + 1]));
+  out.Line(fmt::format("kf_b += BLOCK_K * {}", sb[r]));
+  out.Close();
+  out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n));
+  out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
+  std::vector<std::string> index = {"kf_m[:, None]", "kf_n[None, :]"};
+  if (batched) index.insert(index.begin(), "kf_batch");
+  RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
+  out.Close();
+  kernel.source = out.text();
+
+  std::vector<std::string> args = {VarName(graph, a), VarName(graph, b)};
+  for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
+  EmitGemmLaunch(kernel, graph, args, outputs, options, m, n, batch);
+  return kernel;
+}
+
+// Convolution as an implicit GEMM: M = images x output positions, N = output channels of one
+// group, K = input channels of the group x kernel taps; the input tile is gathered per K slice.
+Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
+  const auto& anchor = graph.value(group.nodes.front()).As<ir::OpNode>();
+  const ir::NodeRef x = anchor.args[0].As<ir::NodeRef>(), w = anchor.args[1].As<ir::NodeRef>();
+  std::optional<ir::NodeRef> bias;
+  if (anchor.args[2].Is<ir::NodeRef>()) bias = anchor.args[2].As<ir::NodeRef>();
+  const ir::TensorType &x_type = *graph.TypeOf(x), &w_type = *graph.TypeOf(w);
+  const ir::Shape& out_shape = anchor.type().shape;
+  const size_t spatial = out_shape.size() - 2;
+  const ir::IntList stride = anchor.args[3].As<ir::IntList>(), padding = anchor.args[4].As<ir::IntList>(),
+                    dilation = anchor.args[5].As<ir::IntList>();
+  const int64_t groups = anchor.args[8].As<int64_t>();
+  const int64_t images = out_shape[0], co = out_shape[1], ci = x_type.shape[1];
+  const int64_t co_g = co / groups, ci_g = ci / groups;
+  int64_t positions = 1, taps = 1;
+  for (size_t d = 0; d < spatial; ++d) {
+    positions *= out_shape[2 + d];
+    taps *= w_type.shape[2 + d];
+  }
+  const int64_t m = images * positions, n = co_g, k = ci_g * taps;
+  std::vector<int64_t> sx = OwnStrides(x_type), sw = OwnStrides(w_type);
+
+  EmittedKernel kernel;
+  kernel.name = "conv_" + group.name;
+  std::vector<ir::NodeRef> operands = {x, w};
+  if (bias) operands.push_back(*bias);
+  ASSIGN_OR_RETURN(std::vector<ir::NodeRef> inputs, EpilogueInputs(graph, group, operands, out_shape));
+  std::vector<ir::NodeRef> outputs = passes::GroupOutputs(graph, group);
+  std::vector<std::string> params = {"kf_x_ptr", "kf_w_ptr"};
+  if (bias) params.push_back("kf_bias_ptr");
+  for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
+  for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
+
+  SourceWriter out;
+  EmitHeader(out, kernel.name, params, options);
+  out.Line(Computes(graph, group));
+  out.Line(fmt::format("# Implicit GEMM: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
+                       "tl.dot with input_precision=\"{}\".", m, n, k, groups, options.dot_precision));
+  EmitTilePosition(out, m, n);
+  out.Line("kf_group = tl.program_id(1)");
+  out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
+  // Output position of each row of the tile.
+  out.Line("kf_rem = kf_m");
+  for (size_t d = spatial; d-- > 0;) {
+    out.Line(fmt::format("kf_o{} = kf_rem % {}", d, out_shape[2 + d]));
+    out.Line(fmt::format("kf_rem = kf_rem // {}", out_shape[2 + d]));
+  }
+  out.Line("kf_img = kf_rem");
+  out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+  out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+  out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");
+  out.Line("kf_krem = kf_k");
+  for (size_t d = spatial; d-- > 0;) {
+    out.Line(fmt::format("kf_t{} = kf_krem % {}", d, w_type.shape[2 + d]));
+    out.Line(fmt::format("kf_krem = kf_krem // {}", w_type.shape[2 + d]));
+  }
+  out.Line("kf_ci = kf_krem");
+  std::vector<std::string> x_terms = {Term("kf_img[:, None]", sx[0]),
+                                      Term(fmt::format("(kf_group * {} + kf_ci[None, :])", ci_g), sx[1])};
+  std::string valid = fmt::format("(kf_m[:, None] < {}) & (kf_k[None, :] < {})", m, k);
+  for (size_t d = 0; d < spatial; ++d) {
+    out.Line(fmt::format("kf_in{0} = kf_o{0}[:, None] * {1} - {2} + kf_t{0}[None, :] * {3}", d, stride[d], padding[d],
+                         dilation[d]));
+    valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+    x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+  }
+  out.Line(fmt::format("kf_a_tile = tl.load(kf_x_ptr + {}, mask={}, other=0.0)", Sum(x_terms), valid));
+  std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0]), Term("kf_ci[:, None]", sw[1])};
+  for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}[:, None]", d), sw[2 + d]));
+  out.Line(fmt::format("kf_b_tile = tl.load(kf_w_ptr + {}, mask=(kf_k[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
+                       Sum(w_terms), k, n));
+  out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+  out.Close();
+  out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n));
+  if (bias) out.Line(fmt::format("kf_acc += tl.load(kf_bias_ptr + kf_co, mask=kf_n < {}, other=0.0)[None, :]", n));
+  out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
+  std::vector<std::string> index = {"kf_img[:, None]", "kf_co[None, :]"};
+  for (size_t d = 0; d < spatial; ++d) index.push_back(fmt::format("kf_o{}[:, None]", d));
+  RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
+  out.Close();
+  kernel.source = out.text();
+
+  std::vector<std::string> args = {VarName(graph, x), VarName(graph, w)};
+  if (bias) args.push_back(VarName(graph, *bias));
+  for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
+  EmitGemmLaunch(kernel, graph, args, outputs, options, m, n, groups);
+  return kernel;
+}
+
+}  // namespace
+
+Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group,
+                                       const KernelOptions& options) {
+  const ir::Value& anchor = graph.value(group.nodes.front());
+  if (!passes::IsFusableMatmul(graph, anchor)) return Status::InvalidArgument(fmt::format("%{}: not a matmul", anchor.name));
+  if (anchor.As<ir::OpNode>().op == "aten.convolution.default") return EmitConvolution(graph, group, options);
+  return EmitMm(graph, group, options);
+}
+
+}  // namespace kforge::codegen

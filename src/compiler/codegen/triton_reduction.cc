@@ -1,0 +1,438 @@
+#include "compiler/codegen/triton_reduction.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/python_names.h"
+#include "compiler/codegen/source_writer.h"
+#include "compiler/codegen/triton_pointwise.h"
+#include "compiler/ir/printer.h"
+#include "compiler/passes/fusion_rules.h"
+
+namespace kforge::codegen {
+namespace {
+
+using passes::ReductionSpace;
+
+enum class Space { kFull, kKept };
+
+int64_t NextPowerOfTwo(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+bool Contains(const std::vector<int64_t>& list, int64_t x) { return std::find(list.begin(), list.end(), x) != list.end(); }
+
+// A tensor's strides over the full shape's dims: its own stride where it has the dim with the
+// same size, 0 where it broadcasts (missing or of size 1).
+std::vector<int64_t> FullStrides(const ir::TensorType& type, const ir::Shape& full) {
+  std::vector<int64_t> strides(full.size(), 0);
+  std::vector<int64_t> own = type.stride.size() == type.shape.size() ? type.stride : ir::ContiguousStrides(type.shape);
+  size_t offset = full.size() - type.shape.size();
+  for (size_t d = 0; d < type.shape.size(); ++d) {
+    if (type.shape[d] != 1) strides[offset + d] = own[d];
+  }
+  return strides;
+}
+
+// "a * 3 + b * 7" from index variables and strides, skipping zero strides; "0" when empty.
+std::string Offset(const std::vector<std::pair<std::string, int64_t>>& terms) {
+  std::vector<std::string> parts;
+  for (const auto& [index, stride] : terms) {
+    if (stride == 0) continue;
+    parts.push_back(stride == 1 ? index : fmt::format("{} * {}", index, stride));
+  }
+  return parts.empty() ? "0" : fmt::format("{}", fmt::join(parts, " + "));
+}
+
+class ReductionEmitter {
+ public:
+  ReductionEmitter(const ir::Graph& graph, const passes::FusionGroup& group) : graph_(graph), group_(group) {}
+
+  Result<EmittedKernel> Run() {
+    RETURN_IF_ERROR(FindSpace());
+    RETURN_IF_ERROR(ClassifyInputs());
+    RETURN_IF_ERROR(ClassifyNodes());
+    outputs_ = passes::GroupOutputs(graph_, group_);
+    single_ = reduced_ <= kMaxSingleBlock;
+    block_ = single_ ? NextPowerOfTwo(reduced_) : 2048;
+    for (ir::ValueId id : group_.nodes) {
+      const std::string& op = graph_.value(id).As<ir::OpNode>().op;
+      if (!single_ && (op == "aten.argmax.default" || op == "aten.max.dim" || op == "aten.cumsum.default")) {
+        return Status::InvalidArgument(fmt::format("%{}: an index reduction or scan over rows of {} elements (at most {})",
+                                                   graph_.value(id).name, reduced_, kMaxSingleBlock));
+      }
+    }
+    EmittedKernel kernel;
+    kernel.name = "reduce_" + group_.name;
+    RETURN_IF_ERROR(EmitBody(kernel));
+    EmitLaunch(kernel);
+    return kernel;
+  }
+
+ private:
+  Status FindSpace() {
+    for (ir::ValueId id : group_.nodes) {
+      if (auto space = passes::FusableReductionSpace(graph_, graph_.value(id))) {
+        if (space_ && !(*space_ == *space)) {
+          return Status::InvalidArgument(fmt::format("%{}: reduces another space than the group", graph_.value(id).name));
+        }
+        space_ = space;
+      }
+    }
+    if (!space_) return Status::InvalidArgument("a reduction group without a reduction");
+    reduced_ = space_->reduced_count();
+    kept_count_ = 1;
+    for (size_t d = 0; d < space_->full.size(); ++d) {
+      if (Contains(space_->dims, static_cast<int64_t>(d))) continue;
+      kept_dims_.push_back(static_cast<int64_t>(d));
+      kept_count_ *= space_->full[d];
+    }
+    return Status::Ok();
+  }
+
+  std::string Name(ir::NodeRef ref) const { return VarName(graph_, ref); }
+
+  Status ClassifyInputs() {
+    for (const ir::NodeRef& ref : passes::GroupInputs(graph_, group_)) {
+      const ir::TensorType& type = *graph_.TypeOf(ref);
+      if (!ir::IsFloatingPoint(type.dtype) && type.dtype != ir::DType::kBool) {
+        return Status::InvalidArgument(fmt::format("{}: unsupported input dtype {}", ir::PrintRef(graph_, ref), ToString(type.dtype)));
+      }
+      std::vector<int64_t> own = type.stride.size() == type.shape.size() ? type.stride : ir::ContiguousStrides(type.shape);
+      if (type.shape == space_->Kept(true) || (type.shape == space_->Kept(false) && type.shape != space_->full)) {
+        // One value per program, at the kept index.
+        std::vector<int64_t> strides(space_->full.size(), 0);
+        if (type.shape.size() == space_->full.size()) {
+          strides = own;
+        } else {
+          for (size_t i = 0; i < kept_dims_.size(); ++i) strides[static_cast<size_t>(kept_dims_[i])] = own[i];
+        }
+        for (int64_t d : space_->dims) strides[static_cast<size_t>(d)] = 0;
+        space_of_[ref.value * 64 + ref.output] = Space::kKept;
+        inputs_.push_back({ref, Space::kKept, strides});
+      } else if (passes::BroadcastsTo(type.shape, space_->full)) {
+        // Constant along every reduced dim (a per-channel vector under batch norm): one value per program.
+        std::vector<int64_t> strides = FullStrides(type, space_->full);
+        bool constant = true;
+        for (int64_t d : space_->dims) constant = constant && strides[static_cast<size_t>(d)] == 0;
+        Space space = constant ? Space::kKept : Space::kFull;
+        space_of_[ref.value * 64 + ref.output] = space;
+        inputs_.push_back({ref, space, strides});
+      } else {
+        return Status::InvalidArgument(fmt::format("{}: shape {} is neither the reduced space {} nor broadcast to it",
+                                                   ir::PrintRef(graph_, ref), ir::ShapeToString(type.shape),
+                                                   ir::ShapeToString(space_->full)));
+      }
+      level_[Key(ref)] = 0;
+    }
+    return Status::Ok();
+  }
+
+  static int64_t Key(ir::NodeRef ref) { return static_cast<int64_t>(ref.value) * 64 + ref.output; }
+  Space SpaceOf(ir::NodeRef ref) const { return space_of_.at(Key(ref)); }
+
+  // Full or kept per node output, and its level: how many reductions lie on its longest path
+  // from the group's inputs (a full value at level l is computed in pass l).
+  Status ClassifyNodes() {
+    for (ir::ValueId id : group_.nodes) {
+      const auto& op = graph_.value(id).As<ir::OpNode>();
+      int level = 0;
+      for (const ir::NodeRef& ref : passes::TensorInputs(op)) level = std::max(level, level_.at(Key(ref)));
+      if (passes::FusableReductionSpace(graph_, op)) {
+        const ir::NodeRef input = passes::TensorInputs(op).front();
+        if (SpaceOf(input) != Space::kFull) {
+          return Status::InvalidArgument(fmt::format("%{}: reduces a value that is not in the full space", op.name));
+        }
+        for (int32_t i = 0; i < op.num_outputs(); ++i) {
+          space_of_[Key(op.ref(i))] = op.op == "aten.cumsum.default" ? Space::kFull : Space::kKept;
+          level_[Key(op.ref(i))] = level + 1;
+        }
+        continue;
+      }
+      if (op.num_outputs() != 1 || !passes::InReductionSpace(op.type().shape, *space_)) {
+        return Status::InvalidArgument(fmt::format("%{}: shape {} is outside the reduction's space", op.name,
+                                                   ir::ShapeToString(op.type().shape)));
+      }
+      bool full = op.type().shape == space_->full;
+      space_of_[Key(op.ref())] = full ? Space::kFull : Space::kKept;
+      level_[Key(op.ref())] = level;
+    }
+    return Status::Ok();
+  }
+
+  // -- emission ------------------------------------------------------------------------------
+  Status EmitBody(EmittedKernel& kernel) {
+    std::vector<std::string> params;
+    for (const auto& input : inputs_) params.push_back(Name(input.ref) + "_ptr");
+    for (const auto& output : outputs_) params.push_back(Name(output) + "_ptr");
+    params.push_back("R_BLOCK: tl.constexpr");
+
+    SourceWriter out;
+    out.Line("@triton.jit");
+    out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
+    std::vector<std::string> computes;
+    for (ir::ValueId id : group_.nodes) computes.push_back("%" + graph_.value(id).name);
+    out.Line(fmt::format("# Computes {}.", fmt::join(computes, ", ")));
+    out.Line(fmt::format("# Reduces dims [{}] of {}: one program per kept element ({}), {} elements each{}.",
+                         fmt::join(space_->dims, ", "), ir::ShapeToString(space_->full), kept_count_, reduced_,
+                         single_ ? ", held in registers" : ", folded R_BLOCK at a time"));
+    out.Line("kf_pid = tl.program_id(0).to(tl.int64)");
+    EmitUnravel(out, "kf_pid", kept_dims_, "kf_k");
+    for (const auto& input : inputs_) {
+      out.Line(fmt::format("{}_base = {}", Name(input.ref), KeptOffset(input.strides)));
+    }
+    std::vector<int64_t> contiguous = ir::ContiguousStrides(space_->full);
+    for (const ir::NodeRef& ref : outputs_) {
+      if (SpaceOf(ref) == Space::kFull) out.Line(fmt::format("{}_base = {}", Name(ref), KeptOffset(contiguous)));
+    }
+    for (const auto& input : inputs_) {
+      if (input.space == Space::kKept) {
+        out.Line(fmt::format("{} = tl.load({}_ptr + {}_base){}", Name(input.ref), Name(input.ref), Name(input.ref),
+                             Cast(input.ref)));
+        available_.insert(Key(input.ref));
+      }
+    }
+    RETURN_IF_ERROR(EmitKeptNodes(out, kernel));
+
+    int last_pass = 0;
+    for (ir::ValueId id : group_.nodes) {
+      const auto& op = graph_.value(id).As<ir::OpNode>();
+      if (passes::FusableReductionSpace(graph_, op)) {
+        last_pass = std::max(last_pass, level_.at(Key(passes::TensorInputs(op).front())));
+      }
+    }
+    for (const ir::NodeRef& ref : outputs_) {
+      if (SpaceOf(ref) == Space::kFull) last_pass = std::max(last_pass, level_.at(Key(ref)));
+    }
+    if (single_) {
+      out.Line("kf_r = tl.arange(0, R_BLOCK)");
+      out.Line(fmt::format("kf_rmask = kf_r < {}", reduced_));
+      EmitUnravel(out, "kf_r", space_->dims, "kf_i");
+    }
+    for (int pass = 0; pass <= last_pass; ++pass) RETURN_IF_ERROR(EmitPass(out, kernel, pass, pass == last_pass));
+    for (const ir::NodeRef& ref : outputs_) {
+      if (SpaceOf(ref) == Space::kKept) out.Line(fmt::format("tl.store({}_ptr + kf_pid, {})", Name(ref), Name(ref)));
+    }
+    out.Close();
+    kernel.source = out.text();
+    return Status::Ok();
+  }
+
+  // idx variables `prefix<d>` for the dims `dims` of the full shape from the flat `flat`.
+  void EmitUnravel(SourceWriter& out, const std::string& flat, const std::vector<int64_t>& dims, const std::string& prefix) {
+    if (dims.empty()) return;
+    if (dims.size() == 1) {
+      out.Line(fmt::format("{}{} = {}", prefix, dims[0], flat));
+      return;
+    }
+    out.Line(fmt::format("{}_rem = {}", prefix, flat));
+    for (size_t i = dims.size(); i-- > 0;) {
+      int64_t d = dims[i];
+      if (i == 0) {
+        out.Line(fmt::format("{0}{1} = {0}_rem", prefix, d));
+      } else {
+        out.Line(fmt::format("{0}{1} = {0}_rem % {2}", prefix, d, space_->full[static_cast<size_t>(d)]));
+        out.Line(fmt::format("{0}_rem = {0}_rem // {1}", prefix, space_->full[static_cast<size_t>(d)]));
+      }
+    }
+  }
+
+  std::string KeptOffset(const std::vector<int64_t>& strides) const {
+    std::vector<std::pair<std::string, int64_t>> terms;
+    for (int64_t d : kept_dims_) terms.push_back({fmt::format("kf_k{}", d), strides[static_cast<size_t>(d)]});
+    return Offset(terms);
+  }
+  std::string ReducedOffset(const std::vector<int64_t>& strides) const {
+    std::vector<std::pair<std::string, int64_t>> terms;
+    for (int64_t d : space_->dims) terms.push_back({fmt::format("kf_i{}", d), strides[static_cast<size_t>(d)]});
+    return Offset(terms);
+  }
+  std::string Cast(ir::NodeRef ref) const {
+    ir::DType dtype = graph_.TypeOf(ref)->dtype;
+    return dtype == ir::DType::kFloat32 || dtype == ir::DType::kBool ? "" : ".to(tl.float32)";
+  }
+
+  // Kept-space pointwise nodes whose inputs are all available, in node order, until none is left.
+  Status EmitKeptNodes(SourceWriter& out, EmittedKernel& kernel) {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (ir::ValueId id : group_.nodes) {
+        const auto& op = graph_.value(id).As<ir::OpNode>();
+        if (available_.count(Key(op.ref())) || passes::FusableReductionSpace(graph_, op)) continue;
+        if (SpaceOf(op.ref()) != Space::kKept) continue;
+        bool ready = true;
+        for (const ir::NodeRef& ref : passes::TensorInputs(op)) ready = ready && available_.count(Key(ref));
+        if (!ready) continue;
+        ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph_, op, kernel.helpers));
+        out.Line(fmt::format("{} = {}", Name(op.ref()), expr));
+        available_.insert(Key(op.ref()));
+        progress = true;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Pass `pass`: the full values at levels <= pass that this pass's reductions and stores need,
+  // the reductions whose input is at level `pass`, and (in the last pass) the full outputs.
+  Status EmitPass(SourceWriter& out, EmittedKernel& kernel, int pass, bool last) {
+    std::vector<const ir::OpNode*> reductions;
+    std::vector<ir::NodeRef> targets;
+    for (ir::ValueId id : group_.nodes) {
+      const auto& op = graph_.value(id).As<ir::OpNode>();
+      if (!passes::FusableReductionSpace(graph_, op)) continue;
+      ir::NodeRef input = passes::TensorInputs(op).front();
+      if (level_.at(Key(input)) != pass) continue;
+      reductions.push_back(&op);
+      targets.push_back(input);
+    }
+    std::vector<ir::NodeRef> stores;
+    if (last) {
+      for (const ir::NodeRef& ref : outputs_) {
+        if (SpaceOf(ref) == Space::kFull) stores.push_back(ref);
+      }
+    }
+    targets.insert(targets.end(), stores.begin(), stores.end());
+    if (targets.empty()) return Status::Ok();
+
+    std::set<int64_t> needed;
+    std::vector<ir::NodeRef> stack = targets;
+    while (!stack.empty()) {
+      ir::NodeRef ref = stack.back();
+      stack.pop_back();
+      if (SpaceOf(ref) != Space::kFull || !needed.insert(Key(ref)).second) continue;
+      if (std::find(group_.nodes.begin(), group_.nodes.end(), ref.value) == group_.nodes.end()) continue;
+      for (const ir::NodeRef& input : passes::TensorInputs(graph_.value(ref.value))) stack.push_back(input);
+    }
+
+    std::optional<SourceWriter::Scope> loop;
+    if (!single_) {
+      for (const ir::OpNode* op : reductions) {
+        for (int32_t i = 0; i < op->num_outputs(); ++i) {
+          out.Line(fmt::format("kf_acc_{} = tl.full([R_BLOCK], {}, tl.float32)", Name(op->ref(i)), Identity(*op)));
+        }
+      }
+      out.Open(fmt::format("for kf_r0 in range(0, {}, R_BLOCK):", reduced_));
+      out.Line("kf_r = kf_r0 + tl.arange(0, R_BLOCK)");
+      out.Line(fmt::format("kf_rmask = kf_r < {}", reduced_));
+      EmitUnravel(out, "kf_r", space_->dims, "kf_i");
+    }
+    std::set<int64_t> computed_here;
+    auto ready = [&](ir::NodeRef ref) { return single_ ? available_.count(Key(ref)) > 0 : computed_here.count(Key(ref)) > 0; };
+    for (const auto& input : inputs_) {
+      if (input.space != Space::kFull || !needed.count(Key(input.ref)) || ready(input.ref)) continue;
+      std::string name = Name(input.ref);
+      out.Line(fmt::format("{0} = tl.load({0}_ptr + {0}_base + {1}, mask=kf_rmask, other=0){2}", name,
+                           ReducedOffset(input.strides), Cast(input.ref)));
+      computed_here.insert(Key(input.ref));
+      available_.insert(Key(input.ref));
+    }
+    for (ir::ValueId id : group_.nodes) {
+      const auto& op = graph_.value(id).As<ir::OpNode>();
+      if (!needed.count(Key(op.ref())) || ready(op.ref()) || passes::FusableReductionSpace(graph_, op)) continue;
+      ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph_, op, kernel.helpers));
+      out.Line(fmt::format("{} = {}", Name(op.ref()), expr));
+      computed_here.insert(Key(op.ref()));
+      available_.insert(Key(op.ref()));
+    }
+    std::vector<int64_t> contiguous = ir::ContiguousStrides(space_->full);
+    for (const ir::NodeRef& ref : stores) {
+      out.Line(fmt::format("tl.store({0}_ptr + {0}_base + {1}, {0}, mask=kf_rmask)", Name(ref), ReducedOffset(contiguous)));
+    }
+    for (const ir::OpNode* op : reductions) {
+      std::string x = Name(passes::TensorInputs(*op).front());
+      if (single_) {
+        EmitSingleReduction(out, *op, x);
+      } else {
+        std::string acc = "kf_acc_" + Name(op->ref());
+        std::string masked = fmt::format("tl.where(kf_rmask, {}, {})", x, Identity(*op));
+        out.Line(fmt::format("{} = {}", acc, op->op == "aten.sum.dim_IntList" ? acc + " + " + masked
+                                                 : fmt::format("{}({}, {})", Combine(*op), acc, masked)));
+      }
+    }
+    if (!single_) {
+      out.Close();
+      for (const ir::OpNode* op : reductions) {
+        out.Line(fmt::format("{0} = {1}(kf_acc_{0}, axis=0)", Name(op->ref()), Finalize(*op)));
+      }
+    }
+    for (const ir::OpNode* op : reductions) {
+      for (int32_t i = 0; i < op->num_outputs(); ++i) available_.insert(Key(op->ref(i)));
+    }
+    return EmitKeptNodes(out, kernel);
+  }
+
+  void EmitSingleReduction(SourceWriter& out, const ir::OpNode& op, const std::string& x) {
+    std::string masked = fmt::format("tl.where(kf_rmask, {}, {})", x, Identity(op));
+    if (op.op == "aten.cumsum.default") {
+      out.Line(fmt::format("{} = tl.cumsum({}, axis=0)", Name(op.ref()), masked));
+    } else if (op.op == "aten.argmax.default") {
+      out.Line(fmt::format("{} = tl.argmax({}, axis=0).to(tl.int64)", Name(op.ref()), masked));
+    } else if (op.op == "aten.max.dim") {
+      out.Line(fmt::format("kf_masked_{} = {}", Name(op.ref(0)), masked));
+      out.Line(fmt::format("{0} = tl.max(kf_masked_{0}, axis=0)", Name(op.ref(0))));
+      out.Line(fmt::format("{} = tl.argmax(kf_masked_{}, axis=0).to(tl.int64)", Name(op.ref(1)), Name(op.ref(0))));
+    } else {
+      out.Line(fmt::format("{} = {}({}, axis=0)", Name(op.ref()), Finalize(op), masked));
+    }
+  }
+
+  static std::string Identity(const ir::OpNode& op) {
+    if (op.op == "aten.sum.dim_IntList" || op.op == "aten.cumsum.default") return "0.0";
+    if (op.op == "aten.amin.default") return "float('inf')";
+    return "float('-inf')";
+  }
+  static std::string Combine(const ir::OpNode& op) {
+    if (op.op == "aten.amin.default") return "tl.minimum";
+    return "tl.maximum";
+  }
+  static std::string Finalize(const ir::OpNode& op) {
+    if (op.op == "aten.sum.dim_IntList") return "tl.sum";
+    if (op.op == "aten.amin.default") return "tl.min";
+    return "tl.max";
+  }
+
+  void EmitLaunch(EmittedKernel& kernel) {
+    std::vector<std::string> args;
+    for (const auto& input : inputs_) args.push_back(Name(input.ref));
+    for (const ir::NodeRef& ref : outputs_) {
+      kernel.launch.push_back(EmptyLike(Name(ref), *graph_.TypeOf(ref)));
+      args.push_back(Name(ref));
+    }
+    int warps = static_cast<int>(std::clamp<int64_t>(block_ / 512, 1, 16));
+    args.push_back(fmt::format("R_BLOCK={}", block_));
+    args.push_back(fmt::format("num_warps={}", warps));
+    kernel.launch.push_back(fmt::format("{}[({},)]({})", kernel.name, kept_count_, fmt::join(args, ", ")));
+  }
+
+  struct Input {
+    ir::NodeRef ref;
+    Space space;
+    std::vector<int64_t> strides;  // over the full shape's dims
+  };
+
+  const ir::Graph& graph_;
+  const passes::FusionGroup& group_;
+  std::optional<ReductionSpace> space_;
+  std::vector<int64_t> kept_dims_;
+  int64_t reduced_ = 1, kept_count_ = 1, block_ = 1;
+  bool single_ = true;
+  std::vector<Input> inputs_;
+  std::vector<ir::NodeRef> outputs_;
+  std::map<int64_t, Space> space_of_;
+  std::map<int64_t, int> level_;
+  std::set<int64_t> available_;
+};
+
+}  // namespace
+
+Result<EmittedKernel> EmitReductionKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
+  return ReductionEmitter(graph, group).Run();
+}
+
+}  // namespace kforge::codegen

@@ -1,0 +1,21 @@
+// Emits one Triton kernel per reduction group: one program per element of the reduced (kept)
+// shape folds its R elements. The group's pointwise ops run in the same kernel, before the
+// reductions (prologue), between them (softmax's exp of x - max) and after them (a norm's scale).
+// Rows of at most kMaxSingleBlock elements are held whole in registers and read once; longer rows
+// are folded block by block, one pass per level of reductions that depend on each other.
+#pragma once
+
+#include "compiler/codegen/emitted_kernel.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/fusion_plan.h"
+#include "core/status.h"
+
+namespace kforge::codegen {
+
+inline constexpr int64_t kMaxSingleBlock = 16384;
+
+// InvalidArgument naming what it cannot translate (an op, a dtype, an input shape that is in
+// neither the full nor the reduced space, an argmax over rows longer than kMaxSingleBlock).
+Result<EmittedKernel> EmitReductionKernel(const ir::Graph& graph, const passes::FusionGroup& group);
+
+}  // namespace kforge::codegen

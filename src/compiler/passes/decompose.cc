@@ -1,0 +1,433 @@
+#include "compiler/passes/decompose.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "compiler/ir/visitor.h"
+#include "compiler/passes/fusion_rules.h"
+
+namespace kforge::passes {
+namespace {
+
+using ir::Argument;
+using ir::NodeRef;
+
+std::optional<double> Number(const Argument* arg) {
+  if (arg == nullptr) return std::nullopt;
+  if (const auto* i = arg->TryAs<int64_t>()) return static_cast<double>(*i);
+  if (const auto* d = arg->TryAs<double>()) return *d;
+  return std::nullopt;
+}
+
+bool Flag(const ir::OpNode& node, ir::ArgSlot slot, bool fallback) {
+  const Argument* arg = node.FindArgument(slot);
+  if (arg == nullptr) return fallback;
+  const auto* value = arg->TryAs<bool>();
+  return value ? *value : fallback;
+}
+
+// The reduced dims named by `arg` (an int or a list; absent, None or [] for all), normalized and sorted.
+std::optional<std::vector<int64_t>> Dims(const Argument* arg, int64_t rank) {
+  std::vector<int64_t> dims;
+  if (arg == nullptr || arg->Is<ir::NoneArg>()) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    return dims;
+  }
+  if (const auto* one = arg->TryAs<int64_t>()) {
+    dims.push_back(*one);
+  } else if (const auto* list = arg->TryAs<ir::IntList>()) {
+    dims = *list;
+    if (dims.empty()) {
+      for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    }
+  } else {
+    return std::nullopt;
+  }
+  for (int64_t& d : dims) {
+    if (d < 0) d += rank;
+    if (d < 0 || d >= std::max<int64_t>(rank, 1)) return std::nullopt;
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
+ir::Shape Reduced(const ir::Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
+  ir::Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) out.push_back(shape[static_cast<size_t>(d)]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+int64_t CountOf(const ir::Shape& shape, const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= shape[static_cast<size_t>(d)];
+  return n;
+}
+
+class Decomposer : public ir::GraphRewriter {
+ public:
+  explicit Decomposer(const ir::Graph& graph) {
+    for (const NodeRef& out : graph.outputs()) graph_outputs_.insert({out.value, out.output});
+    for (const ir::Value& value : graph) {
+      for (const NodeRef& ref : TensorInputs(value)) used_.insert({ref.value, ref.output});
+    }
+  }
+
+ protected:
+  Status RewriteOp(const ir::OpNode& node) override {
+    const std::string& op = node.op;
+    std::optional<Status> done;
+    if (op == "aten._softmax.default") done = Softmax(node, false);
+    else if (op == "aten._log_softmax.default") done = Softmax(node, true);
+    else if (op == "aten.native_layer_norm.default") done = LayerNorm(node);
+    else if (op == "aten.native_group_norm.default") done = GroupNorm(node);
+    else if (op == "aten._native_batch_norm_legit_no_training.default") done = BatchNormEval(node);
+    else if (op == "aten._native_batch_norm_legit_functional.default") done = BatchNormTraining(node);
+    else if (op == "aten.mean.dim" || op == "aten.mean.default") done = Mean(node);
+    else if (op == "aten.linalg_vector_norm.default") done = VectorNorm(node);
+    else if (op == "aten.addmm.default") done = Addmm(node);
+    else if (op == "aten.clone.default" || op == "aten._to_copy.default") done = DropCopy(node);
+    else if (op == "aten.scalar_tensor.default") done = RememberScalar(node);
+    if (done) return *done;
+    if (node.op_kind() == ir::OpKind::kPointwise) return CopyWithScalars(node);
+    return CopyOp(node);
+  }
+
+ private:
+  // Adds `op` and returns its single output.
+  Result<NodeRef> Emit(const ir::OpNode& origin, const char* suffix, const char* op, std::vector<Argument> args,
+                       const ir::Shape& shape, ir::DType dtype = ir::DType::kFloat32) {
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, dtype));
+    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_" + suffix), op,
+                                                     std::move(args), {}, {type}));
+    return NodeRef{id, 0};
+  }
+  const ir::Shape& ShapeOf(NodeRef ref) { return builder().TypeOf(ref)->shape; }
+  bool Used(const ir::OpNode& node, int32_t output) const {
+    return used_.count({node.id, output}) || graph_outputs_.count({node.id, output});
+  }
+  bool AnyUsed(const ir::OpNode& node, int32_t from) const {
+    for (int32_t i = from; i < node.num_outputs(); ++i) {
+      if (Used(node, i)) return true;
+    }
+    return false;
+  }
+  static bool AllFloat32(const ir::OpNode& node) {
+    for (const ir::TensorType& type : node.outputs) {
+      if (type.dtype != ir::DType::kFloat32) return false;
+    }
+    return true;
+  }
+  // The mapped tensor at `slot`, or nullopt when absent or None.
+  std::optional<NodeRef> Tensor(const ir::OpNode& node, ir::ArgSlot slot) {
+    const Argument* arg = node.FindArgument(slot);
+    if (arg == nullptr || !arg->Is<NodeRef>()) return std::nullopt;
+    return Map(arg->As<NodeRef>());
+  }
+  // Replaces `node` by `outputs` (padded with outputs[0] for outputs that are never read).
+  Status Finish(const ir::OpNode& node, std::vector<NodeRef> outputs) {
+    while (static_cast<int32_t>(outputs.size()) < node.num_outputs()) outputs.push_back(outputs.front());
+    Replace(node, std::move(outputs));
+    return Status::Ok();
+  }
+
+  // sum(x, dims, keepdim) * (1 / n).
+  Result<std::pair<NodeRef, NodeRef>> MeanOf(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
+                                             bool keepdim) {
+    const ir::Shape shape = ShapeOf(x);
+    ir::Shape out = Reduced(shape, dims, keepdim);
+    ASSIGN_OR_RETURN(NodeRef sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(dims)}, {keepdim}}, out));
+    double n = static_cast<double>(CountOf(shape, dims));
+    ASSIGN_OR_RETURN(NodeRef mean, Emit(origin, "mean", "aten.mul.Tensor", {{sum}, {1.0 / n}}, out));
+    return std::make_pair(sum, mean);
+  }
+
+  // Normalizes x over `dims`: returns (x - mean) * rsqrt(var + eps), mean and rstd (kept dims).
+  Result<std::vector<NodeRef>> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps) {
+    const ir::Shape shape = ShapeOf(x);
+    ir::Shape kept = Reduced(shape, dims, true);
+    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true));
+    ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {mean.second}}, shape));
+    ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "squared", "aten.mul.Tensor", {{centered}, {centered}}, shape));
+    ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true));
+    ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{var.second}, {eps}}, kept));
+    ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
+    ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));
+    return std::vector<NodeRef>{normed, mean.second, rstd};
+  }
+
+  // y * weight + bias, with weight and bias optional.
+  Result<NodeRef> Affine(const ir::OpNode& origin, NodeRef y, std::optional<NodeRef> weight, std::optional<NodeRef> bias) {
+    const ir::Shape shape = ShapeOf(y);
+    if (weight) {
+      ASSIGN_OR_RETURN(y, Emit(origin, "scaled", "aten.mul.Tensor", {{y}, {*weight}}, shape));
+    }
+    if (bias) {
+      ASSIGN_OR_RETURN(y, Emit(origin, "shifted", "aten.add.Tensor", {{y}, {*bias}}, shape));
+    }
+    return y;
+  }
+
+  // A per-channel vector [C] viewed as [C, 1, ..., 1] so that it broadcasts over dim 1 of a rank-`rank` tensor.
+  Result<std::optional<NodeRef>> PerChannel(const ir::OpNode& origin, std::optional<NodeRef> vector, int64_t rank) {
+    if (!vector) return std::optional<NodeRef>();
+    const ir::Shape shape = ShapeOf(*vector);
+    if (shape.size() != 1) return Status::InvalidArgument("not a vector");
+    ir::IntList view = {shape[0]};
+    for (int64_t d = 2; d < rank; ++d) view.push_back(1);
+    ASSIGN_OR_RETURN(NodeRef viewed, Emit(origin, "channel", "aten.view.default", {{*vector}, {view}}, view));
+    return std::optional<NodeRef>(viewed);
+  }
+
+  std::optional<Status> Softmax(const ir::OpNode& node, bool log) {
+    if (!AllFloat32(node) || Flag(node, {2, "half_to_float"}, false)) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::Shape shape = ShapeOf(x);
+    auto dims = Dims(node.FindArgument({1, "dim"}), static_cast<int64_t>(shape.size()));
+    if (!dims || dims->size() != 1) return std::nullopt;
+    return Run(node, [&]() -> Status {
+      ir::Shape kept = Reduced(shape, *dims, true);
+      ASSIGN_OR_RETURN(NodeRef max, Emit(node, "max", "aten.amax.default", {{x}, {ir::IntList(*dims)}, {true}}, kept));
+      ASSIGN_OR_RETURN(NodeRef shifted, Emit(node, "shifted", "aten.sub.Tensor", {{x}, {max}}, shape));
+      ASSIGN_OR_RETURN(NodeRef exp, Emit(node, "exp", "aten.exp.default", {{shifted}}, shape));
+      ASSIGN_OR_RETURN(NodeRef sum, Emit(node, "sum", "aten.sum.dim_IntList", {{exp}, {ir::IntList(*dims)}, {true}}, kept));
+      if (!log) {
+        ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.div.Tensor", {{exp}, {sum}}, shape));
+        return Finish(node, {out});
+      }
+      ASSIGN_OR_RETURN(NodeRef log_sum, Emit(node, "log_sum", "aten.log.default", {{sum}}, kept));
+      ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.sub.Tensor", {{shifted}, {log_sum}}, shape));
+      return Finish(node, {out});
+    });
+  }
+
+  std::optional<Status> LayerNorm(const ir::OpNode& node) {
+    if (!AllFloat32(node)) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::Shape shape = ShapeOf(x);
+    const Argument* normalized = node.FindArgument({1, "normalized_shape"});
+    std::optional<double> eps = Number(node.FindArgument({4, "eps"}));
+    if (normalized == nullptr || !normalized->Is<ir::IntList>() || !eps) return std::nullopt;
+    size_t k = normalized->As<ir::IntList>().size();
+    if (k == 0 || k > shape.size()) return std::nullopt;
+    std::vector<int64_t> dims;
+    for (size_t d = shape.size() - k; d < shape.size(); ++d) dims.push_back(static_cast<int64_t>(d));
+    return Run(node, [&]() -> Status {
+      ASSIGN_OR_RETURN(auto parts, Normalize(node, x, dims, *eps));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts[0], Tensor(node, {2, "weight"}), Tensor(node, {3, "bias"})));
+      return Finish(node, {y, parts[1], parts[2]});
+    });
+  }
+
+  // native_group_norm(x, weight, bias, N, C, HxW, group, eps): x viewed as [N, group, C/group * HxW].
+  std::optional<Status> GroupNorm(const ir::OpNode& node) {
+    if (!AllFloat32(node) || AnyUsed(node, 1)) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::TensorType& type = *builder().TypeOf(x);
+    std::optional<double> groups = Number(node.FindArgument({6, "group"}));
+    std::optional<double> eps = Number(node.FindArgument({7, "eps"}));
+    if (!groups || !eps || type.shape.size() < 2 || !type.is_contiguous()) return std::nullopt;
+    int64_t n = type.shape[0], g = static_cast<int64_t>(*groups);
+    if (g <= 0 || type.numel() % (n * g) != 0) return std::nullopt;
+    return Run(node, [&]() -> Status {
+      ir::IntList grouped = {n, g, type.numel() / (n * g)};
+      ASSIGN_OR_RETURN(NodeRef viewed, Emit(node, "grouped", "aten.view.default", {{x}, {grouped}}, grouped));
+      ASSIGN_OR_RETURN(auto parts, Normalize(node, viewed, {2}, *eps));
+      ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{parts[0]}, {ir::IntList(type.shape)}},
+                                          type.shape));
+      int64_t rank = static_cast<int64_t>(type.shape.size());
+      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
+      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, back, weight, bias));
+      return Finish(node, {y});
+    });
+  }
+
+  // Inference batch norm: (x - running_mean) * rsqrt(running_var + eps) * weight + bias, per channel.
+  std::optional<Status> BatchNormEval(const ir::OpNode& node) {
+    if (!AllFloat32(node) || AnyUsed(node, 1)) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::Shape shape = ShapeOf(x);
+    std::optional<double> eps = Number(node.FindArgument({6, "eps"}));
+    if (!eps || shape.size() < 2) return std::nullopt;
+    return Run(node, [&]() -> Status {
+      int64_t rank = static_cast<int64_t>(shape.size());
+      ASSIGN_OR_RETURN(auto mean, PerChannel(node, Tensor(node, {3, "running_mean"}), rank));
+      ASSIGN_OR_RETURN(auto var, PerChannel(node, Tensor(node, {4, "running_var"}), rank));
+      if (!mean || !var) return Status::InvalidArgument("batch norm without running statistics");
+      ir::Shape channel = ShapeOf(*var);
+      ASSIGN_OR_RETURN(NodeRef centered, Emit(node, "centered", "aten.sub.Tensor", {{x}, {*mean}}, shape));
+      ASSIGN_OR_RETURN(NodeRef shifted, Emit(node, "var_eps", "aten.add.Tensor", {{*var}, {*eps}}, channel));
+      ASSIGN_OR_RETURN(NodeRef rstd, Emit(node, "rstd", "aten.rsqrt.default", {{shifted}}, channel));
+      ASSIGN_OR_RETURN(NodeRef normed, Emit(node, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));
+      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
+      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, normed, weight, bias));
+      return Finish(node, {y});
+    });
+  }
+
+  // Training batch norm: statistics over every dim but the channel (dim 1). Only the normalized
+  // output may be read: running-statistics updates stay with the op.
+  std::optional<Status> BatchNormTraining(const ir::OpNode& node) {
+    if (!AllFloat32(node) || AnyUsed(node, 1) || !Flag(node, {5, "training"}, false)) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::Shape shape = ShapeOf(x);
+    std::optional<double> eps = Number(node.FindArgument({7, "eps"}));
+    if (!eps || shape.size() < 2) return std::nullopt;
+    std::vector<int64_t> dims = {0};
+    for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d) dims.push_back(d);
+    return Run(node, [&]() -> Status {
+      int64_t rank = static_cast<int64_t>(shape.size());
+      ASSIGN_OR_RETURN(auto parts, Normalize(node, x, dims, *eps));
+      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
+      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts[0], weight, bias));
+      return Finish(node, {y});
+    });
+  }
+
+  std::optional<Status> Mean(const ir::OpNode& node) {
+    if (!AllFloat32(node) || node.FindArgument({-1, "dtype"}) != nullptr) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::Shape shape = ShapeOf(x);
+    bool by_dim = node.op == "aten.mean.dim";
+    auto dims = Dims(by_dim ? node.FindArgument({1, "dim"}) : nullptr, static_cast<int64_t>(shape.size()));
+    if (!dims) return std::nullopt;
+    bool keepdim = by_dim && Flag(node, {2, "keepdim"}, false);
+    return Run(node, [&]() -> Status {
+      ASSIGN_OR_RETURN(auto mean, MeanOf(node, x, *dims, keepdim));
+      return Finish(node, {mean.second});
+    });
+  }
+
+  // linalg_vector_norm(x, ord, dim, keepdim) for ord 1, 2 and inf.
+  std::optional<Status> VectorNorm(const ir::OpNode& node) {
+    if (!AllFloat32(node) || node.FindArgument({-1, "dtype"}) != nullptr) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::Shape shape = ShapeOf(x);
+    std::optional<double> ord = Number(node.FindArgument({1, "ord"}));
+    if (!ord) ord = 2.0;
+    auto dims = Dims(node.FindArgument({2, "dim"}), static_cast<int64_t>(shape.size()));
+    if (!dims || !(*ord == 1.0 || *ord == 2.0 || std::isinf(*ord))) return std::nullopt;
+    bool keepdim = Flag(node, {3, "keepdim"}, false);
+    return Run(node, [&]() -> Status {
+      ir::Shape out = Reduced(shape, *dims, keepdim);
+      if (*ord == 2.0) {
+        ASSIGN_OR_RETURN(NodeRef squared, Emit(node, "squared", "aten.mul.Tensor", {{x}, {x}}, shape));
+        ASSIGN_OR_RETURN(NodeRef sum, Emit(node, "sum", "aten.sum.dim_IntList", {{squared}, {ir::IntList(*dims)}, {keepdim}}, out));
+        ASSIGN_OR_RETURN(NodeRef norm, Emit(node, "norm", "aten.sqrt.default", {{sum}}, out));
+        return Finish(node, {norm});
+      }
+      ASSIGN_OR_RETURN(NodeRef magnitude, Emit(node, "abs", "aten.abs.default", {{x}}, shape));
+      const char* reduce = *ord == 1.0 ? "aten.sum.dim_IntList" : (*ord > 0 ? "aten.amax.default" : "aten.amin.default");
+      ASSIGN_OR_RETURN(NodeRef norm, Emit(node, "norm", reduce, {{magnitude}, {ir::IntList(*dims)}, {keepdim}}, out));
+      return Finish(node, {norm});
+    });
+  }
+
+  // addmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b).
+  std::optional<Status> Addmm(const ir::OpNode& node) {
+    if (!AllFloat32(node)) return std::nullopt;
+    std::optional<NodeRef> bias = Tensor(node, {0, "self"}), a = Tensor(node, {1, "mat1"}), b = Tensor(node, {2, "mat2"});
+    if (!bias || !a || !b) return std::nullopt;
+    double beta = Number(node.FindArgument({3, "beta"})).value_or(1.0);
+    double alpha = Number(node.FindArgument({4, "alpha"})).value_or(1.0);
+    return Run(node, [&]() -> Status {
+      const ir::Shape& shape = node.type().shape;
+      ASSIGN_OR_RETURN(NodeRef product, Emit(node, "mm", "aten.mm.default", {{*a}, {*b}}, shape));
+      if (alpha != 1.0) {
+        ASSIGN_OR_RETURN(product, Emit(node, "alpha", "aten.mul.Tensor", {{product}, {alpha}}, shape));
+      }
+      NodeRef term = *bias;
+      if (beta != 1.0) {
+        ASSIGN_OR_RETURN(term, Emit(node, "beta", "aten.mul.Tensor", {{*bias}, {beta}}, ShapeOf(*bias)));
+      }
+      ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.add.Tensor", {{product}, {term}}, shape));
+      return Finish(node, {out});
+    });
+  }
+
+  // A copy that changes nothing but identity is the input itself, unless it is returned (the
+  // output must not alias an input) or changes dtype, layout or memory format.
+  std::optional<Status> DropCopy(const ir::OpNode& node) {
+    if (graph_outputs_.count({node.id, 0}) || node.args.empty() || !node.args[0].Is<NodeRef>()) return std::nullopt;
+    NodeRef x = Map(node.args[0].As<NodeRef>());
+    const ir::TensorType* type = builder().TypeOf(x);
+    if (type == nullptr || !(*type == node.type())) return std::nullopt;
+    for (const ir::NamedArgument& kwarg : node.kwargs) {
+      if (kwarg.name == "memory_format" && kwarg.argument.Is<ir::MemoryFormatArg>() &&
+          kwarg.argument.As<ir::MemoryFormatArg>().name != "preserve_format" &&
+          kwarg.argument.As<ir::MemoryFormatArg>().name != "contiguous_format") {
+        return std::nullopt;
+      }
+    }
+    Replace(node, {x});
+    return Status::Ok();
+  }
+
+  // scalar_tensor(v): kept as a node (an op may need the tensor) and remembered so pointwise
+  // readers take the number instead.
+  std::optional<Status> RememberScalar(const ir::OpNode& node) {
+    const Argument* value = node.FindArgument({0, "s"});
+    if (value == nullptr || node.type().rank() != 0) return std::nullopt;
+    // The number keeps the tensor's kind, so type promotion in the reader does not change.
+    std::optional<double> number = Number(value);
+    if (number && ir::IsFloatingPoint(node.type().dtype)) scalars_.emplace(node.id, Argument{*number});
+    else if (value->Is<int64_t>() && !ir::IsFloatingPoint(node.type().dtype)) scalars_.emplace(node.id, *value);
+    return std::nullopt;
+  }
+
+  Status CopyWithScalars(const ir::OpNode& node) {
+    bool changed = false;
+    std::vector<Argument> args;
+    for (const Argument& arg : node.args) {
+      const auto* ref = arg.TryAs<NodeRef>();
+      auto scalar = ref ? scalars_.find(ref->value) : scalars_.end();
+      if (scalar != scalars_.end()) {
+        args.push_back(scalar->second);
+        changed = true;
+      } else {
+        args.push_back(Map(arg));
+      }
+    }
+    if (!changed) return CopyOp(node);
+    std::vector<ir::NamedArgument> kwargs;
+    for (const ir::NamedArgument& kwarg : node.kwargs) kwargs.push_back({kwarg.name, Map(kwarg.argument)});
+    auto added = builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), node.outputs);
+    if (!added.ok()) return CopyOp(node);
+    std::vector<NodeRef> refs;
+    for (int32_t i = 0; i < node.num_outputs(); ++i) refs.push_back(NodeRef{*added, i});
+    Replace(node, std::move(refs));
+    return Status::Ok();
+  }
+
+  // Runs the rewrite of `node`; on failure the node is copied unchanged (values already added
+  // stay unused and dead-code elimination drops them).
+  Status Run(const ir::OpNode& node, const std::function<Status()>& rewrite) {
+    Status status = rewrite();
+    return status.ok() ? status : CopyOp(node);
+  }
+
+  std::set<std::pair<ir::ValueId, int32_t>> graph_outputs_, used_;
+  std::map<ir::ValueId, Argument> scalars_;
+};
+
+}  // namespace
+
+Result<ir::Graph> Decompose(const ir::Graph& graph) {
+  Decomposer decomposer(graph);
+  return decomposer.Rewrite(graph);
+}
+
+}  // namespace kforge::passes

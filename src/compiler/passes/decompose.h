@@ -1,0 +1,20 @@
+// Canonicalization: composite ops rewritten into the primitive ops the kernel emitters know
+// (reductions, pointwise ops, matmuls, metadata views), so that fusion sees through them.
+//   softmax, log_softmax          -> amax, sub, exp, sum, div (log, sub)
+//   layer, group, batch norm      -> sum, mul by 1/n, sub, rsqrt, mul, add (views for groups and channels)
+//   mean, vector 1/2/inf-norms    -> sum (abs, amax) and pointwise
+//   addmm                         -> mm plus a bias add (and the alpha/beta scales)
+//   clone and same-type _to_copy  -> the input itself, unless the copy is a graph output
+//   scalar_tensor                 -> its number, inlined into the pointwise ops that read it
+// An op whose form is not handled (a used statistics output, a half-precision softmax, an
+// unsupported norm order) is kept unchanged.
+#pragma once
+
+#include "compiler/ir/graph.h"
+#include "core/status.h"
+
+namespace kforge::passes {
+
+Result<ir::Graph> Decompose(const ir::Graph& graph);
+
+}  // namespace kforge::passes
