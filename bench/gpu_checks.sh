@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|all]
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -25,6 +25,18 @@ case "$what" in
 esac
 case "$what" in
   corpus|all) python3 bench/corpus_gpu.py --kforge "$kforge" --out "$out" ${KFORGE_CORPUS_ONLY:+--only "$KFORGE_CORPUS_ONLY"} 2>&1 | tee "$out/corpus_gpu.log" ;;
+esac
+case "$what" in
+  compiler|all)
+    # kforge bench over the project's tasks (or KFORGE_BENCH_SUITE), resumable: the run folder
+    # bench/runs/h200 is carried between calls, so a call cut by its time limit continues.
+    suite="${KFORGE_BENCH_SUITE:-tasks}"
+    mkdir -p bench/runs/h200
+    timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace /tmp/kforge-bench bench "$suite" --out bench/runs/h200 \
+      2>&1 | tee "$out/bench.log"
+    mkdir -p "$out/bench"
+    cp bench/runs/h200/bench.json "$out/bench/" 2>/dev/null
+    (cd bench/runs && tar czf "$out/bench/runs.tgz" h200) ;;
 esac
 case "$what" in
   baseline|all)

@@ -26,6 +26,7 @@ CommandRunner AttachBaseline(CLI::App& app, const CommonOptions& common);
 CommandRunner AttachShow(CLI::App& app, const CommonOptions& common);
 CommandRunner AttachIr(CLI::App& app, const CommonOptions& common);
 CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common);
+CommandRunner AttachBench(CLI::App& app, const CommonOptions& common);
 
 // Prints a user-facing error and returns 2.
 int UsageError(const std::string& message);

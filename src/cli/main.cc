@@ -12,6 +12,7 @@ namespace {
 const kforge::Command kCommands[] = {
     {"optimize", "compile a task into fused Triton kernels (no LLM), verified and timed by the evaluator",
      kforge::AttachOptimize},
+    {"bench", "optimize every task of a suite folder (resumable) and print the fast_p table", kforge::AttachBench},
     {"eval", "judge candidate kernels against a task: correctness, cheating checks, timing", kforge::AttachEval},
     {"baseline", "time a task's reference: eager and torch.compile", kforge::AttachBaseline},
     {"show", "list stored evaluations, or show one in full", kforge::AttachShow},

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/optimize.h"
 #include "compiler/codegen/model_writer.h"
 #include "compiler/ir/import_graph.h"
 #include "compiler/passes/pipeline.h"
@@ -18,12 +19,9 @@ namespace {
 
 struct OptimizeFlags {
   std::string task;
-  std::string mode = "strict";
   std::string out = "out";
-  double timeout_s = 300;
   bool json = false;
-  std::vector<std::string> disabled_passes;
-  bool dump_ir = false;
+  OptimizeSettings settings;
 };
 
 struct Compiled {
@@ -65,63 +63,79 @@ Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_s
   return compiled;
 }
 
-int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
-  auto precision = ParsePrecision(common.precision);
-  if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
-  auto mode = ParseProvenanceMode(flags.mode);
-  if (!mode) return UsageError("--mode must be strict or partial");
-  auto task = ReadTaskFile(flags.task);
-  if (!task.ok()) return UsageError(task.status().message());
-  auto workspace = Workspace::OpenForDevice(common);
-  if (!workspace.ok()) return UsageError(workspace.status().message());
-  auto trusted = (*workspace)->workers().Trusted();
-  if (!trusted.ok()) return UsageError(trusted.status().message());
+}  // namespace
 
-  if (!common.quiet) LogInfo("compiling {}", task->name);
+Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const OptimizeSettings& settings,
+                          const CommonOptions& common) {
+  auto precision = ParsePrecision(common.precision);
+  if (!precision) return Status::InvalidArgument("--precision must be fp32, tf32 or bf16");
+  auto mode = ParseProvenanceMode(settings.mode);
+  if (!mode) return Status::InvalidArgument("--mode must be strict or partial");
+  ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
+  if (!common.quiet) LogInfo("compiling {}", task.name);
   passes::PipelineOptions pipeline_options;
-  pipeline_options.disabled.insert(flags.disabled_passes.begin(), flags.disabled_passes.end());
-  pipeline_options.dump = flags.dump_ir;
-  auto compiled = Compile(**trusted, *task, (*workspace)->device() == "cpu", *precision, pipeline_options);
-  if (!compiled.ok()) return UsageError(compiled.status().message());
-  std::filesystem::path folder = std::filesystem::path(flags.out) / task->path.stem();
+  pipeline_options.disabled.insert(settings.disabled_passes.begin(), settings.disabled_passes.end());
+  pipeline_options.dump = settings.dump_ir;
+  ASSIGN_OR_RETURN(Compiled compiled, Compile(*trusted, task, workspace.device() == "cpu", *precision, pipeline_options));
+  const std::filesystem::path& folder = settings.folder;
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
-  if (flags.dump_ir) {
+  if (settings.dump_ir) {
     std::filesystem::create_directories(folder / "ir", ec);
     int index = 0;
-    for (const auto& record : compiled->passes) {
+    for (const auto& record : compiled.passes) {
       if (!record.ran) continue;
       (void)WriteFile(folder / "ir" / fmt::format("{:02d}_{}.txt", ++index, record.name), record.dump);
     }
   }
-  if (Status written = WriteFile(folder / "model_new.py", compiled->source); !written.ok()) return UsageError(written.message());
+  RETURN_IF_ERROR(WriteFile(folder / "model_new.py", compiled.source));
 
   if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
   EvalOptions options;
-  options.device = (*workspace)->device();
+  options.device = workspace.device();
   options.precision = *precision;
   options.mode = *mode;
-  options.timeout_s = flags.timeout_s;
-  options.exchange_root = (*workspace)->ScratchDir() / "exchange";
-  options.gpu_name = (*workspace)->gpu_name();
+  options.timeout_s = settings.timeout_s;
+  options.exchange_root = workspace.ScratchDir() / "exchange";
+  options.gpu_name = workspace.gpu_name();
   options.budget = TimingBudgetFor(options.device);
-  Evaluator evaluator((*workspace)->workers(), options);
-  auto evaluation = evaluator.Evaluate(*task, folder / "model_new.py");
-  if (!evaluation.ok()) return UsageError(evaluation.status().message());
-  (void)(*workspace)->Record(*task, compiled->source, "codegen:triton", *evaluation, common.precision, flags.mode);
-  Json report = {{"task", task->name}, {"model_new", (folder / "model_new.py").string()},
-                 {"compile", compiled->summary}, {"evaluation", evaluation->ToJson()}};
-  if (Status written = WriteFile(folder / "report.json", report.dump(1)); !written.ok()) return UsageError(written.message());
+  // torch.compile of the reference is timed where timings mean something (not the interpreter).
+  options.time_compiled_reference = settings.compile_baseline && options.device != "cpu";
+  Evaluator evaluator(workspace.workers(), options);
+  ASSIGN_OR_RETURN(Evaluation evaluation, evaluator.Evaluate(task, folder / "model_new.py"));
+  (void)workspace.Record(task, compiled.source, "codegen:triton", evaluation, common.precision, settings.mode);
+  Json report = {{"task", task.name}, {"model_new", (folder / "model_new.py").string()}, {"mode", settings.mode},
+                 {"compile", compiled.summary}, {"evaluation", evaluation.ToJson()}};
+  RETURN_IF_ERROR(WriteFile(folder / "report.json", report.dump(1)));
+  report["text"] = FormatEvaluation(evaluation);
+  return report;
+}
+
+namespace {
+
+int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
+  auto task = ReadTaskFile(flags.task);
+  if (!task.ok()) return UsageError(task.status().message());
+  auto workspace = Workspace::OpenForDevice(common);
+  if (!workspace.ok()) return UsageError(workspace.status().message());
+  OptimizeSettings settings = flags.settings;
+  settings.folder = std::filesystem::path(flags.out) / task->path.stem();
+  auto report = OptimizeTask(**workspace, *task, settings, common);
+  if (!report.ok()) return UsageError(report.status().message());
+  std::string text = JsonGet<std::string>(*report, "text", "");
+  report->erase("text");
+  const Json& compile = (*report)["compile"];
   if (flags.json) {
-    std::printf("%s\n", report.dump().c_str());
+    std::printf("%s\n", report->dump().c_str());
   } else {
-    std::printf("%s", FormatEvaluation(*evaluation).c_str());
-    std::printf("kernels      %zu fused group(s); capture %.2f s, passes and codegen %.3f s\n",
-                compiled->summary["groups"].size(), JsonGet<double>(compiled->summary, "capture_s", 0),
-                JsonGet<double>(compiled->summary, "passes_s", 0) + JsonGet<double>(compiled->summary, "codegen_s", 0));
-    std::printf("wrote        %s and report.json\n", (folder / "model_new.py").string().c_str());
+    std::printf("%s", text.c_str());
+    std::printf("kernels      %zu fused group(s); capture %.2f s, passes and codegen %.3f s\n", compile["groups"].size(),
+                JsonGet<double>(compile, "capture_s", 0),
+                JsonGet<double>(compile, "passes_s", 0) + JsonGet<double>(compile, "codegen_s", 0));
+    std::printf("wrote        %s and report.json\n", (settings.folder / "model_new.py").string().c_str());
   }
-  return evaluation->verdict.accepted() ? 0 : (evaluation->verdict.kind == VerdictKind::kInfraError ? 2 : 1);
+  std::string verdict = JsonGet<std::string>((*report)["evaluation"], "verdict", "");
+  return verdict == "accepted" ? 0 : (verdict == "infra_error" ? 2 : 1);
 }
 
 }  // namespace
@@ -129,13 +143,15 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
 CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   auto flags = std::make_shared<OptimizeFlags>();
   app.add_option("task", flags->task, "KernelBench-format task file")->required();
-  app.add_option("--mode", flags->mode, "strict: every FLOP in generated kernels; partial: library GEMM/convolution allowed")
+  app.add_option("--mode", flags->settings.mode, "strict: every FLOP in generated kernels; partial: library GEMM/convolution allowed")
       ->capture_default_str();
   app.add_option("--out", flags->out, "folder for <task>/model_new.py and report.json")->capture_default_str();
-  app.add_option("--timeout", flags->timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();
+  app.add_option("--timeout", flags->settings.timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();
   app.add_flag("--json", flags->json, "print the report as JSON");
-  app.add_option("--disable-pass", flags->disabled_passes, "skip a compiler pass (decompose, dead_code, fuse); repeatable");
-  app.add_flag("--dump-ir", flags->dump_ir, "write the IR after each pass to <out>/<task>/ir/");
+  app.add_option("--disable-pass", flags->settings.disabled_passes, "skip a compiler pass (decompose, dead_code, fuse); repeatable");
+  app.add_flag("--dump-ir", flags->settings.dump_ir, "write the IR after each pass to <out>/<task>/ir/");
+  app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
+               "do not time torch.compile of the reference (it is timed on a GPU by default)");
   return [flags, &common] { return RunOptimize(*flags, common); };
 }
 

@@ -218,7 +218,25 @@ class EvaluationRun {
                                   {"launch_backlog_ms", JsonGet<double>(candidate_timing, "backlog_ms", 0)},
                                   {"candidate_samples_ms", candidate_samples},
                                   {"reference_samples_ms", reference_samples}};
+    if (options_.time_compiled_reference) TimeCompiledReference(candidate_samples);
     if (result_.timings_meaningful) CheckRoofline();
+  }
+
+  // torch.compile of the reference (default mode) on the same prepared inputs, with the same
+  // method; a failure to compile is evidence, not a verdict.
+  void TimeCompiledReference(const std::vector<double>& candidate_samples) {
+    auto compiled = trusted_->Call("time_reference",
+                                   Json{{"eval_id", eval_id_}, {"mode", "compile"}, {"config", options_.budget.ToJson()}},
+                                   kWorkerCallTimeoutS * 3);
+    if (!compiled.ok()) {
+      result_.evidence["timing"]["reference_compile_error"] = compiled.status().message();
+      return;
+    }
+    std::vector<double> samples = JsonGet<std::vector<double>>(*compiled, "samples_ms", {});
+    if (samples.empty()) return;
+    result_.evidence["timing"]["reference_compile_ms"] = SummaryToJson(Summarize(samples));
+    result_.evidence["timing"]["reference_compile_s"] = (*compiled)["compile_s"];
+    result_.evidence["timing"]["speedup_vs_compile"] = SpeedupToJson(EstimateSpeedup(samples, candidate_samples));
   }
 
   void CheckRoofline() {

@@ -39,6 +39,7 @@ struct EvalOptions {
   bool distributions = true;     // extra input distributions for float inputs
   double timeout_s = 120;        // the candidate's whole process
   bool timing = true;
+  bool time_compiled_reference = false;  // also time torch.compile(reference), side by side
   bool cpu_sizes = true;         // apply the task's KFORGE_CPU_SIZES on the CPU
   uint64_t memory_limit_bytes = 32ull << 30;
   TimingBudget budget;

@@ -50,6 +50,16 @@ void Timing(const Json& evidence, std::string& out) {
   out += fmt::format("  speedup    {:.3f}x (95% CI {:.3f}-{:.3f}){}\n", JsonGet<double>(speedup, "speedup", 0),
                      JsonGet<double>(speedup, "ci_low", 0), JsonGet<double>(speedup, "ci_high", 0),
                      JsonGet<bool>(speedup, "significant", false) ? "" : "  no significant speedup");
+  const Json compiled = JsonField(timing, "reference_compile_ms");
+  if (compiled.is_object()) {
+    const Json versus = JsonField(timing, "speedup_vs_compile");
+    out += "  compile    " + Ms(compiled) + "  (torch.compile of the reference)\n";
+    out += fmt::format("  vs compile {:.3f}x (95% CI {:.3f}-{:.3f}){}\n", JsonGet<double>(versus, "speedup", 0),
+                       JsonGet<double>(versus, "ci_low", 0), JsonGet<double>(versus, "ci_high", 0),
+                       JsonGet<bool>(versus, "significant", false) ? "" : "  no significant difference");
+  } else if (timing.contains("reference_compile_error")) {
+    out += "  compile    torch.compile of the reference failed: " + JsonGet<std::string>(timing, "reference_compile_error", "") + "\n";
+  }
   if (!meaningful) out += "  NOTE: measured on the CPU through Triton's interpreter; these timings mean nothing\n";
   const Json roofline = JsonField(evidence, "roofline");
   if (roofline.is_object()) {

@@ -1,0 +1,30 @@
+// One task through the built-in compiler and the evaluator, shared by `optimize` and `bench`.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/workspace.h"
+#include "core/json.h"
+#include "tasks/task.h"
+
+namespace kforge {
+
+struct OptimizeSettings {
+  std::string mode = "strict";  // strict | partial
+  double timeout_s = 300;       // the generated candidate's evaluation
+  std::vector<std::string> disabled_passes;
+  bool dump_ir = false;
+  bool compile_baseline = true;  // time torch.compile of the reference too (GPU only)
+  std::filesystem::path folder;  // where model_new.py, report.json (and ir/) go
+};
+
+// Captures, compiles and writes model_new.py, evaluates it, stores the evaluation and writes
+// report.json. Returns the report (task, model_new, mode, compile, evaluation) plus "text", the
+// evaluation as printed. InvalidArgument for a broken task or a bad setting; a candidate's
+// failure is a verdict inside the report, not an error.
+Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const OptimizeSettings& settings,
+                          const CommonOptions& common);
+
+}  // namespace kforge

@@ -1,0 +1,142 @@
+#include "report/bench_summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace kforge {
+namespace {
+
+constexpr double kThresholds[] = {1.0, 1.5, 2.0};
+
+std::optional<double> Number(const Json& object, const char* key) {
+  const Json value = JsonField(object, key);
+  if (!value.is_number()) return std::nullopt;
+  return value.get<double>();
+}
+
+double GeometricMean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  double log_sum = 0;
+  for (double v : values) log_sum += std::log(v);
+  return std::exp(log_sum / static_cast<double>(values.size()));
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+struct Level {
+  int tasks = 0, accepted = 0, timed = 0;
+  int faster_than_eager[3] = {0, 0, 0};
+  int faster_than_compile[3] = {0, 0, 0};
+  int compile_timed = 0;
+  std::vector<double> speedups, compile_speedups, compile_over_eager, roofline;
+  Json failed = Json::array();
+};
+
+Json LevelToJson(const Level& level) {
+  auto share = [&level](int count) { return level.tasks ? static_cast<double>(count) / level.tasks : 0.0; };
+  Json json = {{"tasks", level.tasks},
+               {"accepted", level.accepted},
+               {"fast_0", share(level.accepted)},
+               {"timed", level.timed},
+               {"compile_timed", level.compile_timed},
+               {"geomean_speedup_vs_eager", GeometricMean(level.speedups)},
+               {"geomean_compile_vs_eager", GeometricMean(level.compile_over_eager)},
+               {"geomean_speedup_vs_compile", GeometricMean(level.compile_speedups)},
+               {"median_fraction_of_roofline", Median(level.roofline)},
+               {"roofline_tasks", level.roofline.size()},
+               {"failed", level.failed}};
+  for (int i = 0; i < 3; ++i) {
+    std::string p = fmt::format("{:g}", kThresholds[i]);
+    json["fast_" + p + "_vs_eager"] = share(level.faster_than_eager[i]);
+    json["fast_" + p + "_vs_compile"] = share(level.faster_than_compile[i]);
+  }
+  return json;
+}
+
+}  // namespace
+
+Json SummarizeBench(const std::vector<Json>& entries) {
+  std::map<std::string, Level> levels;
+  for (const Json& entry : entries) {
+    std::string name = JsonGet<std::string>(entry, "level", "suite");
+    for (Level* level : {&levels[name], &levels["all"]}) {
+      ++level->tasks;
+      const Json evaluation = JsonField(entry, "evaluation");
+      std::string verdict = JsonGet<std::string>(evaluation, "verdict", "");
+      if (verdict != "accepted") {
+        std::string why = entry.contains("error") ? "error: " + JsonGet<std::string>(entry, "error", "")
+                                                  : verdict + ": " + JsonGet<std::string>(evaluation, "message", "");
+        why = why.substr(0, 300);
+        std::replace(why.begin(), why.end(), '\n', ' ');
+        level->failed.push_back({{"task", JsonGet<std::string>(entry, "task", "?")}, {"why", why}});
+        continue;
+      }
+      ++level->accepted;
+      if (!JsonGet<bool>(evaluation, "timings_meaningful", false)) continue;
+      const Json timing = JsonField(JsonField(evaluation, "evidence"), "timing");
+      std::optional<double> speedup = Number(JsonField(evaluation, "speedup"), "speedup");
+      if (speedup && *speedup > 0) {
+        ++level->timed;
+        level->speedups.push_back(*speedup);
+        for (int i = 0; i < 3; ++i) level->faster_than_eager[i] += *speedup > kThresholds[i];
+      }
+      std::optional<double> versus = Number(JsonField(timing, "speedup_vs_compile"), "speedup");
+      std::optional<double> eager_ms = Number(JsonField(evaluation, "reference_ms"), "median");
+      std::optional<double> compile_ms = Number(JsonField(timing, "reference_compile_ms"), "median");
+      if (versus && *versus > 0) {
+        ++level->compile_timed;
+        level->compile_speedups.push_back(*versus);
+        for (int i = 0; i < 3; ++i) level->faster_than_compile[i] += *versus > kThresholds[i];
+      }
+      if (eager_ms && compile_ms && *eager_ms > 0 && *compile_ms > 0) level->compile_over_eager.push_back(*eager_ms / *compile_ms);
+      std::optional<double> fraction = Number(JsonField(JsonField(evaluation, "evidence"), "roofline"), "fraction_of_roofline");
+      if (fraction) level->roofline.push_back(*fraction);
+    }
+  }
+  Json summary = {{"levels", Json::object()}};
+  for (const auto& [name, level] : levels) summary["levels"][name] = LevelToJson(level);
+  return summary;
+}
+
+std::string FormatBenchSummary(const Json& summary) {
+  std::string out = fmt::format("{:<8} {:>5} {:>7} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}\n", "level", "tasks",
+                                "fast_0", "fast_1", "fast_1.5", "fast_2", "fast_1/tc", "fast_2/tc", "geo/eager",
+                                "tc/eager", "geo/tc", "roofline");
+  const Json levels = JsonField(summary, "levels");
+  for (auto it = levels.begin(); it != levels.end(); ++it) {
+    const Json& l = it.value();
+    auto pct = [&l](const char* key) { return fmt::format("{:.0f}%", 100 * JsonGet<double>(l, key, 0)); };
+    auto times = [&l](const char* key) {
+      double value = JsonGet<double>(l, key, 0);
+      return value > 0 ? fmt::format("{:.2f}x", value) : std::string("-");
+    };
+    out += fmt::format("{:<8} {:>5} {:>7} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}\n", it.key(),
+                       JsonGet<int>(l, "tasks", 0), pct("fast_0"), pct("fast_1_vs_eager"), pct("fast_1.5_vs_eager"),
+                       pct("fast_2_vs_eager"), pct("fast_1_vs_compile"), pct("fast_2_vs_compile"),
+                       times("geomean_speedup_vs_eager"), times("geomean_compile_vs_eager"),
+                       times("geomean_speedup_vs_compile"),
+                       JsonGet<int>(l, "roofline_tasks", 0) ? pct("median_fraction_of_roofline") : std::string("-"));
+  }
+  out += "fast_p: accepted and more than p times faster (vs eager; /tc: vs torch.compile), as a share of the level's tasks;\n"
+         "geo/eager, tc/eager, geo/tc: geometric means over accepted timed tasks; roofline: median fraction of the floor.\n";
+  const Json all = JsonField(levels, "all");
+  const Json failed = JsonField(all, "failed");
+  if (!failed.empty()) {
+    out += fmt::format("failed ({}):\n", failed.size());
+    for (const Json& f : failed) {
+      out += fmt::format("  {}: {}\n", JsonGet<std::string>(f, "task", "?"), JsonGet<std::string>(f, "why", ""));
+    }
+  }
+  return out;
+}
+
+}  // namespace kforge
