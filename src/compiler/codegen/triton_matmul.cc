@@ -22,6 +22,9 @@ struct TileConfig {
 // The configuration space @triton.autotune measures on the GPU (fp32 tiles: register-bound).
 constexpr std::array<TileConfig, 5> kTileConfigs = {{
     {128, 128, 32, 8, 3}, {128, 64, 32, 4, 4}, {64, 128, 32, 4, 4}, {64, 64, 32, 4, 4}, {32, 32, 32, 4, 2}}};
+// A convolution loops over kernel taps (then input channels) from this many input channels per
+// group; below it, channels and taps form one K dimension (a tap loop would mask most of BLOCK_K).
+constexpr int64_t kMinChannelsForTapLoop = 16;
 // The one configuration used without autotuning.
 constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
 
@@ -265,30 +268,59 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   }
   out.Line("kf_img = kf_rem");
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-  out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
-  out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");
-  out.Line("kf_krem = kf_k");
-  for (size_t d = spatial; d-- > 0;) {
-    out.Line(fmt::format("kf_t{} = kf_krem % {}", d, w_type.shape[2 + d]));
-    out.Line(fmt::format("kf_krem = kf_krem // {}", w_type.shape[2 + d]));
+  if (ci_g >= kMinChannelsForTapLoop) {
+    // One K loop per kernel tap over the group's input channels: no index division per element,
+    // and the bounds test is per output position.
+    for (size_t d = 0; d < spatial; ++d) {
+      out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
+    }
+    std::string valid = fmt::format("(kf_m < {})", m);
+    std::vector<std::string> x_terms = {Term("kf_img", sx[0])};
+    for (size_t d = 0; d < spatial; ++d) {
+      out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+      valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+    }
+    out.Line(fmt::format("kf_valid = {}", valid));
+    out.Line(fmt::format("kf_x_row = kf_x_ptr + {} + kf_group * {}", Sum(x_terms), ci_g * sx[1]));
+    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0])};
+    for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
+    out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
+    out.Open(fmt::format("for kf_c0 in range(0, {}, BLOCK_K):", ci_g));
+    out.Line("kf_ci = kf_c0 + tl.arange(0, BLOCK_K)");
+    out.Line(fmt::format("kf_a_tile = tl.load(kf_x_row[:, None] + {}, mask=kf_valid[:, None] & (kf_ci[None, :] < {}), other=0.0)",
+                         Term("kf_ci[None, :]", sx[1]), ci_g));
+    out.Line(fmt::format("kf_b_tile = tl.load(kf_w_tap + {}, mask=(kf_ci[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
+                         Term("kf_ci[:, None]", sw[1]), ci_g, n));
+    out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+    out.Close();
+    for (size_t d = 0; d < spatial; ++d) out.Close();
+  } else {
+    out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+    out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");
+    out.Line("kf_krem = kf_k");
+    for (size_t d = spatial; d-- > 0;) {
+      out.Line(fmt::format("kf_t{} = kf_krem % {}", d, w_type.shape[2 + d]));
+      out.Line(fmt::format("kf_krem = kf_krem // {}", w_type.shape[2 + d]));
+    }
+    out.Line("kf_ci = kf_krem");
+    std::vector<std::string> x_terms = {Term("kf_img[:, None]", sx[0]),
+                                        Term(fmt::format("(kf_group * {} + kf_ci[None, :])", ci_g), sx[1])};
+    std::string valid = fmt::format("(kf_m[:, None] < {}) & (kf_k[None, :] < {})", m, k);
+    for (size_t d = 0; d < spatial; ++d) {
+      out.Line(fmt::format("kf_in{0} = kf_o{0}[:, None] * {1} - {2} + kf_t{0}[None, :] * {3}", d, stride[d], padding[d],
+                           dilation[d]));
+      valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+    }
+    out.Line(fmt::format("kf_a_tile = tl.load(kf_x_ptr + {}, mask={}, other=0.0)", Sum(x_terms), valid));
+    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0]), Term("kf_ci[:, None]", sw[1])};
+    for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}[:, None]", d), sw[2 + d]));
+    out.Line(fmt::format("kf_b_tile = tl.load(kf_w_ptr + {}, mask=(kf_k[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
+                         Sum(w_terms), k, n));
+    out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+    out.Close();
   }
-  out.Line("kf_ci = kf_krem");
-  std::vector<std::string> x_terms = {Term("kf_img[:, None]", sx[0]),
-                                      Term(fmt::format("(kf_group * {} + kf_ci[None, :])", ci_g), sx[1])};
-  std::string valid = fmt::format("(kf_m[:, None] < {}) & (kf_k[None, :] < {})", m, k);
-  for (size_t d = 0; d < spatial; ++d) {
-    out.Line(fmt::format("kf_in{0} = kf_o{0}[:, None] * {1} - {2} + kf_t{0}[None, :] * {3}", d, stride[d], padding[d],
-                         dilation[d]));
-    valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
-    x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
-  }
-  out.Line(fmt::format("kf_a_tile = tl.load(kf_x_ptr + {}, mask={}, other=0.0)", Sum(x_terms), valid));
-  std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0]), Term("kf_ci[:, None]", sw[1])};
-  for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}[:, None]", d), sw[2 + d]));
-  out.Line(fmt::format("kf_b_tile = tl.load(kf_w_ptr + {}, mask=(kf_k[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
-                       Sum(w_terms), k, n));
-  out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
-  out.Close();
   out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n));
   if (bias) out.Line(fmt::format("kf_acc += tl.load(kf_bias_ptr + kf_co, mask=kf_n < {}, other=0.0)[None, :]", n));
   out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));

@@ -61,6 +61,32 @@ class ReductionEmitter {
     outputs_ = passes::GroupOutputs(graph_, group_);
     single_ = reduced_ <= kMaxSingleBlock;
     block_ = single_ ? NextPowerOfTwo(reduced_) : 2048;
+    if (kept_count_ <= kMaxSplitRows && reduced_ >= kMinSplitLength && Splittable()) {
+      // Few long rows (a loss over a whole tensor): many programs fold a slice each, a second
+      // kernel combines their partial results.
+      split_ = true;
+      single_ = false;
+      parts_ = std::min<int64_t>(1024, (reduced_ + 4 * block_ - 1) / (4 * block_));
+      chunk_ = ((reduced_ + parts_ - 1) / parts_ + block_ - 1) / block_ * block_;
+      parts_ = (reduced_ + chunk_ - 1) / chunk_;
+      loop_range_ = fmt::format("kf_part * {0}, kf_part * {0} + {0}, R_BLOCK", chunk_);
+    }
+    const int64_t last = static_cast<int64_t>(space_->full.size()) - 1;
+    if (!split_ && last > 0 && !Contains(space_->dims, last) && space_->full.back() >= 8) {
+      // The innermost dim is kept: a program takes C_BLOCK neighbouring kept elements, so the
+      // loads of each reduced step are contiguous (a [R_BLOCK, C_BLOCK] tile, reduced along axis 0).
+      int64_t columns = std::min<int64_t>(64, NextPowerOfTwo(space_->full.back()));
+      int64_t rows = NextPowerOfTwo(reduced_);
+      if (rows * columns <= kMaxSingleBlock) {
+        cols_ = columns;
+        single_ = true;
+        block_ = rows;
+      } else if (!HasIndexOrScan()) {
+        cols_ = columns;
+        single_ = false;
+        block_ = std::max<int64_t>(kMaxSingleBlock / 4 / columns, 8);
+      }
+    }
     for (ir::ValueId id : group_.nodes) {
       const std::string& op = graph_.value(id).As<ir::OpNode>().op;
       if (!single_ && (op == "aten.argmax.default" || op == "aten.max.dim" || op == "aten.cumsum.default")) {
@@ -71,7 +97,7 @@ class ReductionEmitter {
     EmittedKernel kernel;
     kernel.name = "reduce_" + group_.name;
     RETURN_IF_ERROR(EmitBody(kernel));
-    EmitLaunch(kernel);
+    if (!split_) EmitLaunch(kernel);
     return kernel;
   }
 
@@ -167,11 +193,138 @@ class ReductionEmitter {
   }
 
   // -- emission ------------------------------------------------------------------------------
+  bool HasIndexOrScan() const {
+    for (ir::ValueId id : group_.nodes) {
+      const std::string& op = graph_.value(id).As<ir::OpNode>().op;
+      if (op == "aten.argmax.default" || op == "aten.max.dim" || op == "aten.cumsum.default") return true;
+    }
+    return false;
+  }
+  // Column mode: kept loads and stores are masked to the program's columns; full tiles add the
+  // kept base along axis 1.
+  std::string KeptMask() const { return cols_ ? ", mask=kf_kmask" : ""; }
+  std::string Base(const std::string& name) const { return name + (cols_ ? "_base[None, :]" : "_base"); }
+
+  // Split: every reduction folds the group's inputs directly (level 0) with sum, max or min, and
+  // only reduced values leave the kernel.
+  bool Splittable() const {
+    for (ir::ValueId id : group_.nodes) {
+      const auto& op = graph_.value(id).As<ir::OpNode>();
+      if (!passes::FusableReductionSpace(graph_, op)) continue;
+      if (op.op != "aten.sum.dim_IntList" && op.op != "aten.amax.default" && op.op != "aten.amin.default") return false;
+      if (level_.at(Key(passes::TensorInputs(op).front())) != 0) return false;
+    }
+    for (const ir::NodeRef& ref : outputs_) {
+      if (SpaceOf(ref) == Space::kFull) return false;
+    }
+    return true;
+  }
+
+  std::vector<const ir::OpNode*> Reductions() const {
+    std::vector<const ir::OpNode*> reductions;
+    for (ir::ValueId id : group_.nodes) {
+      const auto& op = graph_.value(id).As<ir::OpNode>();
+      if (passes::FusableReductionSpace(graph_, op)) reductions.push_back(&op);
+    }
+    return reductions;
+  }
+
+  // Kept-space inputs: loaded once per program at its kept index.
+  void EmitKeptInputs(SourceWriter& out) {
+    for (const auto& input : inputs_) {
+      if (input.space != Space::kKept) continue;
+      out.Line(fmt::format("{0}_base = {1}", Name(input.ref), KeptOffset(input.strides)));
+      out.Line(fmt::format("{0} = tl.load({0}_ptr + {0}_base){1}", Name(input.ref), Cast(input.ref)));
+      available_.insert(Key(input.ref));
+    }
+  }
+
+  // Two kernels: <name>_partial folds slice kf_part of row kf_row into one partial per
+  // reduction; <name> combines a row's partials and computes the reduced-space epilogue.
+  Status EmitSplitBody(EmittedKernel& kernel) {
+    SourceWriter out;
+    std::vector<std::string> params;
+    for (const auto& input : inputs_) params.push_back(Name(input.ref) + "_ptr");
+    for (const ir::OpNode* op : Reductions()) params.push_back(fmt::format("kf_part_{}_ptr", Name(op->ref())));
+    params.push_back("R_BLOCK: tl.constexpr");
+    out.Line("@triton.jit");
+    out.Open(fmt::format("def {}_partial({}):", kernel.name, fmt::join(params, ", ")));
+    out.Line(fmt::format("# Partial results of {}: {} program(s) per row fold {} of its {} elements each.",
+                         kernel.name, parts_, chunk_, reduced_));
+    out.Line("kf_pid = tl.program_id(0).to(tl.int64)");
+    out.Line(fmt::format("kf_part = kf_pid % {}", parts_));
+    out.Line(fmt::format("kf_row = kf_pid // {}", parts_));
+    EmitUnravel(out, "kf_row", kept_dims_, "kf_k");
+    for (const auto& input : inputs_) {
+      if (input.space == Space::kFull) out.Line(fmt::format("{}_base = {}", Name(input.ref), KeptOffset(input.strides)));
+    }
+    EmitKeptInputs(out);
+    RETURN_IF_ERROR(EmitKeptNodes(out, kernel));
+    RETURN_IF_ERROR(EmitPass(out, kernel, 0, false));
+    out.Close();
+    out.Blank();
+    out.Blank();
+
+    available_.clear();
+    params.clear();
+    for (const ir::OpNode* op : Reductions()) params.push_back(fmt::format("kf_part_{}_ptr", Name(op->ref())));
+    for (const auto& input : inputs_) {
+      if (input.space == Space::kKept) params.push_back(Name(input.ref) + "_ptr");
+    }
+    for (const auto& output : outputs_) params.push_back(Name(output) + "_ptr");
+    params.push_back("S_BLOCK: tl.constexpr");
+    out.Line("@triton.jit");
+    out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
+    std::vector<std::string> computes;
+    for (ir::ValueId id : group_.nodes) computes.push_back("%" + graph_.value(id).name);
+    out.Line(fmt::format("# Computes {}.", fmt::join(computes, ", ")));
+    out.Line(fmt::format("# Reduces dims [{}] of {}: combines the {} partial results of each of the {} row(s).",
+                         fmt::join(space_->dims, ", "), ir::ShapeToString(space_->full), parts_, kept_count_));
+    out.Line("kf_pid = tl.program_id(0).to(tl.int64)");
+    EmitUnravel(out, "kf_pid", kept_dims_, "kf_k");
+    EmitKeptInputs(out);
+    out.Line("kf_s = tl.arange(0, S_BLOCK)");
+    out.Line(fmt::format("kf_smask = kf_s < {}", parts_));
+    for (const ir::OpNode* op : Reductions()) {
+      out.Line(fmt::format("{0} = {1}(tl.load(kf_part_{0}_ptr + kf_pid * {2} + kf_s, mask=kf_smask, other={3}), axis=0)",
+                           Name(op->ref()), Finalize(*op), parts_, Identity(*op)));
+      available_.insert(Key(op->ref()));
+    }
+    RETURN_IF_ERROR(EmitKeptNodes(out, kernel));
+    for (const ir::NodeRef& ref : outputs_) out.Line(fmt::format("tl.store({}_ptr + kf_pid, {})", Name(ref), Name(ref)));
+    out.Close();
+    kernel.source = out.text();
+
+    std::vector<std::string> args, parts;
+    for (const auto& input : inputs_) args.push_back(Name(input.ref));
+    for (const ir::OpNode* op : Reductions()) {
+      std::string part = fmt::format("{}_part", Name(op->ref()));
+      kernel.launch.push_back(fmt::format("{} = torch.empty(({},), dtype=torch.float32, device=device)", part,
+                                          kept_count_ * parts_));
+      args.push_back(part);
+      parts.push_back(part);
+    }
+    kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}, num_warps=8)", kernel.name, kept_count_ * parts_,
+                                        fmt::join(args, ", "), block_));
+    for (const auto& input : inputs_) {
+      if (input.space == Space::kKept) parts.push_back(Name(input.ref));
+    }
+    for (const ir::NodeRef& ref : outputs_) {
+      kernel.launch.push_back(EmptyLike(Name(ref), *graph_.TypeOf(ref)));
+      parts.push_back(Name(ref));
+    }
+    kernel.launch.push_back(fmt::format("{}[({},)]({}, S_BLOCK={}, num_warps=4)", kernel.name, kept_count_,
+                                        fmt::join(parts, ", "), NextPowerOfTwo(parts_)));
+    return Status::Ok();
+  }
+
   Status EmitBody(EmittedKernel& kernel) {
+    if (split_) return EmitSplitBody(kernel);
     std::vector<std::string> params;
     for (const auto& input : inputs_) params.push_back(Name(input.ref) + "_ptr");
     for (const auto& output : outputs_) params.push_back(Name(output) + "_ptr");
     params.push_back("R_BLOCK: tl.constexpr");
+    if (cols_) params.push_back("C_BLOCK: tl.constexpr");
 
     SourceWriter out;
     out.Line("@triton.jit");
@@ -179,10 +332,16 @@ class ReductionEmitter {
     std::vector<std::string> computes;
     for (ir::ValueId id : group_.nodes) computes.push_back("%" + graph_.value(id).name);
     out.Line(fmt::format("# Computes {}.", fmt::join(computes, ", ")));
-    out.Line(fmt::format("# Reduces dims [{}] of {}: one program per kept element ({}), {} elements each{}.",
+    out.Line(fmt::format("# Reduces dims [{}] of {}: one program per kept element ({}), {} elements each{}{}.",
                          fmt::join(space_->dims, ", "), ir::ShapeToString(space_->full), kept_count_, reduced_,
-                         single_ ? ", held in registers" : ", folded R_BLOCK at a time"));
-    out.Line("kf_pid = tl.program_id(0).to(tl.int64)");
+                         single_ ? ", held in registers" : ", folded R_BLOCK at a time",
+                         cols_ ? fmt::format("; C_BLOCK={} neighbouring kept elements per program", cols_) : ""));
+    if (cols_) {
+      out.Line("kf_pid = tl.program_id(0).to(tl.int64) * C_BLOCK + tl.arange(0, C_BLOCK)");
+      out.Line(fmt::format("kf_kmask = kf_pid < {}", kept_count_));
+    } else {
+      out.Line("kf_pid = tl.program_id(0).to(tl.int64)");
+    }
     EmitUnravel(out, "kf_pid", kept_dims_, "kf_k");
     for (const auto& input : inputs_) {
       out.Line(fmt::format("{}_base = {}", Name(input.ref), KeptOffset(input.strides)));
@@ -193,8 +352,7 @@ class ReductionEmitter {
     }
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) {
-        out.Line(fmt::format("{} = tl.load({}_ptr + {}_base){}", Name(input.ref), Name(input.ref), Name(input.ref),
-                             Cast(input.ref)));
+        out.Line(fmt::format("{0} = tl.load({0}_ptr + {0}_base{1}){2}", Name(input.ref), KeptMask(), Cast(input.ref)));
         available_.insert(Key(input.ref));
       }
     }
@@ -210,18 +368,22 @@ class ReductionEmitter {
     for (const ir::NodeRef& ref : outputs_) {
       if (SpaceOf(ref) == Space::kFull) last_pass = std::max(last_pass, level_.at(Key(ref)));
     }
-    if (single_) {
-      out.Line("kf_r = tl.arange(0, R_BLOCK)");
-      out.Line(fmt::format("kf_rmask = kf_r < {}", reduced_));
-      EmitUnravel(out, "kf_r", space_->dims, "kf_i");
-    }
+    if (single_) EmitReducedIndex(out, "tl.arange(0, R_BLOCK)");
     for (int pass = 0; pass <= last_pass; ++pass) RETURN_IF_ERROR(EmitPass(out, kernel, pass, pass == last_pass));
     for (const ir::NodeRef& ref : outputs_) {
-      if (SpaceOf(ref) == Space::kKept) out.Line(fmt::format("tl.store({}_ptr + kf_pid, {})", Name(ref), Name(ref)));
+      if (SpaceOf(ref) == Space::kKept) out.Line(fmt::format("tl.store({0}_ptr + kf_pid, {0}{1})", Name(ref), KeptMask()));
     }
     out.Close();
     kernel.source = out.text();
     return Status::Ok();
+  }
+
+  // kf_r (the reduced flat index), kf_rmask and the reduced dims' index variables.
+  void EmitReducedIndex(SourceWriter& out, const std::string& range) {
+    out.Line(fmt::format("kf_r = {}{}", range, cols_ ? "[:, None]" : ""));
+    out.Line(cols_ ? fmt::format("kf_rmask = (kf_r < {}) & kf_kmask[None, :]", reduced_)
+                   : fmt::format("kf_rmask = kf_r < {}", reduced_));
+    EmitUnravel(out, "kf_r", space_->dims, "kf_i");
   }
 
   // idx variables `prefix<d>` for the dims `dims` of the full shape from the flat `flat`.
@@ -314,20 +476,19 @@ class ReductionEmitter {
     if (!single_) {
       for (const ir::OpNode* op : reductions) {
         for (int32_t i = 0; i < op->num_outputs(); ++i) {
-          out.Line(fmt::format("kf_acc_{} = tl.full([R_BLOCK], {}, tl.float32)", Name(op->ref(i)), Identity(*op)));
+          out.Line(fmt::format("kf_acc_{} = tl.full([R_BLOCK{}], {}, tl.float32)", Name(op->ref(i)), cols_ ? ", C_BLOCK" : "",
+                               Identity(*op)));
         }
       }
-      out.Open(fmt::format("for kf_r0 in range(0, {}, R_BLOCK):", reduced_));
-      out.Line("kf_r = kf_r0 + tl.arange(0, R_BLOCK)");
-      out.Line(fmt::format("kf_rmask = kf_r < {}", reduced_));
-      EmitUnravel(out, "kf_r", space_->dims, "kf_i");
+      out.Open(fmt::format("for kf_r0 in range({}):", loop_range_.empty() ? fmt::format("0, {}, R_BLOCK", reduced_) : loop_range_));
+      EmitReducedIndex(out, "(kf_r0 + tl.arange(0, R_BLOCK))");
     }
     std::set<int64_t> computed_here;
     auto ready = [&](ir::NodeRef ref) { return single_ ? available_.count(Key(ref)) > 0 : computed_here.count(Key(ref)) > 0; };
     for (const auto& input : inputs_) {
       if (input.space != Space::kFull || !needed.count(Key(input.ref)) || ready(input.ref)) continue;
       std::string name = Name(input.ref);
-      out.Line(fmt::format("{0} = tl.load({0}_ptr + {0}_base + {1}, mask=kf_rmask, other=0){2}", name,
+      out.Line(fmt::format("{0} = tl.load({0}_ptr + {1} + {2}, mask=kf_rmask, other=0){3}", name, Base(name),
                            ReducedOffset(input.strides), Cast(input.ref)));
       computed_here.insert(Key(input.ref));
       available_.insert(Key(input.ref));
@@ -342,7 +503,8 @@ class ReductionEmitter {
     }
     std::vector<int64_t> contiguous = ir::ContiguousStrides(space_->full);
     for (const ir::NodeRef& ref : stores) {
-      out.Line(fmt::format("tl.store({0}_ptr + {0}_base + {1}, {0}, mask=kf_rmask)", Name(ref), ReducedOffset(contiguous)));
+      out.Line(fmt::format("tl.store({0}_ptr + {1} + {2}, {0}, mask=kf_rmask)", Name(ref), Base(Name(ref)),
+                           ReducedOffset(contiguous)));
     }
     for (const ir::OpNode* op : reductions) {
       std::string x = Name(passes::TensorInputs(*op).front());
@@ -358,8 +520,13 @@ class ReductionEmitter {
     if (!single_) {
       out.Close();
       for (const ir::OpNode* op : reductions) {
-        out.Line(fmt::format("{0} = {1}(kf_acc_{0}, axis=0)", Name(op->ref()), Finalize(*op)));
+        if (split_) {
+          out.Line(fmt::format("tl.store(kf_part_{0}_ptr + kf_pid, {1}(kf_acc_{0}, axis=0))", Name(op->ref()), Finalize(*op)));
+        } else {
+          out.Line(fmt::format("{0} = {1}(kf_acc_{0}, axis=0)", Name(op->ref()), Finalize(*op)));
+        }
       }
+      if (split_) return Status::Ok();
     }
     for (const ir::OpNode* op : reductions) {
       for (int32_t i = 0; i < op->num_outputs(); ++i) available_.insert(Key(op->ref(i)));
@@ -404,10 +571,13 @@ class ReductionEmitter {
       kernel.launch.push_back(EmptyLike(Name(ref), *graph_.TypeOf(ref)));
       args.push_back(Name(ref));
     }
-    int warps = static_cast<int>(std::clamp<int64_t>(block_ / 512, 1, 16));
+    int64_t tile = block_ * std::max<int64_t>(cols_, 1);
+    int warps = static_cast<int>(cols_ ? std::clamp<int64_t>(tile / 1024, 2, 8) : std::clamp<int64_t>(block_ / 512, 1, 16));
     args.push_back(fmt::format("R_BLOCK={}", block_));
+    if (cols_) args.push_back(fmt::format("C_BLOCK={}", cols_));
     args.push_back(fmt::format("num_warps={}", warps));
-    kernel.launch.push_back(fmt::format("{}[({},)]({})", kernel.name, kept_count_, fmt::join(args, ", ")));
+    int64_t programs = cols_ ? (kept_count_ + cols_ - 1) / cols_ : kept_count_;
+    kernel.launch.push_back(fmt::format("{}[({},)]({})", kernel.name, programs, fmt::join(args, ", ")));
   }
 
   struct Input {
@@ -422,6 +592,10 @@ class ReductionEmitter {
   std::vector<int64_t> kept_dims_;
   int64_t reduced_ = 1, kept_count_ = 1, block_ = 1;
   bool single_ = true;
+  bool split_ = false;
+  int64_t cols_ = 0;                // column mode: kept elements per program (0: one, in row mode)
+  int64_t parts_ = 1, chunk_ = 0;  // split: programs per row, elements each
+  std::string loop_range_;          // the looped passes' range(...) arguments; default the whole row
   std::vector<Input> inputs_;
   std::vector<ir::NodeRef> outputs_;
   std::map<int64_t, Space> space_of_;

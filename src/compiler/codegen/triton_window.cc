@@ -1,6 +1,7 @@
 #include "compiler/codegen/triton_window.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -44,9 +45,20 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   const size_t spatial = 2;
   const bool is_max = pool.op == "aten.max_pool2d_with_indices.default";
   const bool adaptive = pool.op == "aten._adaptive_avg_pool2d.default";
+  const bool depthwise = passes::IsDepthwiseConvolution(graph, pool);
   ir::IntList kernel_size, stride, padding, dilation = {1, 1};
   bool count_include_pad = true;
-  if (!adaptive) {
+  std::optional<ir::NodeRef> weight, bias;
+  if (depthwise) {
+    // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    weight = pool.args[1].As<ir::NodeRef>();
+    if (pool.args[2].Is<ir::NodeRef>()) bias = pool.args[2].As<ir::NodeRef>();
+    const ir::Shape& w_shape = graph.TypeOf(*weight)->shape;
+    kernel_size = {w_shape[2], w_shape[3]};
+    stride = pool.args[3].As<ir::IntList>();
+    padding = pool.args[4].As<ir::IntList>();
+    dilation = pool.args[5].As<ir::IntList>();
+  } else if (!adaptive) {
     kernel_size = Expand(pool, {1, "kernel_size"}, spatial, {});
     stride = Expand(pool, {2, "stride"}, spatial, kernel_size);
     padding = Expand(pool, {3, "padding"}, spatial, {0, 0});
@@ -70,7 +82,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   }
   std::vector<ir::NodeRef> inputs;
   for (const ir::NodeRef& ref : passes::GroupInputs(graph, group)) {
-    if (ref == x) continue;
+    if (ref == x || (weight && ref == *weight) || (bias && ref == *bias)) continue;
     const ir::TensorType& type = *graph.TypeOf(ref);
     if (!ir::IsFloatingPoint(type.dtype) || !passes::BroadcastsTo(type.shape, out_shape)) {
       return Status::InvalidArgument(fmt::format("{}: epilogue input does not broadcast to {}", ir::PrintRef(graph, ref),
@@ -80,8 +92,10 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   }
 
   EmittedKernel kernel;
-  kernel.name = "pool_" + group.name;
+  kernel.name = "window_" + group.name;
   std::vector<std::string> params = {"kf_x_ptr"};
+  if (weight) params.push_back("kf_w_ptr");
+  if (bias) params.push_back("kf_bias_ptr");
   for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
   for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
   params.push_back("BLOCK_SIZE: tl.constexpr");
@@ -96,8 +110,8 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   std::vector<std::string> computes;
   for (ir::ValueId id : group.nodes) computes.push_back("%" + graph.value(id).name);
   out.Line(fmt::format("# Computes {}.", fmt::join(computes, ", ")));
-  out.Line(fmt::format("# {} over {} windows of {}.", is_max ? "Max" : "Average", ir::ShapeToString(out_shape),
-                       ir::ShapeToString(x_type.shape)));
+  out.Line(fmt::format("# {} over {} windows of {}.", depthwise ? "Depthwise convolution" : is_max ? "Max" : "Average",
+                       ir::ShapeToString(out_shape), ir::ShapeToString(x_type.shape)));
   out.Line("kf_offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
   out.Line(fmt::format("kf_mask = kf_offsets < {}", numel));
   out.Line(fmt::format("kf_ow = kf_offsets % {}", out_w));
@@ -121,7 +135,8 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     out.Line(fmt::format("kf_w0 = kf_ow * {} - {}", stride[1], padding[1]));
   }
   out.Line(fmt::format("kf_acc = tl.full([BLOCK_SIZE], {}, tl.float32)", is_max ? "float('-inf')" : "0.0"));
-  if (!is_max) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
+  if (!is_max && !depthwise) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
+  std::vector<int64_t> sw = weight ? OwnStrides(*graph.TypeOf(*weight)) : std::vector<int64_t>{};
   out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
   out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
   if (adaptive) {
@@ -135,7 +150,10 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   }
   out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_base + kf_h * {} + kf_w * {}, mask=kf_in, other={})", sx[2], sx[3],
                        is_max ? "float('-inf')" : "0.0"));
-  if (is_max) {
+  if (depthwise) {
+    out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
+                         sw[0], sw[2], sw[3]));
+  } else if (is_max) {
     out.Line("kf_acc = tl.where(kf_v > kf_acc, kf_v, kf_acc)");
   } else {
     out.Line("kf_acc += kf_v");
@@ -149,7 +167,8 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   }
   out.Close();
   out.Close();
-  if (!is_max) out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
+  if (depthwise && bias) out.Line("kf_acc += tl.load(kf_bias_ptr + kf_c, mask=kf_mask, other=0.0)");
+  if (!is_max && !depthwise) out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
   out.Line(fmt::format("{} = kf_acc", VarName(graph, pool.ref())));
   std::vector<int64_t> contiguous = ir::ContiguousStrides(out_shape);
   for (const ir::NodeRef& ref : inputs) {
@@ -173,6 +192,8 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   kernel.source = out.text();
 
   std::vector<std::string> args = {VarName(graph, x)};
+  if (weight) args.push_back(VarName(graph, *weight));
+  if (bias) args.push_back(VarName(graph, *bias));
   for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
   for (const ir::NodeRef& ref : outputs) {
     kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));

@@ -1,6 +1,7 @@
 // Emits one Triton kernel per pooling group: each program computes BLOCK_SIZE output elements,
 // each folding its input window (max, or average with PyTorch's divisor rules; adaptive windows
-// by their floor/ceil bounds), then the pointwise epilogue of the group on the pooled values.
+// by their floor/ceil bounds; a depthwise convolution as a weighted sum), then the pointwise
+// epilogue of the group on the pooled values.
 #pragma once
 
 #include "compiler/codegen/emitted_kernel.h"

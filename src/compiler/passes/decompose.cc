@@ -96,6 +96,7 @@ class Decomposer : public ir::GraphRewriter {
     else if (op == "aten.mean.dim" || op == "aten.mean.default") done = Mean(node);
     else if (op == "aten.linalg_vector_norm.default") done = VectorNorm(node);
     else if (op == "aten.addmm.default") done = Addmm(node);
+    else if (op == "aten.mm.default") done = MatrixVector(node);
     else if (op == "aten.clone.default" || op == "aten._to_copy.default") done = DropCopy(node);
     else if (op == "aten.scalar_tensor.default") done = RememberScalar(node);
     if (done) return *done;
@@ -141,25 +142,36 @@ class Decomposer : public ir::GraphRewriter {
     return Status::Ok();
   }
 
-  // sum(x, dims, keepdim) * (1 / n).
+  // sum(x, dims, keepdim) * (1 / n). `staged` sums over dim 0 last, separately: the per-channel
+  // statistics of batch norm then come from many contiguous rows in parallel instead of one long
+  // strided row per channel.
   Result<std::pair<NodeRef, NodeRef>> MeanOf(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
-                                             bool keepdim) {
+                                             bool keepdim, bool staged = false) {
     const ir::Shape shape = ShapeOf(x);
     ir::Shape out = Reduced(shape, dims, keepdim);
-    ASSIGN_OR_RETURN(NodeRef sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(dims)}, {keepdim}}, out));
+    NodeRef sum;
+    if (staged && keepdim && dims.size() > 1 && dims.front() == 0) {
+      std::vector<int64_t> inner(dims.begin() + 1, dims.end());
+      ASSIGN_OR_RETURN(NodeRef partial, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(inner)}, {true}},
+                                             Reduced(shape, inner, true)));
+      ASSIGN_OR_RETURN(sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{partial}, {ir::IntList{0}}, {true}}, out));
+    } else {
+      ASSIGN_OR_RETURN(sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(dims)}, {keepdim}}, out));
+    }
     double n = static_cast<double>(CountOf(shape, dims));
     ASSIGN_OR_RETURN(NodeRef mean, Emit(origin, "mean", "aten.mul.Tensor", {{sum}, {1.0 / n}}, out));
     return std::make_pair(sum, mean);
   }
 
   // Normalizes x over `dims`: returns (x - mean) * rsqrt(var + eps), mean and rstd (kept dims).
-  Result<std::vector<NodeRef>> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps) {
+  Result<std::vector<NodeRef>> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps,
+                                         bool staged = false) {
     const ir::Shape shape = ShapeOf(x);
     ir::Shape kept = Reduced(shape, dims, true);
-    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true));
+    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true, staged));
     ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {mean.second}}, shape));
     ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "squared", "aten.mul.Tensor", {{centered}, {centered}}, shape));
-    ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true));
+    ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true, staged));
     ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{var.second}, {eps}}, kept));
     ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
     ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));
@@ -289,7 +301,7 @@ class Decomposer : public ir::GraphRewriter {
     for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d) dims.push_back(d);
     return Run(node, [&]() -> Status {
       int64_t rank = static_cast<int64_t>(shape.size());
-      ASSIGN_OR_RETURN(auto parts, Normalize(node, x, dims, *eps));
+      ASSIGN_OR_RETURN(auto parts, Normalize(node, x, dims, *eps, /*staged=*/true));
       ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
       ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
       ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts[0], weight, bias));
@@ -354,6 +366,28 @@ class Decomposer : public ir::GraphRewriter {
         ASSIGN_OR_RETURN(term, Emit(node, "beta", "aten.mul.Tensor", {{*bias}, {beta}}, ShapeOf(*bias)));
       }
       ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.add.Tensor", {{product}, {term}}, shape));
+      return Finish(node, {out});
+    });
+  }
+
+  // mm(A [M, K], b [K, 1]) = sum(A * b^T, dim 1): a row reduction that streams A once at memory
+  // speed, where a tiled product would waste all but one column of every tile.
+  std::optional<Status> MatrixVector(const ir::OpNode& node) {
+    if (!AllFloat32(node)) return std::nullopt;
+    std::optional<NodeRef> a = Tensor(node, {0, "self"}), b = Tensor(node, {1, "mat2"});
+    if (!a || !b) return std::nullopt;
+    const ir::TensorType* b_type = builder().TypeOf(*b);
+    const ir::Shape& a_shape = ShapeOf(*a);
+    if (b_type == nullptr || b_type->shape.size() != 2 || b_type->shape[1] != 1 || !b_type->is_contiguous() ||
+        a_shape.size() != 2) {
+      return std::nullopt;
+    }
+    return Run(node, [&]() -> Status {
+      ir::IntList row = {1, b_type->shape[0]};
+      ASSIGN_OR_RETURN(NodeRef b_row, Emit(node, "row", "aten.view.default", {{*b}, {row}}, row));
+      ASSIGN_OR_RETURN(NodeRef products, Emit(node, "products", "aten.mul.Tensor", {{*a}, {b_row}}, a_shape));
+      ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.sum.dim_IntList", {{products}, {ir::IntList{1}}, {true}},
+                                        node.type().shape));
       return Finish(node, {out});
     });
   }

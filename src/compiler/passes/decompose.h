@@ -4,6 +4,7 @@
 //   layer, group, batch norm      -> sum, mul by 1/n, sub, rsqrt, mul, add (views for groups and channels)
 //   mean, vector 1/2/inf-norms    -> sum (abs, amax) and pointwise
 //   addmm                         -> mm plus a bias add (and the alpha/beta scales)
+//   mm by a column vector         -> a row reduction of products
 //   clone and same-type _to_copy  -> the input itself, unless the copy is a graph output
 //   scalar_tensor                 -> its number, inlined into the pointwise ops that read it
 // An op whose form is not handled (a used statistics output, a half-precision softmax, an

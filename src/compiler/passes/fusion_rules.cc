@@ -111,7 +111,7 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value) {
     const size_t rank = op->op == "aten.mm.default" ? 2 : 3;
     return op->args.size() == 2 && fp32(op->args[0], rank) && fp32(op->args[1], rank);
   }
-  if (op->op != "aten.convolution.default" || op->args.size() != 9) return false;
+  if (op->op != "aten.convolution.default" || op->args.size() != 9 || IsDepthwiseConvolution(graph, value)) return false;
   // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   const size_t rank = op->type().shape.size();
   const auto* transposed = op->args[6].TryAs<bool>();
@@ -125,9 +125,31 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value) {
   return fp32(op->args[0], rank) && fp32(op->args[1], rank) && bias_ok;
 }
 
+bool IsDepthwiseConvolution(const ir::Graph& graph, const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->op != "aten.convolution.default" || op->args.size() != 9) return false;
+  const auto* x = op->args[0].TryAs<ir::NodeRef>();
+  const auto* w = op->args[1].TryAs<ir::NodeRef>();
+  const auto* transposed = op->args[6].TryAs<bool>();
+  const auto* groups = op->args[8].TryAs<int64_t>();
+  if (x == nullptr || w == nullptr || transposed == nullptr || *transposed || groups == nullptr) return false;
+  const ir::TensorType* x_type = graph.TypeOf(*x);
+  const ir::TensorType* w_type = graph.TypeOf(*w);
+  if (x_type == nullptr || w_type == nullptr || x_type->shape.size() != 4 || w_type->shape.size() != 4) return false;
+  for (int i : {3, 4, 5}) {
+    const auto* list = op->args[static_cast<size_t>(i)].TryAs<ir::IntList>();
+    if (list == nullptr || list->size() != 2) return false;
+  }
+  bool bias_ok = op->args[2].Is<ir::NoneArg>() || op->args[2].Is<ir::NodeRef>();
+  return *groups > 1 && *groups == x_type->shape[1] && w_type->shape[0] == *groups && w_type->shape[1] == 1 &&
+         x_type->dtype == ir::DType::kFloat32 && w_type->dtype == ir::DType::kFloat32 &&
+         op->type().dtype == ir::DType::kFloat32 && bias_ok;
+}
+
 bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr || op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return false;
+  if (IsDepthwiseConvolution(graph, value)) return true;
   if (op->op != "aten.max_pool2d_with_indices.default" && op->op != "aten.avg_pool2d.default" &&
       op->op != "aten._adaptive_avg_pool2d.default") {
     return false;
