@@ -20,6 +20,7 @@ struct BenchFlags {
   std::string out = "out/bench";
   bool json = false;
   bool fresh = false;
+  bool no_run = false;
   OptimizeSettings settings;
 };
 
@@ -40,10 +41,12 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   auto tasks = FindTasks(suite);
   if (!tasks.ok()) return UsageError(tasks.status().message());
   if (tasks->empty()) return UsageError(fmt::format("no task files (with class Model) under {}", flags.suite));
-  auto workspace = Workspace::OpenForDevice(common);
+  if (flags.fresh && flags.no_run) return UsageError("--fresh and --no-run exclude each other");
+  auto workspace = flags.no_run ? Workspace::Open(common) : Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
   std::vector<Json> entries;
+  std::vector<std::string> not_run;
   size_t index = 0;
   for (const TaskFile& task : *tasks) {
     ++index;
@@ -56,6 +59,10 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
     if (auto stored = ReadFile(report_path); !flags.fresh && stored.ok()) {
       auto parsed = ParseJson(*stored, report_path.string());
       if (parsed.ok() && Reusable(*parsed, task, settings.mode)) entry = *parsed;
+    }
+    if (entry.is_null() && flags.no_run) {
+      not_run.push_back(task.name);
+      continue;
     }
     if (entry.is_null()) {
       if (!common.quiet) LogInfo("[{}/{}] {}", index, tasks->size(), task.name);
@@ -84,8 +91,10 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
 
   Json summary = SummarizeBench(entries);
   summary["suite"] = fs::absolute(suite).lexically_normal().string();
-  summary["device"] = (*workspace)->device();
-  summary["gpu"] = (*workspace)->gpu_name();
+  if (!flags.no_run) {
+    summary["device"] = (*workspace)->device();
+    summary["gpu"] = (*workspace)->gpu_name();
+  }
   summary["mode"] = flags.settings.mode;
   summary["precision"] = common.precision;
   Json tasks_json = Json::array();
@@ -107,6 +116,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
                                             JsonGet<double>(JsonField(entry, "compile"), "codegen_s", 0)}});
   }
   summary["tasks"] = tasks_json;
+  summary["not_run"] = not_run;
   std::error_code ec;
   fs::create_directories(flags.out, ec);
   if (Status written = WriteFile(fs::path(flags.out) / "bench.json", summary.dump(1)); !written.ok()) {
@@ -116,7 +126,8 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
     std::printf("%s\n", summary.dump().c_str());
   } else {
     std::printf("%s", FormatBenchSummary(summary).c_str());
-    if ((*workspace)->device() == "cpu") {
+    if (!not_run.empty()) std::printf("not run (no report yet): %zu task(s)\n", not_run.size());
+    if (!flags.no_run && (*workspace)->device() == "cpu") {
       std::printf("NOTE: on the CPU every kernel runs in Triton's interpreter: correctness counts, timings mean nothing.\n");
     }
     std::printf("wrote %s\n", (fs::path(flags.out) / "bench.json").string().c_str());
@@ -138,6 +149,7 @@ CommandRunner AttachBench(CLI::App& app, const CommonOptions& common) {
   app.add_flag("--fresh", flags->fresh, "redo every task (by default a task with a report from the same source and mode is kept)");
   app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
                "do not time torch.compile of the references (timed on a GPU by default)");
+  app.add_flag("--no-run", flags->no_run, "only summarize the reports already in --out (a run cut short); run nothing");
   app.add_flag("--json", flags->json, "print the summary as JSON");
   return [flags, &common] { return RunBench(*flags, common); };
 }

@@ -25,6 +25,8 @@ constexpr std::array<TileConfig, 5> kTileConfigs = {{
 // A convolution loops over kernel taps (then input channels) from this many input channels per
 // group; below it, channels and taps form one K dimension (a tap loop would mask most of BLOCK_K).
 constexpr int64_t kMinChannelsForTapLoop = 16;
+// The tap loop is unrolled: beyond this many taps (a 3x3x3 kernel) the flattened form compiles faster.
+constexpr int64_t kMaxTapsForTapLoop = 9;
 // The one configuration used without autotuning.
 constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
 
@@ -192,14 +194,27 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   out.Line(batched ? "kf_batch = tl.program_id(1).to(tl.int64)" : "kf_batch = 0");
   out.Line("kf_kk = tl.arange(0, BLOCK_K)");
   const size_t r = rank - 2;  // the first matrix dim
-  out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum({batched ? Term("kf_batch", sa[0]) : "", Term("kf_m[:, None]", sa[r]),
-                                                    Term("kf_kk[None, :]", sa[r + 1])})));
-  out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum({batched ? Term("kf_batch", sb[0]) : "", Term("kf_kk[:, None]", sb[r]),
-                                                    Term("kf_n[None, :]", sb[r + 1])})));
+  // An operand whose rows are contiguous along K (a transposed view: B = W.T of a linear layer)
+  // is loaded K-fastest and transposed in registers, so each load is coalesced.
+  const bool a_k_major = sa[r] == 1 && sa[r + 1] != 1, b_k_major = sb[r] == 1 && sb[r + 1] != 1;
+  out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum({batched ? Term("kf_batch", sa[0]) : "",
+                                                    Term(a_k_major ? "kf_m[None, :]" : "kf_m[:, None]", sa[r]),
+                                                    Term(a_k_major ? "kf_kk[:, None]" : "kf_kk[None, :]", sa[r + 1])})));
+  out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum({batched ? Term("kf_batch", sb[0]) : "",
+                                                    Term(b_k_major ? "kf_kk[None, :]" : "kf_kk[:, None]", sb[r]),
+                                                    Term(b_k_major ? "kf_n[:, None]" : "kf_n[None, :]", sb[r + 1])})));
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
   out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
-  out.Line(fmt::format("kf_a_tile = tl.load(kf_a, mask=(kf_m[:, None] < {}) & (kf_kk[None, :] < {} - kf_k0), other=0.0)", m, k));
-  out.Line(fmt::format("kf_b_tile = tl.load(kf_b, mask=(kf_kk[:, None] < {} - kf_k0) & (kf_n[None, :] < {}), other=0.0)", k, n));
+  if (a_k_major) {
+    out.Line(fmt::format("kf_a_tile = tl.trans(tl.load(kf_a, mask=(kf_m[None, :] < {}) & (kf_kk[:, None] < {} - kf_k0), other=0.0))", m, k));
+  } else {
+    out.Line(fmt::format("kf_a_tile = tl.load(kf_a, mask=(kf_m[:, None] < {}) & (kf_kk[None, :] < {} - kf_k0), other=0.0)", m, k));
+  }
+  if (b_k_major) {
+    out.Line(fmt::format("kf_b_tile = tl.trans(tl.load(kf_b, mask=(kf_kk[None, :] < {} - kf_k0) & (kf_n[:, None] < {}), other=0.0))", k, n));
+  } else {
+    out.Line(fmt::format("kf_b_tile = tl.load(kf_b, mask=(kf_kk[:, None] < {} - kf_k0) & (kf_n[None, :] < {}), other=0.0)", k, n));
+  }
   out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
   out.Line(fmt::format("kf_a += BLOCK_K * {}", sa[r + 1]));
   out.Line(fmt::format("kf_b += BLOCK_K * {}", sb[r]));
@@ -268,7 +283,7 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   }
   out.Line("kf_img = kf_rem");
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-  if (ci_g >= kMinChannelsForTapLoop) {
+  if (ci_g >= kMinChannelsForTapLoop && taps <= kMaxTapsForTapLoop) {
     // One K loop per kernel tap over the group's input channels: no index division per element,
     // and the bounds test is per output position.
     for (size_t d = 0; d < spatial; ++d) {

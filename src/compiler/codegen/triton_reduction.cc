@@ -61,7 +61,7 @@ class ReductionEmitter {
     outputs_ = passes::GroupOutputs(graph_, group_);
     single_ = reduced_ <= kMaxSingleBlock;
     block_ = single_ ? NextPowerOfTwo(reduced_) : 2048;
-    if (kept_count_ <= kMaxSplitRows && reduced_ >= kMinSplitLength && Splittable()) {
+    if (space_->split() && Splittable()) {
       // Few long rows (a loss over a whole tensor): many programs fold a slice each, a second
       // kernel combines their partial results.
       split_ = true;

@@ -3,7 +3,7 @@
 // reductions (prologue), between them (softmax's exp of x - max) and after them (a norm's scale).
 // Rows of at most kMaxSingleBlock elements are held whole in registers and read once; longer rows
 // are folded block by block, one pass per level of reductions that depend on each other; a few
-// very long rows are split over many programs (kMaxSplitRows, kMinSplitLength).
+// very long rows are split over many programs (ReductionSpace::split).
 #pragma once
 
 #include "compiler/codegen/emitted_kernel.h"
@@ -14,10 +14,6 @@
 namespace kforge::codegen {
 
 inline constexpr int64_t kMaxSingleBlock = 16384;
-// At most this many rows of at least this many elements are split: many programs fold a slice
-// of a row each and a second kernel combines their partial results (losses over whole tensors).
-inline constexpr int64_t kMaxSplitRows = 64;
-inline constexpr int64_t kMinSplitLength = 1 << 17;
 
 // InvalidArgument naming what it cannot translate (an op, a dtype, an input shape that is in
 // neither the full nor the reduced space, an argmax over rows longer than kMaxSingleBlock).

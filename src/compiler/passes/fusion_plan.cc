@@ -77,7 +77,15 @@ class Planner {
               groups_[group].kind == Kind::kWindow;
     switch (groups_[group].kind) {
       case Kind::kPointwise: return SameIterationSpace(value, GroupShape(group));
-      case Kind::kReduction: return InReductionSpace(shape, *spaces_[group]);
+      case Kind::kReduction: {
+        if (!InReductionSpace(shape, *spaces_[group])) return false;
+        // A split reduction's kernels compute nothing of the full shape after the reduction.
+        if (!spaces_[group]->split() || shape != spaces_[group]->full) return true;
+        for (const ir::NodeRef& ref : TensorInputs(value)) {
+          if (group_of_[ref.value] == group && graph_.TypeOf(ref)->shape != spaces_[group]->full) return false;
+        }
+        return true;
+      }
       case Kind::kMatmul:
       case Kind::kWindow: return shape == graph_.value(groups_[group].nodes.front()).type().shape;
       default: return false;

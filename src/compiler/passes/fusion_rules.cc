@@ -58,6 +58,16 @@ int64_t ReductionSpace::reduced_count() const {
   return count;
 }
 
+int64_t ReductionSpace::kept_count() const {
+  int64_t count = 1;
+  for (size_t d = 0; d < full.size(); ++d) {
+    if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) count *= full[d];
+  }
+  return count;
+}
+
+bool ReductionSpace::split() const { return kept_count() <= kMaxSplitRows && reduced_count() >= kMinSplitLength; }
+
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr) return std::nullopt;

@@ -30,7 +30,15 @@ struct ReductionSpace {
   // The reduced shape with the folded dims kept as 1 (`keepdim`) or dropped.
   ir::Shape Kept(bool keepdim) const;
   int64_t reduced_count() const;
+  int64_t kept_count() const;
+  // A few very long rows (a loss over a whole tensor): the kernel splits each row over many
+  // programs and combines their partial results in a second kernel, so nothing of the full shape
+  // may be computed after the reduction in the same group.
+  bool split() const;
 };
+// Split rows: at most kMaxSplitRows rows of at least kMinSplitLength elements.
+inline constexpr int64_t kMaxSplitRows = 64;
+inline constexpr int64_t kMinSplitLength = 1 << 17;
 // Fusable reduction: sum, amax, amin, argmax or max.dim of an fp32 tensor over explicit or all dims, or a
 // cumsum along one dim (a scan: its output has the full shape).
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value);

@@ -124,6 +124,21 @@ TEST(FusionPlanTest, SoftmaxChainIsOneReductionGroup) {
   EXPECT_EQ(GroupInputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{x, 0}}));
 }
 
+TEST(FusionPlanTest, FullShapeWorkAfterASplitReductionIsItsOwnGroup) {
+  // x / sum(x) over 2^17 elements in one row: the sum is split over many programs, so the
+  // division cannot run in its kernels.
+  ir::GraphBuilder b("split");
+  ir::ValueId x = AddInputOk(b, "x", {1, kMinSplitLength});
+  ir::ValueId sum = AddOk(b, "sum", "aten.sum.dim_IntList", {Ref(x), {ir::IntList{0, 1}}, {true}}, {F32({1, 1})});
+  ir::ValueId div = AddOk(b, "div", "aten.div.Tensor", {Ref(x), Ref(sum)}, {F32({1, kMinSplitLength})});
+  b.AddOutput({div, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kReduction);
+  EXPECT_EQ(plan.groups[1].kind, Kind::kPointwise);
+}
+
 TEST(FusionPlanTest, ReductionsOverDifferentDimsAreSeparateGroups) {
   ir::GraphBuilder b("two_spaces");
   ir::ValueId x = AddInputOk(b, "x", {4, 8});

@@ -1,0 +1,75 @@
+"""`kforge bench SUITE_DIR` end to end through the real binary on the CPU: every task optimized,
+the per-level table and bench.json, a resumed run that reuses finished tasks, and --fresh."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
+
+
+def bench(suite, tmp_path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "bench", str(suite),
+                           "--out", str(tmp_path / "out"), *extra], capture_output=True, text=True, timeout=900)
+
+
+def make_suite(tmp_path):
+    suite = tmp_path / "suite"
+    for level, task in (("level1", "21_hardtanh.py"), ("level1", "16_conv_transpose2d.py"), ("level2", "01_linear_relu.py")):
+        os.makedirs(suite / level, exist_ok=True)
+        shutil.copy(os.path.join(REPO, "tasks", level, task), suite / level / task)
+    return suite
+
+
+def test_bench_prints_the_table_writes_json_and_resumes(tmp_path):
+    suite = make_suite(tmp_path)
+    done = bench(suite, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "level1" in done.stdout and "level2" in done.stdout and "fast_0" in done.stdout
+    assert "level1/16_conv_transpose2d" in done.stdout  # no kernel for it: listed as failed
+    summary = json.load(open(tmp_path / "out" / "bench.json"))
+    level1, level2 = summary["levels"]["level1"], summary["levels"]["level2"]
+    assert (level1["tasks"], level1["accepted"]) == (2, 1)
+    assert (level2["tasks"], level2["accepted"]) == (1, 1)
+    assert [f["task"] for f in summary["levels"]["all"]["failed"]] == ["level1/16_conv_transpose2d"]
+    assert {t["task"] for t in summary["tasks"]} == {"level1/21_hardtanh", "level1/16_conv_transpose2d",
+                                                     "level2/01_linear_relu"}
+    assert os.path.exists(tmp_path / "out" / "level2" / "01_linear_relu" / "model_new.py")
+
+    again = bench(suite, tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stderr.count("done earlier") == 3
+    assert json.load(open(tmp_path / "out" / "bench.json"))["levels"] == summary["levels"]
+
+    # A task whose source changed is redone; --fresh redoes everything.
+    with open(suite / "level1" / "21_hardtanh.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# edited\n")
+    edited = bench(suite, tmp_path)
+    assert edited.stderr.count("done earlier") == 2
+    fresh = bench(suite, tmp_path, "--fresh")
+    assert fresh.returncode == 0 and "done earlier" not in fresh.stderr
+
+
+def test_no_run_summarizes_the_reports_there_are(tmp_path):
+    suite = make_suite(tmp_path)
+    os.makedirs(suite / "level3")
+    shutil.copy(os.path.join(REPO, "tasks", "level1", "01_relu.py"), suite / "level3" / "01_relu.py")
+    first = bench(suite, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    shutil.rmtree(tmp_path / "out" / "level3")
+    summary_only = bench(suite, tmp_path, "--no-run")
+    assert summary_only.returncode == 0 and "compiling" not in summary_only.stderr
+    assert "not run (no report yet): 1 task(s)" in summary_only.stdout
+    summary = json.load(open(tmp_path / "out" / "bench.json"))
+    assert summary["not_run"] == ["level3/01_relu"] and "level3" not in summary["levels"]
+
+
+def test_bench_of_a_folder_without_tasks_is_a_usage_error(tmp_path):
+    os.makedirs(tmp_path / "empty")
+    done = bench(tmp_path / "empty", tmp_path)
+    assert done.returncode == 2 and "no task files" in done.stderr
+    done = bench(tmp_path / "missing", tmp_path)
+    assert done.returncode == 2 and "not a folder" in done.stderr

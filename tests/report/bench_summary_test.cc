@@ -1,0 +1,69 @@
+#include "report/bench_summary.h"
+
+#include <gtest/gtest.h>
+
+namespace kforge {
+namespace {
+
+// A report as `optimize` writes it, reduced to what the summary reads.
+Json Report(const std::string& task, const std::string& level, const std::string& verdict, double speedup,
+            double versus_compile, double eager_ms, double compile_ms, double roofline, bool meaningful = true) {
+  Json evaluation = {{"verdict", verdict},
+                     {"message", verdict == "accepted" ? "" : "why it failed\nsecond line"},
+                     {"timings_meaningful", meaningful},
+                     {"speedup", {{"speedup", speedup}}},
+                     {"reference_ms", {{"median", eager_ms}}},
+                     {"evidence",
+                      {{"timing", {{"speedup_vs_compile", {{"speedup", versus_compile}}},
+                                   {"reference_compile_ms", {{"median", compile_ms}}}}},
+                       {"roofline", {{"fraction_of_roofline", roofline}}}}}};
+  return {{"task", task}, {"level", level}, {"evaluation", evaluation}};
+}
+
+TEST(BenchSummaryTest, CountsFastPSharesOfAllTasksAndGeometricMeansOfAcceptedOnes) {
+  std::vector<Json> entries = {
+      Report("level1/a", "level1", "accepted", 2.0, 1.2, 1.0, 0.5, 0.8),
+      Report("level1/b", "level1", "accepted", 0.5, 0.25, 1.0, 2.0, 0.4),
+      Report("level1/c", "level1", "wrong_output", 0, 0, 0, 0, 0),
+      {{"task", "level1/d"}, {"level", "level1"}, {"error", "export failed at line 3"}},
+      Report("level2/e", "level2", "accepted", 1.6, 1.6, 1.0, 1.0, 0.6),
+  };
+  Json summary = SummarizeBench(entries);
+  const Json& l1 = summary["levels"]["level1"];
+  EXPECT_EQ(l1["tasks"], 4);
+  EXPECT_EQ(l1["accepted"], 2);
+  EXPECT_DOUBLE_EQ(l1["fast_0"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(l1["fast_1_vs_eager"].get<double>(), 0.25);  // a only, of 4 tasks
+  EXPECT_DOUBLE_EQ(l1["fast_1.5_vs_eager"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(l1["fast_2_vs_eager"].get<double>(), 0.0);   // 2.0 is not more than 2
+  EXPECT_DOUBLE_EQ(l1["fast_1_vs_compile"].get<double>(), 0.25);
+  EXPECT_NEAR(l1["geomean_speedup_vs_eager"].get<double>(), 1.0, 1e-12);      // sqrt(2 * 0.5)
+  EXPECT_NEAR(l1["geomean_compile_vs_eager"].get<double>(), 1.0, 1e-12);      // sqrt(2 * 0.5)
+  EXPECT_NEAR(l1["median_fraction_of_roofline"].get<double>(), 0.6, 1e-12);
+  ASSERT_EQ(l1["failed"].size(), 2u);
+  EXPECT_EQ(l1["failed"][0]["why"], "wrong_output: why it failed second line");
+  EXPECT_EQ(l1["failed"][1]["why"], "error: export failed at line 3");
+  EXPECT_EQ(summary["levels"]["all"]["tasks"], 5);
+  EXPECT_EQ(summary["levels"]["level2"]["accepted"], 1);
+}
+
+TEST(BenchSummaryTest, TimingsThatMeanNothingCountForCorrectnessOnly) {
+  Json summary = SummarizeBench({Report("level1/a", "level1", "accepted", 5.0, 5.0, 1.0, 1.0, 0.9, false)});
+  const Json& l1 = summary["levels"]["level1"];
+  EXPECT_DOUBLE_EQ(l1["fast_0"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(l1["fast_1_vs_eager"].get<double>(), 0.0);
+  EXPECT_EQ(l1["timed"], 0);
+  EXPECT_DOUBLE_EQ(l1["geomean_speedup_vs_eager"].get<double>(), 0.0);
+}
+
+TEST(BenchSummaryTest, TableHasALinePerLevelAndListsFailures) {
+  std::string table = FormatBenchSummary(SummarizeBench(
+      {Report("level1/a", "level1", "accepted", 2.5, 1.1, 1.0, 0.5, 0.8), Report("level2/b", "level2", "timeout", 0, 0, 0, 0, 0)}));
+  EXPECT_NE(table.find("level1"), std::string::npos);
+  EXPECT_NE(table.find("level2"), std::string::npos);
+  EXPECT_NE(table.find("2.50x"), std::string::npos);
+  EXPECT_NE(table.find("level2/b: timeout"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge
