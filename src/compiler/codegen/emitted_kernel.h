@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/source_writer.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/fusion_plan.h"
+
 namespace kforge::codegen {
 
 // Choices every emitter honours.
@@ -24,5 +28,10 @@ struct EmittedKernel {
   std::vector<std::string> launch;  // forward lines: output allocations, then the launch
   std::set<std::string> helpers;    // helper functions it calls (see EmitPointwiseHelpers)
 };
+
+// Writes "@triton.jit", the signature (and indents the body), then a comment listing the IR
+// nodes of `group` the kernel computes. The caller closes the function.
+void OpenKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params, const ir::Graph& graph,
+                const passes::FusionGroup& group);
 
 }  // namespace kforge::codegen

@@ -57,9 +57,9 @@ std::string Sum(const std::vector<std::string>& terms) {
   return kept.empty() ? "0" : fmt::format("{}", fmt::join(kept, " + "));
 }
 
-// Writes the autotune decorator (without autotuning: nothing) and the signature.
+// Writes the autotune decorator (without autotuning: nothing), the signature and the comment.
 void EmitHeader(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
-                const KernelOptions& options) {
+                const KernelOptions& options, const ir::Graph& graph, const passes::FusionGroup& group) {
   if (options.autotune) {
     out.Open("@triton.autotune(");
     out.Open("configs=[");
@@ -73,10 +73,9 @@ void EmitHeader(SourceWriter& out, const std::string& name, const std::vector<st
     out.Close();
     out.Line(")");
   }
-  out.Line("@triton.jit");
   std::vector<std::string> all = params;
   for (const char* meta : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}) all.push_back(fmt::format("{}: tl.constexpr", meta));
-  out.Open(fmt::format("def {}({}):", name, fmt::join(all, ", ")));
+  OpenKernel(out, name, all, graph, group);
 }
 
 // The program's tile: rows kf_m and columns kf_n, programs grouped along M so that consecutive
@@ -160,12 +159,6 @@ void EmitGemmLaunch(EmittedKernel& kernel, const ir::Graph& graph, std::vector<s
   kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, programs, extra, fmt::join(args, ", ")));
 }
 
-std::string Computes(const ir::Graph& graph, const passes::FusionGroup& group) {
-  std::vector<std::string> computes;
-  for (ir::ValueId id : group.nodes) computes.push_back("%" + graph.value(id).name);
-  return fmt::format("# Computes {}.", fmt::join(computes, ", "));
-}
-
 Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
   const auto& anchor = graph.value(group.nodes.front()).As<ir::OpNode>();
   const bool batched = anchor.op == "aten.bmm.default";
@@ -186,8 +179,7 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
 
   SourceWriter out;
-  EmitHeader(out, kernel.name, params, options);
-  out.Line(Computes(graph, group));
+  EmitHeader(out, kernel.name, params, options, graph, group);
   out.Line(fmt::format("# {}{} x {} x {} (M x N x K); tl.dot with input_precision=\"{}\".",
                        batched ? fmt::format("{} batches of ", batch) : "", m, n, k, options.dot_precision));
   EmitTilePosition(out, m, n);
@@ -268,8 +260,7 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
 
   SourceWriter out;
-  EmitHeader(out, kernel.name, params, options);
-  out.Line(Computes(graph, group));
+  EmitHeader(out, kernel.name, params, options, graph, group);
   out.Line(fmt::format("# Implicit GEMM: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
                        "tl.dot with input_precision=\"{}\".", m, n, k, groups, options.dot_precision));
   EmitTilePosition(out, m, n);

@@ -273,11 +273,7 @@ class ReductionEmitter {
     }
     for (const auto& output : outputs_) params.push_back(Name(output) + "_ptr");
     params.push_back("S_BLOCK: tl.constexpr");
-    out.Line("@triton.jit");
-    out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
-    std::vector<std::string> computes;
-    for (ir::ValueId id : group_.nodes) computes.push_back("%" + graph_.value(id).name);
-    out.Line(fmt::format("# Computes {}.", fmt::join(computes, ", ")));
+    OpenKernel(out, kernel.name, params, graph_, group_);
     out.Line(fmt::format("# Reduces dims [{}] of {}: combines the {} partial results of each of the {} row(s).",
                          fmt::join(space_->dims, ", "), ir::ShapeToString(space_->full), parts_, kept_count_));
     out.Line("kf_pid = tl.program_id(0).to(tl.int64)");
@@ -327,11 +323,7 @@ class ReductionEmitter {
     if (cols_) params.push_back("C_BLOCK: tl.constexpr");
 
     SourceWriter out;
-    out.Line("@triton.jit");
-    out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
-    std::vector<std::string> computes;
-    for (ir::ValueId id : group_.nodes) computes.push_back("%" + graph_.value(id).name);
-    out.Line(fmt::format("# Computes {}.", fmt::join(computes, ", ")));
+    OpenKernel(out, kernel.name, params, graph_, group_);
     out.Line(fmt::format("# Reduces dims [{}] of {}: one program per kept element ({}), {} elements each{}{}.",
                          fmt::join(space_->dims, ", "), ir::ShapeToString(space_->full), kept_count_, reduced_,
                          single_ ? ", held in registers" : ", folded R_BLOCK at a time",

@@ -105,11 +105,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   const int64_t in_h = x_type.shape[2], in_w = x_type.shape[3], out_h = out_shape[2], out_w = out_shape[3];
 
   SourceWriter out;
-  out.Line("@triton.jit");
-  out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
-  std::vector<std::string> computes;
-  for (ir::ValueId id : group.nodes) computes.push_back("%" + graph.value(id).name);
-  out.Line(fmt::format("# Computes {}.", fmt::join(computes, ", ")));
+  OpenKernel(out, kernel.name, params, graph, group);
   out.Line(fmt::format("# {} over {} windows of {}.", depthwise ? "Depthwise convolution" : is_max ? "Max" : "Average",
                        ir::ShapeToString(out_shape), ir::ShapeToString(x_type.shape)));
   out.Line("kf_offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
