@@ -8,10 +8,11 @@ loads a candidate's saved outputs (weights-only, so a file cannot run code here)
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -44,6 +45,8 @@ class Session:
     model: torch.nn.Module
     sets: dict[str, InputSet]
     timing_set: InputSet | None
+    model64: torch.nn.Module | None = None  # the reference in fp64, made when first needed
+    noise: dict[str, list | None] = field(default_factory=dict)  # per set: the fp32 reference's noise
 
 
 def _describe(tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
@@ -80,6 +83,31 @@ class ReferenceWorker:
             except Exception as error:
                 raise UserError(f"the reference Model's forward failed on {where}: {type(error).__name__}: {error}") from None
         return [t.detach().clone() for t in flatten_outputs(output, "the reference Model")]
+
+    def _noise(self, session: Session, inputs: list, outputs: list[torch.Tensor]) -> list | None:
+        """|fp32 reference - fp64 reference| per floating output (None for the others), or None
+        when the reference cannot run in fp64 (a dtype fixed inside its forward)."""
+        try:
+            if session.model64 is None:
+                session.model64 = copy.deepcopy(session.model).double()
+            doubled = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                       for v in move_inputs(inputs, self.device)]
+            with torch.no_grad():
+                exact = flatten_outputs(session.model64(*doubled), "the reference Model")
+        except Exception:
+            return None
+        if len(exact) != len(outputs):
+            return None
+        return [(o.double() - e.double()).abs() if o.is_floating_point() and e.shape == o.shape else None
+                for o, e in zip(outputs, exact)]
+
+    def _set_noise(self, session: Session, name: str) -> Callable[[], list | None]:
+        def noise() -> list | None:
+            if name not in session.noise:
+                entry = session.sets[name]
+                session.noise[name] = self._noise(session, entry.inputs, entry.outputs)
+            return session.noise[name]
+        return noise
 
     def _on_device(self) -> Any:
         """Tensor factories in the task's code default to the GPU inside this context."""
@@ -203,19 +231,20 @@ class ReferenceWorker:
             if name not in files:
                 continue
             loaded[name] = self._load_outputs(folder, files[name])
-            reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance)
+            reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance, self._set_noise(session, name))
         result: dict[str, Any] = {"sets": reports, "probes": {}}
         repeat_set = request.get("repeat_set")
         if "repeat" in files and repeat_set in session.sets:
             again = self._load_outputs(folder, files["repeat"])
-            result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance)
+            result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance,
+                                               self._set_noise(session, repeat_set))
             result["repeat"]["bitwise_equal_to_first"] = bitwise_equal(again, loaded.get(repeat_set, []))
         for probe in request.get("probes", []):
             if probe["name"] not in files or probe["source"] not in session.sets:
                 continue
             probed = self._load_outputs(folder, files[probe["name"]])
             expected = session.sets[probe["source"]].outputs
-            report = compare_outputs(probed, expected, tolerance)
+            report = compare_outputs(probed, expected, tolerance, self._set_noise(session, probe["source"]))
             report["unchanged_from_before_rewrite"] = bitwise_equal(probed, loaded.get(probe["target"], []))
             report["reference_changed"] = not bitwise_equal(expected, session.sets[probe["target"]].outputs)
             report["target"] = probe["target"]
@@ -225,9 +254,11 @@ class ReferenceWorker:
             if session.timing_set is None:
                 break
             outputs = self._load_outputs(folder, files[kept["key"]])
-            expected = self._reference_outputs(session.model, rolled_inputs(session.timing_set.inputs, kept["shift"]),
-                                               f"timed call {kept['call']}")
-            timed.append({"call": kept["call"], "shift": kept["shift"], **compare_outputs(outputs, expected, tolerance)})
+            rolled = rolled_inputs(session.timing_set.inputs, kept["shift"])
+            expected = self._reference_outputs(session.model, rolled, f"timed call {kept['call']}")
+            noise = lambda rolled=rolled, expected=expected: self._noise(session, rolled, expected)  # noqa: E731
+            timed.append({"call": kept["call"], "shift": kept["shift"],
+                          **compare_outputs(outputs, expected, tolerance, noise)})
         result["timed"] = timed
         return result
 

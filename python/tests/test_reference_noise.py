@@ -1,0 +1,102 @@
+"""The reference's own fp32 noise: a candidate that computes an ill-conditioned task more exactly
+than the fp32 reference is accepted, and a wrong one is still rejected. End to end through the
+real binary on the CPU."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import torch
+
+from kforge_worker.compare import Tolerance, compare_outputs, compare_tensor
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
+
+TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """(x * 1e4 + y) - x * 1e4: exactly y, but fp32 loses about 1e-3 of it to cancellation."""
+
+    def forward(self, x, y):
+        return (x * 1e4 + y) - x * 1e4
+
+
+def get_inputs():
+    return [torch.randn(64, 256), torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kernel(x_ptr, y_ptr, out_ptr, n, OFFSET: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, (x * 1e4 - x * 1e4) + y + OFFSET, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), OFFSET=OFFSET_VALUE, BLOCK=1024)
+        return out
+'''
+
+
+def evaluate(tmp_path, offset: float) -> dict:
+    task, candidate = tmp_path / "cancellation.py", tmp_path / f"candidate_{len(os.listdir(tmp_path))}.py"
+    task.write_text(TASK)
+    candidate.write_text(CANDIDATE.replace("OFFSET_VALUE", repr(offset)))
+    done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "eval", "--json",
+                           "--no-timing", str(task), str(candidate)], capture_output=True, text=True, timeout=600)
+    assert done.stdout.strip(), done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_more_exact_candidate_is_accepted_and_a_wrong_one_rejected(tmp_path):
+    exact = evaluate(tmp_path, 0.0)
+    assert exact["verdict"] == "accepted", exact["message"]
+    wrong = evaluate(tmp_path, 0.01)
+    assert wrong["verdict"] == "wrong_output", wrong["message"]
+
+
+def test_noise_widens_the_allowance_only_where_given():
+    reference = torch.tensor([1.0, 2.0, 3.0])
+    candidate = reference + torch.tensor([0.0, 0.01, 0.0])
+    tight = Tolerance(rtol=1e-4, atol=1e-4)
+    assert not compare_tensor(candidate, reference, tight)["passed"]
+    noise = torch.tensor([0.0, 0.006, 0.0], dtype=torch.float64)
+    report = compare_tensor(candidate, reference, tight, noise)
+    assert report["passed"] and report["reference_noise_rms"] > 0
+    # Noise cannot excuse a NaN where the reference is finite.
+    nan = torch.tensor([1.0, float("nan"), 3.0])
+    assert not compare_tensor(nan, reference, tight, noise)["passed"]
+
+
+def test_noise_is_asked_for_only_when_values_fail():
+    reference = [torch.tensor([1.0, 2.0])]
+    calls = []
+
+    def noise():
+        calls.append(1)
+        return [torch.tensor([0.1, 0.1], dtype=torch.float64)]
+
+    tight = Tolerance(rtol=1e-4, atol=1e-4)
+    assert compare_outputs([reference[0].clone()], reference, tight, noise)["passed"] and not calls
+    shape_wrong = compare_outputs([torch.zeros(3)], reference, tight, noise)
+    assert not shape_wrong["passed"] and not calls
+    close = compare_outputs([reference[0] + 0.05], reference, tight, noise)
+    assert close["passed"] and calls and close["outputs"][0]["reference_noise_considered"]
