@@ -60,3 +60,17 @@ def test_passes_can_be_disabled_and_their_ir_dumped(tmp_path):
     assert code == 0 and unfused["evaluation"]["verdict"] == "accepted"
     assert len(unfused["compile"]["groups"]) > len(fused["compile"]["groups"])
     assert unfused["compile"]["pass_s"]["fuse"] == "disabled"
+
+
+def test_generated_model_refuses_shapes_it_was_not_generated_for(tmp_path):
+    import importlib.util
+
+    import torch
+
+    code, report = optimize("level1/21_hardtanh.py", tmp_path)
+    assert code == 0
+    spec = importlib.util.spec_from_file_location("generated_hardtanh", report["model_new"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(ValueError, match="regenerate it for these shapes"):
+        module.ModelNew()(torch.randn(3, 5))

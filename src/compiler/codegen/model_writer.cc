@@ -149,6 +149,18 @@ class Writer {
       if (first_input.empty()) first_input = inputs.back();
     }
     out_.Open(fmt::format("def forward({}):", fmt::join(inputs, ", ")));
+    // The kernels are specialized to the captured shapes and (dense) layouts: say so rather than
+    // compute garbage for other shapes; make a strided view dense.
+    for (const ir::Value& value : graph_) {
+      if (value.kind != ir::ValueKind::kInput) continue;
+      std::string name = VarName(graph_, value.ref());
+      const ir::TensorType& type = value.type();
+      out_.Open(fmt::format("if tuple({}.shape) != {}:", name, ShapeTuple(type.shape)));
+      out_.Line(fmt::format("raise ValueError(f\"ModelNew was generated for {0} of shape {1}; got {{tuple({0}.shape)}}: "
+                            "regenerate it for these shapes\")", name, ShapeTuple(type.shape)));
+      out_.Close();
+      if (type.is_contiguous()) out_.Line(fmt::format("{0} = {0}.contiguous()", name));
+    }
     out_.Line(first_input.empty() ? "device = next(self.parameters(), torch.empty(0)).device"
                                   : fmt::format("device = {}.device", first_input));
     for (const ir::Value& value : graph_) {

@@ -48,6 +48,12 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x, bias):
+        if tuple(x.shape) != (4, 8):
+            raise ValueError(f"ModelNew was generated for x of shape (4, 8); got {tuple(x.shape)}: regenerate it for these shapes")
+        x = x.contiguous()
+        if tuple(bias.shape) != (8,):
+            raise ValueError(f"ModelNew was generated for bias of shape (8,); got {tuple(bias.shape)}: regenerate it for these shapes")
+        bias = bias.contiguous()
         device = x.device
 
         # pointwise add_gelu: %add, %gelu -> one Triton kernel

@@ -24,6 +24,9 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x):
+        if tuple(x.shape) != (16, 256):
+            raise ValueError(f"ModelNew was generated for x of shape (16, 256); got {tuple(x.shape)}: regenerate it for these shapes")
+        x = x.contiguous()
         device = x.device
 
         # pointwise relu: %relu -> one Triton kernel
