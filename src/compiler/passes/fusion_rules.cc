@@ -156,10 +156,30 @@ bool IsDepthwiseConvolution(const ir::Graph& graph, const ir::Value& value) {
          op->type().dtype == ir::DType::kFloat32 && bias_ok;
 }
 
+bool IsTransposedConvolution2d(const ir::Graph& graph, const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->op != "aten.convolution.default" || op->args.size() != 9) return false;
+  const auto* x = op->args[0].TryAs<ir::NodeRef>();
+  const auto* w = op->args[1].TryAs<ir::NodeRef>();
+  const auto* transposed = op->args[6].TryAs<bool>();
+  const auto* groups = op->args[8].TryAs<int64_t>();
+  if (x == nullptr || w == nullptr || transposed == nullptr || !*transposed || groups == nullptr || *groups != 1) return false;
+  const ir::TensorType* x_type = graph.TypeOf(*x);
+  const ir::TensorType* w_type = graph.TypeOf(*w);
+  if (x_type == nullptr || w_type == nullptr || x_type->shape.size() != 4 || w_type->shape.size() != 4) return false;
+  for (int i : {3, 4, 5, 7}) {
+    const auto* list = op->args[static_cast<size_t>(i)].TryAs<ir::IntList>();
+    if (list == nullptr || list->size() != 2) return false;
+  }
+  bool bias_ok = op->args[2].Is<ir::NoneArg>() || op->args[2].Is<ir::NodeRef>();
+  return x_type->dtype == ir::DType::kFloat32 && w_type->dtype == ir::DType::kFloat32 &&
+         op->type().dtype == ir::DType::kFloat32 && bias_ok;
+}
+
 bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr || op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return false;
-  if (IsDepthwiseConvolution(graph, value)) return true;
+  if (IsDepthwiseConvolution(graph, value) || IsTransposedConvolution2d(graph, value)) return true;
   if (op->op != "aten.max_pool2d_with_indices.default" && op->op != "aten.avg_pool2d.default" &&
       op->op != "aten._adaptive_avg_pool2d.default") {
     return false;

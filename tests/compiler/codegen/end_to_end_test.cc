@@ -118,12 +118,13 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              // matmuls and convolutions with epilogues, pooling
                              "level1/02_matmul", "level1/06_batched_matmul", "level1/07_matrix_vector",
                              "level1/08_matmul_transposed_a", "level1/12_conv2d", "level1/13_depthwise_conv2d",
-                             "level1/14_conv1d", "level1/15_conv3d", "level1/27_max_pool2d",
+                             "level1/14_conv1d", "level1/15_conv3d", "level1/16_conv_transpose2d", "level1/27_max_pool2d",
                              "level1/28_adaptive_avg_pool2d", "level2/01_linear_relu", "level2/04_gemm_sigmoid_sum",
                              "level2/06_gemm_groupnorm_swish", "level2/08_gemm_subtract_max_gelu",
                              "level2/10_conv2d_avgpool_tanh_channel_sum", "level3/03_resnet_basic_block",
                              // kernel forms the tasks' CPU sizes do not reach
-                             "codegen/split_loss", "codegen/split_norm", "codegen/column_sum", "codegen/column_argmax", "codegen/conv_taps"),
+                             "codegen/split_loss", "codegen/split_norm", "codegen/column_sum", "codegen/column_argmax", "codegen/conv_taps",
+                             "codegen/conv_transpose_taps", "level2/07_conv_transpose2d_add_hardswish"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
