@@ -1,5 +1,6 @@
 #include "compiler/codegen/triton_pointwise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -12,7 +13,18 @@
 namespace kforge::codegen {
 namespace {
 
-bool Supported(ir::DType dtype) { return ir::IsFloatingPoint(dtype) || dtype == ir::DType::kBool; }
+bool IsInteger(ir::DType dtype) { return dtype == ir::DType::kInt64 || dtype == ir::DType::kInt32; }
+bool Supported(ir::DType dtype) { return ir::IsFloatingPoint(dtype) || dtype == ir::DType::kBool || IsInteger(dtype); }
+
+// Ops whose integer result Triton computes exactly as torch does (no true division, no rounding).
+bool IntegerSafe(const std::string& op) {
+  static const char* const kOps[] = {"aten.arange.default", "aten.arange.start", "aten.arange.start_step",
+                                     "aten.add.Tensor",     "aten.add.Scalar",   "aten.sub.Tensor",
+                                     "aten.sub.Scalar",     "aten.mul.Tensor",   "aten.mul.Scalar",
+                                     "aten.neg.default",    "aten.abs.default",  "aten.where.self",
+                                     "aten.maximum.default", "aten.minimum.default"};
+  return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
+}
 
 // Translates one op node into a Triton expression over already-named operands.
 class ExprBuilder {
@@ -95,7 +107,21 @@ class ExprBuilder {
     return fmt::format("tl.exp({} * tl.log({}))", FloatLiteral(e), a);  // NaN below 0, as in torch
   }
 
+  // An integer literal for an int argument (arange's bounds), else the float literal.
+  std::string Integer(int position, const char* name, int64_t fallback) {
+    const ir::Argument* arg = op_->FindArgument(ir::ArgSlot{position, name});
+    if (arg == nullptr) return std::to_string(fallback);
+    if (const auto* i = arg->TryAs<int64_t>()) return std::to_string(*i);
+    return Scalar(position, name, static_cast<double>(fallback));
+  }
+
   std::string Translate(const std::string& name) {
+    // arange: the value of element `offsets` of the 1-D iteration space.
+    if (name == "aten.arange.default") return "offsets";
+    if (name == "aten.arange.start") return fmt::format("({} + offsets)", Integer(0, "start", 0));
+    if (name == "aten.arange.start_step") {
+      return fmt::format("({} + offsets * {})", Integer(0, "start", 0), Integer(2, "step", 1));
+    }
     auto unary = [&](const char* fn) { return fmt::format("{}({})", fn, Operand(0, "self")); };
     auto compare = [&](const char* sym) { return fmt::format("{} {} {}", Operand(0, "self"), sym, Operand(1, "other")); };
     if (name == "aten.relu.default") return fmt::format("tl.maximum({}, 0.0)", Operand(0, "self"));
@@ -215,8 +241,8 @@ bool ReadsFlat(const ir::TensorType& type, const ir::Shape& shape) { return type
 }  // namespace
 
 Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode& op, std::set<std::string>& helpers) {
-  if (!Supported(op.type().dtype)) {
-    return Status::InvalidArgument(fmt::format("%{}: unsupported dtype {}", op.name, ToString(op.type().dtype)));
+  if (!Supported(op.type().dtype) || (IsInteger(op.type().dtype) && !IntegerSafe(op.op))) {
+    return Status::InvalidArgument(fmt::format("%{}: unsupported dtype {} for {}", op.name, ToString(op.type().dtype), op.op));
   }
   ExprBuilder exprs(graph, helpers);
   return exprs.Build(op);

@@ -23,9 +23,16 @@ bool BroadcastsTo(const ir::Shape& from, const ir::Shape& to) {
   return true;
 }
 
+bool IsArange(const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  return op != nullptr && op->num_outputs() == 1 && op->type().rank() == 1 &&
+         (op->op == "aten.arange.default" || op->op == "aten.arange.start" || op->op == "aten.arange.start_step");
+}
+
 bool IsFusablePointwise(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
-  if (op == nullptr || op->op_kind() != ir::OpKind::kPointwise || op->num_outputs() != 1) return false;
+  if (op == nullptr || op->num_outputs() != 1) return false;
+  if (op->op_kind() != ir::OpKind::kPointwise && !IsArange(value)) return false;
   for (const ir::NodeRef& ref : TensorInputs(value)) {
     const ir::TensorType* type = graph.TypeOf(ref);
     if (type == nullptr || !BroadcastsTo(type->shape, op->type().shape)) return false;

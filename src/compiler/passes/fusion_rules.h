@@ -12,8 +12,11 @@ namespace kforge::passes {
 // A tensor input of a value: every reference among its positional and keyword arguments.
 std::vector<ir::NodeRef> TensorInputs(const ir::Value& value);
 
-// Fusable pointwise: a known pointwise op with exactly one output whose every tensor input broadcasts to it.
+// Fusable pointwise: a known pointwise op with exactly one output whose every tensor input broadcasts to it,
+// or a 1-D arange (each element a function of its index).
 bool IsFusablePointwise(const ir::Graph& graph, const ir::Value& value);
+// arange(end), arange(start, end) or arange(start, end, step) with a 1-D result.
+bool IsArange(const ir::Value& value);
 // Metadata view: a view the registry marks metadata-only (never copies), kept as its own kView group.
 bool IsMetadataView(const ir::Value& value);
 // Broadcast: `from` broadcasts to `to` when, aligned at the right, each dim is equal or 1 and `from` is no longer.

@@ -117,7 +117,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level1/36_masked_cumsum",
                              // matmuls and convolutions with epilogues, pooling
                              "level1/02_matmul", "level1/06_batched_matmul", "level1/07_matrix_vector",
-                             "level1/08_matmul_transposed_a", "level1/12_conv2d", "level1/13_depthwise_conv2d",
+                             "level1/08_matmul_transposed_a", "level1/10_diag_matmul", "level1/12_conv2d", "level1/13_depthwise_conv2d",
                              "level1/14_conv1d", "level1/15_conv3d", "level1/16_conv_transpose2d", "level1/27_max_pool2d",
                              "level1/28_adaptive_avg_pool2d", "level2/01_linear_relu", "level2/04_gemm_sigmoid_sum",
                              "level2/06_gemm_groupnorm_swish", "level2/08_gemm_subtract_max_gelu",
