@@ -142,45 +142,51 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value) {
   return fp32(op->args[0], rank) && fp32(op->args[1], rank) && bias_ok;
 }
 
-bool IsDepthwiseConvolution(const ir::Graph& graph, const ir::Value& value) {
+namespace {
+
+// An fp32 2-D convolution's facts the window forms depend on, or nullopt when the node is not one
+// (convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)).
+struct Convolution2d {
+  const ir::TensorType* input;
+  const ir::TensorType* weight;
+  bool transposed;
+  int64_t groups;
+};
+
+std::optional<Convolution2d> AsConvolution2d(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
-  if (op == nullptr || op->op != "aten.convolution.default" || op->args.size() != 9) return false;
+  if (op == nullptr || op->op != "aten.convolution.default" || op->args.size() != 9) return std::nullopt;
   const auto* x = op->args[0].TryAs<ir::NodeRef>();
   const auto* w = op->args[1].TryAs<ir::NodeRef>();
   const auto* transposed = op->args[6].TryAs<bool>();
   const auto* groups = op->args[8].TryAs<int64_t>();
-  if (x == nullptr || w == nullptr || transposed == nullptr || *transposed || groups == nullptr) return false;
+  if (x == nullptr || w == nullptr || transposed == nullptr || groups == nullptr) return std::nullopt;
   const ir::TensorType* x_type = graph.TypeOf(*x);
   const ir::TensorType* w_type = graph.TypeOf(*w);
-  if (x_type == nullptr || w_type == nullptr || x_type->shape.size() != 4 || w_type->shape.size() != 4) return false;
-  for (int i : {3, 4, 5}) {
+  if (x_type == nullptr || w_type == nullptr || x_type->shape.size() != 4 || w_type->shape.size() != 4) return std::nullopt;
+  for (int i : {3, 4, 5, 7}) {
     const auto* list = op->args[static_cast<size_t>(i)].TryAs<ir::IntList>();
-    if (list == nullptr || list->size() != 2) return false;
+    if (list == nullptr || list->size() != 2) return std::nullopt;
   }
   bool bias_ok = op->args[2].Is<ir::NoneArg>() || op->args[2].Is<ir::NodeRef>();
-  return *groups > 1 && *groups == x_type->shape[1] && w_type->shape[0] == *groups && w_type->shape[1] == 1 &&
-         x_type->dtype == ir::DType::kFloat32 && w_type->dtype == ir::DType::kFloat32 &&
-         op->type().dtype == ir::DType::kFloat32 && bias_ok;
+  if (!bias_ok || x_type->dtype != ir::DType::kFloat32 || w_type->dtype != ir::DType::kFloat32 ||
+      op->type().dtype != ir::DType::kFloat32) {
+    return std::nullopt;
+  }
+  return Convolution2d{x_type, w_type, *transposed, *groups};
+}
+
+}  // namespace
+
+bool IsDepthwiseConvolution(const ir::Graph& graph, const ir::Value& value) {
+  auto conv = AsConvolution2d(graph, value);
+  return conv && !conv->transposed && conv->groups > 1 && conv->groups == conv->input->shape[1] &&
+         conv->weight->shape[0] == conv->groups && conv->weight->shape[1] == 1;
 }
 
 bool IsTransposedConvolution2d(const ir::Graph& graph, const ir::Value& value) {
-  const auto* op = value.TryAs<ir::OpNode>();
-  if (op == nullptr || op->op != "aten.convolution.default" || op->args.size() != 9) return false;
-  const auto* x = op->args[0].TryAs<ir::NodeRef>();
-  const auto* w = op->args[1].TryAs<ir::NodeRef>();
-  const auto* transposed = op->args[6].TryAs<bool>();
-  const auto* groups = op->args[8].TryAs<int64_t>();
-  if (x == nullptr || w == nullptr || transposed == nullptr || !*transposed || groups == nullptr || *groups != 1) return false;
-  const ir::TensorType* x_type = graph.TypeOf(*x);
-  const ir::TensorType* w_type = graph.TypeOf(*w);
-  if (x_type == nullptr || w_type == nullptr || x_type->shape.size() != 4 || w_type->shape.size() != 4) return false;
-  for (int i : {3, 4, 5, 7}) {
-    const auto* list = op->args[static_cast<size_t>(i)].TryAs<ir::IntList>();
-    if (list == nullptr || list->size() != 2) return false;
-  }
-  bool bias_ok = op->args[2].Is<ir::NoneArg>() || op->args[2].Is<ir::NodeRef>();
-  return x_type->dtype == ir::DType::kFloat32 && w_type->dtype == ir::DType::kFloat32 &&
-         op->type().dtype == ir::DType::kFloat32 && bias_ok;
+  auto conv = AsConvolution2d(graph, value);
+  return conv && conv->transposed && conv->groups == 1;
 }
 
 bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value) {
