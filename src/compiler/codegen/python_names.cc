@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/ir/printer.h"
+
 namespace kforge::codegen {
 
 std::string VarName(const ir::Graph& graph, ir::NodeRef ref) {
@@ -24,11 +26,8 @@ std::string VarName(const ir::Graph& graph, ir::NodeRef ref) {
 }
 
 std::string FloatLiteral(double value) {
-  if (std::isnan(value)) return "float('nan')";
-  if (std::isinf(value)) return value > 0 ? "float('inf')" : "float('-inf')";
-  std::string text = fmt::format("{}", value);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
+  if (std::isnan(value) || std::isinf(value)) return "float('" + ir::PrintFloat(value) + "')";
+  return ir::PrintFloat(value);
 }
 
 std::string TorchDType(ir::DType dtype) {

@@ -30,20 +30,6 @@ constexpr int64_t kMaxTapsForTapLoop = 9;
 // The one configuration used without autotuning.
 constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
 
-std::vector<int64_t> OwnStrides(const ir::TensorType& type) {
-  return type.stride.size() == type.shape.size() ? type.stride : ir::ContiguousStrides(type.shape);
-}
-
-// Strides of `type` over `shape`'s dims (aligned right), 0 where it broadcasts.
-std::vector<int64_t> BroadcastStrides(const ir::TensorType& type, const ir::Shape& shape) {
-  std::vector<int64_t> strides(shape.size(), 0), own = OwnStrides(type);
-  size_t offset = shape.size() - type.shape.size();
-  for (size_t d = 0; d < type.shape.size(); ++d) {
-    if (type.shape[d] != 1) strides[offset + d] = own[d];
-  }
-  return strides;
-}
-
 std::string Term(const std::string& index, int64_t stride) {
   if (stride == 0) return "";
   return stride == 1 ? index : fmt::format("{} * {}", index, stride);
@@ -107,7 +93,7 @@ Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::Fus
   for (const ir::NodeRef& ref : inputs) {
     std::string cast = graph.TypeOf(ref)->dtype == ir::DType::kFloat32 ? "" : ".to(tl.float32)";
     out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}, mask=kf_mask, other=0.0){2}", VarName(graph, ref),
-                         offset(BroadcastStrides(*graph.TypeOf(ref), out_shape)), cast));
+                         offset(ir::BroadcastStrides(*graph.TypeOf(ref), out_shape)), cast));
   }
   for (size_t i = 1; i < group.nodes.size(); ++i) {
     const auto& op = graph.value(group.nodes[i]).As<ir::OpNode>();
@@ -168,7 +154,8 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   const size_t rank = out_shape.size();
   const int64_t m = out_shape[rank - 2], n = out_shape[rank - 1], k = a_type.shape[rank - 1];
   const int64_t batch = batched ? out_shape[0] : 1;
-  std::vector<int64_t> sa = OwnStrides(a_type), sb = OwnStrides(b_type);
+  const std::vector<int64_t>& sa = a_type.stride;
+  const std::vector<int64_t>& sb = b_type.stride;
 
   EmittedKernel kernel;
   kernel.name = "matmul_" + group.name;
@@ -246,7 +233,8 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
     taps *= w_type.shape[2 + d];
   }
   const int64_t m = images * positions, n = co_g, k = ci_g * taps;
-  std::vector<int64_t> sx = OwnStrides(x_type), sw = OwnStrides(w_type);
+  const std::vector<int64_t>& sx = x_type.stride;
+  const std::vector<int64_t>& sw = w_type.stride;
 
   EmittedKernel kernel;
   kernel.name = "conv_" + group.name;

@@ -28,18 +28,6 @@ int64_t NextPowerOfTwo(int64_t n) {
 
 bool Contains(const std::vector<int64_t>& list, int64_t x) { return std::find(list.begin(), list.end(), x) != list.end(); }
 
-// A tensor's strides over the full shape's dims: its own stride where it has the dim with the
-// same size, 0 where it broadcasts (missing or of size 1).
-std::vector<int64_t> FullStrides(const ir::TensorType& type, const ir::Shape& full) {
-  std::vector<int64_t> strides(full.size(), 0);
-  std::vector<int64_t> own = type.stride.size() == type.shape.size() ? type.stride : ir::ContiguousStrides(type.shape);
-  size_t offset = full.size() - type.shape.size();
-  for (size_t d = 0; d < type.shape.size(); ++d) {
-    if (type.shape[d] != 1) strides[offset + d] = own[d];
-  }
-  return strides;
-}
-
 // "a * 3 + b * 7" from index variables and strides, skipping zero strides; "0" when empty.
 std::string Offset(const std::vector<std::pair<std::string, int64_t>>& terms) {
   std::vector<std::string> parts;
@@ -130,7 +118,7 @@ class ReductionEmitter {
       if (!ir::IsFloatingPoint(type.dtype) && type.dtype != ir::DType::kBool) {
         return Status::InvalidArgument(fmt::format("{}: unsupported input dtype {}", ir::PrintRef(graph_, ref), ToString(type.dtype)));
       }
-      std::vector<int64_t> own = type.stride.size() == type.shape.size() ? type.stride : ir::ContiguousStrides(type.shape);
+      const std::vector<int64_t>& own = type.stride;
       if (type.shape == space_->Kept(true) || (type.shape == space_->Kept(false) && type.shape != space_->full)) {
         // One value per program, at the kept index.
         std::vector<int64_t> strides(space_->full.size(), 0);
@@ -144,7 +132,7 @@ class ReductionEmitter {
         inputs_.push_back({ref, Space::kKept, strides});
       } else if (passes::BroadcastsTo(type.shape, space_->full)) {
         // Constant along every reduced dim (a per-channel vector under batch norm): one value per program.
-        std::vector<int64_t> strides = FullStrides(type, space_->full);
+        std::vector<int64_t> strides = ir::BroadcastStrides(type, space_->full);
         bool constant = true;
         for (int64_t d : space_->dims) constant = constant && strides[static_cast<size_t>(d)] == 0;
         Space space = constant ? Space::kKept : Space::kFull;

@@ -30,9 +30,6 @@ bool Flag(const ir::OpNode& op, ir::ArgSlot slot) {
   return arg != nullptr && arg->Is<bool>() && arg->As<bool>();
 }
 
-std::vector<int64_t> OwnStrides(const ir::TensorType& type) {
-  return type.stride.size() == type.shape.size() ? type.stride : ir::ContiguousStrides(type.shape);
-}
 
 }  // namespace
 
@@ -102,7 +99,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   params.push_back("BLOCK_SIZE: tl.constexpr");
   int64_t numel = 1;
   for (int64_t d : out_shape) numel *= d;
-  std::vector<int64_t> sx = OwnStrides(x_type);
+  const std::vector<int64_t>& sx = x_type.stride;
   const int64_t in_h = x_type.shape[2], in_w = x_type.shape[3], out_h = out_shape[2], out_w = out_shape[3];
 
   SourceWriter out;
@@ -134,7 +131,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   }
   out.Line(fmt::format("kf_acc = tl.full([BLOCK_SIZE], {}, tl.float32)", is_max ? "float('-inf')" : "0.0"));
   if (!is_max && !depthwise && !transposed) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
-  std::vector<int64_t> sw = weight ? OwnStrides(*graph.TypeOf(*weight)) : std::vector<int64_t>{};
+  std::vector<int64_t> sw = weight ? graph.TypeOf(*weight)->stride : std::vector<int64_t>{};
   if (transposed) {
     // Output (oh, ow) gathers input (ih, iw) through tap (i, j) where ih * stride = oh + pad - i * dilation.
     out.Open(fmt::format("for kf_ci in range(0, {}):", x_type.shape[1]));
@@ -191,11 +188,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   std::vector<int64_t> contiguous = ir::ContiguousStrides(out_shape);
   for (const ir::NodeRef& ref : inputs) {
     const ir::TensorType& type = *graph.TypeOf(ref);
-    std::vector<int64_t> strides(out_shape.size(), 0), own = OwnStrides(type);
-    size_t offset = out_shape.size() - type.shape.size();
-    for (size_t d = 0; d < type.shape.size(); ++d) {
-      if (type.shape[d] != 1) strides[offset + d] = own[d];
-    }
+    std::vector<int64_t> strides = ir::BroadcastStrides(type, out_shape);
     std::string cast = type.dtype == ir::DType::kFloat32 ? "" : ".to(tl.float32)";
     out.Line(fmt::format("{0} = tl.load({0}_ptr + kf_img * {1} + kf_c * {2} + kf_oh * {3} + kf_ow * {4}, mask=kf_mask, other=0.0){5}",
                          VarName(graph, ref), strides[0], strides[1], strides[2], strides[3], cast));

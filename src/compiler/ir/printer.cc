@@ -13,15 +13,6 @@
 namespace kforge::ir {
 namespace {
 
-// Python's spelling: a float always shows it is one ("1.0", "1e-05", "inf").
-std::string PrintFloat(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  std::string text = fmt::format("{}", value);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
-}
-
 std::string PrintString(const std::string& text) {
   std::string quoted = "\"";
   for (char c : text) {
@@ -67,6 +58,14 @@ std::string PrintLeaf(const Value& value) {
 }
 
 }  // namespace
+
+std::string PrintFloat(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
 
 std::string PrintRef(const Graph& graph, NodeRef ref) {
   if (graph.TypeOf(ref) == nullptr) return fmt::format("%<dangling #{}.{}>", ref.value, ref.output);

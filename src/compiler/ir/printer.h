@@ -12,6 +12,8 @@ namespace kforge::ir {
 std::string PrintGraph(const Graph& graph);
 // "%x", "%native_layer_norm.1", or "%<dangling #7.0>" for a reference that resolves to nothing.
 std::string PrintRef(const Graph& graph, NodeRef ref);
+// A float as Python spells it: always visibly a float ("1.0", "1e-05"), "nan", "inf", "-inf".
+std::string PrintFloat(double value);
 // One argument as it appears in a printed call: "%x", "[1, 0]", "1e-05", "\"tanh\"", "None".
 std::string PrintArgument(const Graph& graph, const Argument& argument);
 

@@ -63,6 +63,15 @@ std::vector<int64_t> ContiguousStrides(const Shape& shape) {
   return stride;
 }
 
+std::vector<int64_t> BroadcastStrides(const TensorType& type, const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 0);
+  size_t offset = shape.size() - type.shape.size();
+  for (size_t d = 0; d < type.shape.size(); ++d) {
+    if (type.shape[d] != 1) strides[offset + d] = type.stride[d];
+  }
+  return strides;
+}
+
 std::optional<int64_t> CheckedNumel(const Shape& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {

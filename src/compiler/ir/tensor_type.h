@@ -40,6 +40,9 @@ struct TensorType {
 
 // Row-major strides for `shape`.
 std::vector<int64_t> ContiguousStrides(const Shape& shape);
+// `type`'s strides over the dims of `shape`, which it broadcasts to (aligned at the right): its own
+// stride where it has the dim with a size other than 1, 0 where it broadcasts.
+std::vector<int64_t> BroadcastStrides(const TensorType& type, const Shape& shape);
 // The element count, or nullopt when it overflows int64 (shape must be non-negative).
 std::optional<int64_t> CheckedNumel(const Shape& shape);
 // NumPy broadcasting of two shapes; nullopt when they do not broadcast.

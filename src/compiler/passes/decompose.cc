@@ -32,46 +32,9 @@ bool Flag(const ir::OpNode& node, ir::ArgSlot slot, bool fallback) {
   return value ? *value : fallback;
 }
 
-// The reduced dims named by `arg` (an int or a list; absent, None or [] for all), normalized and sorted.
-std::optional<std::vector<int64_t>> Dims(const Argument* arg, int64_t rank) {
-  std::vector<int64_t> dims;
-  if (arg == nullptr || arg->Is<ir::NoneArg>()) {
-    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
-    return dims;
-  }
-  if (const auto* one = arg->TryAs<int64_t>()) {
-    dims.push_back(*one);
-  } else if (const auto* list = arg->TryAs<ir::IntList>()) {
-    dims = *list;
-    if (dims.empty()) {
-      for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
-    }
-  } else {
-    return std::nullopt;
-  }
-  for (int64_t& d : dims) {
-    if (d < 0) d += rank;
-    if (d < 0 || d >= std::max<int64_t>(rank, 1)) return std::nullopt;
-  }
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  return dims;
-}
-
+// The shape of reducing `dims` of `shape`, with them kept as 1 (`keepdim`) or dropped.
 ir::Shape Reduced(const ir::Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
-  ir::Shape out;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!reduced) out.push_back(shape[static_cast<size_t>(d)]);
-    else if (keepdim) out.push_back(1);
-  }
-  return out;
-}
-
-int64_t CountOf(const ir::Shape& shape, const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= shape[static_cast<size_t>(d)];
-  return n;
+  return ReductionSpace{shape, dims}.Kept(keepdim);
 }
 
 class Decomposer : public ir::GraphRewriter {
@@ -158,7 +121,7 @@ class Decomposer : public ir::GraphRewriter {
     } else {
       ASSIGN_OR_RETURN(sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(dims)}, {keepdim}}, out));
     }
-    double n = static_cast<double>(CountOf(shape, dims));
+    double n = static_cast<double>(ReductionSpace{shape, dims}.reduced_count());
     ASSIGN_OR_RETURN(NodeRef mean, Emit(origin, "mean", "aten.mul.Tensor", {{sum}, {1.0 / n}}, out));
     return std::make_pair(sum, mean);
   }
@@ -205,7 +168,7 @@ class Decomposer : public ir::GraphRewriter {
     if (!AllFloat32(node) || Flag(node, {2, "half_to_float"}, false)) return std::nullopt;
     NodeRef x = Map(node.args.at(0).As<NodeRef>());
     const ir::Shape shape = ShapeOf(x);
-    auto dims = Dims(node.FindArgument({1, "dim"}), static_cast<int64_t>(shape.size()));
+    auto dims = ReducedDims(node.FindArgument({1, "dim"}), static_cast<int64_t>(shape.size()));
     if (!dims || dims->size() != 1) return std::nullopt;
     return Run(node, [&]() -> Status {
       ir::Shape kept = Reduced(shape, *dims, true);
@@ -314,7 +277,7 @@ class Decomposer : public ir::GraphRewriter {
     NodeRef x = Map(node.args.at(0).As<NodeRef>());
     const ir::Shape shape = ShapeOf(x);
     bool by_dim = node.op == "aten.mean.dim";
-    auto dims = Dims(by_dim ? node.FindArgument({1, "dim"}) : nullptr, static_cast<int64_t>(shape.size()));
+    auto dims = ReducedDims(by_dim ? node.FindArgument({1, "dim"}) : nullptr, static_cast<int64_t>(shape.size()));
     if (!dims) return std::nullopt;
     bool keepdim = by_dim && Flag(node, {2, "keepdim"}, false);
     return Run(node, [&]() -> Status {
@@ -330,7 +293,7 @@ class Decomposer : public ir::GraphRewriter {
     const ir::Shape shape = ShapeOf(x);
     std::optional<double> ord = Number(node.FindArgument({1, "ord"}));
     if (!ord) ord = 2.0;
-    auto dims = Dims(node.FindArgument({2, "dim"}), static_cast<int64_t>(shape.size()));
+    auto dims = ReducedDims(node.FindArgument({2, "dim"}), static_cast<int64_t>(shape.size()));
     if (!dims || !(*ord == 1.0 || *ord == 2.0 || std::isinf(*ord))) return std::nullopt;
     bool keepdim = Flag(node, {3, "keepdim"}, false);
     return Run(node, [&]() -> Status {

@@ -75,6 +75,27 @@ int64_t ReductionSpace::kept_count() const {
 
 bool ReductionSpace::split() const { return kept_count() <= kMaxSplitRows && reduced_count() >= kMinSplitLength; }
 
+std::optional<std::vector<int64_t>> ReducedDims(const ir::Argument* arg, int64_t rank) {
+  std::vector<int64_t> dims;
+  if (const auto* one = arg ? arg->TryAs<int64_t>() : nullptr) {
+    dims.push_back(*one);
+  } else if (const auto* list = arg ? arg->TryAs<ir::IntList>() : nullptr) {
+    dims = *list;
+  } else if (arg != nullptr && !arg->Is<ir::NoneArg>()) {
+    return std::nullopt;
+  }
+  if (dims.empty() && (arg == nullptr || !arg->Is<int64_t>())) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  }
+  for (int64_t& d : dims) {
+    if (d < 0) d += rank;
+    if (d < 0 || d >= std::max<int64_t>(rank, 1)) return std::nullopt;
+  }
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  return dims;
+}
+
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr) return std::nullopt;
@@ -88,22 +109,10 @@ std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, cons
   ReductionSpace space{input->shape, {}};
   const int64_t rank = input->rank();
   const ir::Argument* dims = op->FindArgument({1, "dim"});
-  if (dims == nullptr || dims->Is<ir::NoneArg>() ||
-      (dims->Is<ir::IntList>() && dims->As<ir::IntList>().empty())) {
-    for (int64_t d = 0; d < rank; ++d) space.dims.push_back(d);
-  } else if (const auto* one = dims->TryAs<int64_t>()) {
-    space.dims.push_back(*one);
-  } else if (const auto* list = dims->TryAs<ir::IntList>()) {
-    space.dims = *list;
-  } else {
-    return std::nullopt;
-  }
-  for (int64_t& d : space.dims) {
-    if (d < 0) d += rank;
-    if (d < 0 || d >= rank) return std::nullopt;
-  }
-  std::sort(space.dims.begin(), space.dims.end());
-  space.dims.erase(std::unique(space.dims.begin(), space.dims.end()), space.dims.end());
+  if (rank == 0) return std::nullopt;
+  auto reduced = ReducedDims(dims, rank);
+  if (!reduced) return std::nullopt;
+  space.dims = *reduced;
   if (space.dims.empty() || (op->op == "aten.argmax.default" && dims == nullptr && rank > 1)) return std::nullopt;
   if (op->op == "aten.cumsum.default" && space.dims.size() != 1) return std::nullopt;
   for (const ir::TensorType& out : op->outputs) {

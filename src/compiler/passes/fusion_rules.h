@@ -42,6 +42,9 @@ struct ReductionSpace {
 // Split rows: at most kMaxSplitRows rows of at least kMinSplitLength elements.
 inline constexpr int64_t kMaxSplitRows = 64;
 inline constexpr int64_t kMinSplitLength = 1 << 17;
+// The dims a reduction-like argument names (an int or a list; absent, None or [] for all), normalized
+// to [0, rank) (a 0-d tensor's dim 0 included) and sorted without repeats; nullopt for anything else.
+std::optional<std::vector<int64_t>> ReducedDims(const ir::Argument* arg, int64_t rank);
 // Fusable reduction: sum, amax, amin, argmax or max.dim of an fp32 tensor over explicit or all dims, or a
 // cumsum along one dim (a scan: its output has the full shape).
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value);
