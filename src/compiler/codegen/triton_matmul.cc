@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/triton_pointwise.h"
@@ -29,19 +30,6 @@ constexpr int64_t kMinChannelsForTapLoop = 16;
 constexpr int64_t kMaxTapsForTapLoop = 9;
 // The one configuration used without autotuning.
 constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
-
-std::string Term(const std::string& index, int64_t stride) {
-  if (stride == 0) return "";
-  return stride == 1 ? index : fmt::format("{} * {}", index, stride);
-}
-
-std::string Sum(const std::vector<std::string>& terms) {
-  std::vector<std::string> kept;
-  for (const std::string& t : terms) {
-    if (!t.empty()) kept.push_back(t);
-  }
-  return kept.empty() ? "0" : fmt::format("{}", fmt::join(kept, " + "));
-}
 
 // Writes the autotune decorator (without autotuning: nothing), the signature and the comment.
 void EmitHeader(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
@@ -78,52 +66,6 @@ void EmitTilePosition(SourceWriter& out, int64_t m, int64_t n) {
   out.Line("kf_pid_n = (kf_pid % kf_width) // kf_size_m");
   out.Line("kf_m = kf_pid_m * BLOCK_M + tl.arange(0, BLOCK_M)");
   out.Line("kf_n = kf_pid_n * BLOCK_N + tl.arange(0, BLOCK_N)");
-}
-
-// The pointwise epilogue on the accumulator (already bound to the anchor's variable) and the
-// stores. `index[d]` is the tile-shaped index expression of the output's dim d.
-Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::FusionGroup& group,
-                    const std::vector<ir::NodeRef>& inputs, const std::vector<ir::NodeRef>& outputs,
-                    const ir::Shape& out_shape, const std::vector<std::string>& index, EmittedKernel& kernel) {
-  auto offset = [&](const std::vector<int64_t>& strides) {
-    std::vector<std::string> terms;
-    for (size_t d = 0; d < strides.size(); ++d) terms.push_back(Term(index[d], strides[d]));
-    return Sum(terms);
-  };
-  for (const ir::NodeRef& ref : inputs) {
-    std::string cast = graph.TypeOf(ref)->dtype == ir::DType::kFloat32 ? "" : ".to(tl.float32)";
-    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}, mask=kf_mask, other=0.0){2}", VarName(graph, ref),
-                         offset(ir::BroadcastStrides(*graph.TypeOf(ref), out_shape)), cast));
-  }
-  for (size_t i = 1; i < group.nodes.size(); ++i) {
-    const auto& op = graph.value(group.nodes[i]).As<ir::OpNode>();
-    if (op.type().shape != out_shape) {
-      return Status::InvalidArgument(fmt::format("%{}: epilogue shape differs from the product's", op.name));
-    }
-    ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph, op, kernel.helpers));
-    out.Line(fmt::format("{} = {}", VarName(graph, op.ref()), expr));
-  }
-  std::string out_offset = offset(ir::ContiguousStrides(out_shape));
-  for (const ir::NodeRef& ref : outputs) {
-    out.Line(fmt::format("tl.store({0}_ptr + {1}, {0}, mask=kf_mask)", VarName(graph, ref), out_offset));
-  }
-  return Status::Ok();
-}
-
-// The epilogue's external inputs: the group's inputs other than `operands`, each broadcast to the output.
-Result<std::vector<ir::NodeRef>> EpilogueInputs(const ir::Graph& graph, const passes::FusionGroup& group,
-                                                const std::vector<ir::NodeRef>& operands, const ir::Shape& out_shape) {
-  std::vector<ir::NodeRef> inputs;
-  for (const ir::NodeRef& ref : passes::GroupInputs(graph, group)) {
-    if (std::find(operands.begin(), operands.end(), ref) != operands.end()) continue;
-    const ir::TensorType& type = *graph.TypeOf(ref);
-    if (!ir::IsFloatingPoint(type.dtype) || !passes::BroadcastsTo(type.shape, out_shape)) {
-      return Status::InvalidArgument(fmt::format("{}: epilogue input {} does not broadcast to {}", ir::PrintRef(graph, ref),
-                                                 type.ToString(), ir::ShapeToString(out_shape)));
-    }
-    inputs.push_back(ref);
-  }
-  return inputs;
 }
 
 // Output allocations and the launch over (tiles of M x N, `extra` programs along axis 1).

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/triton_pointwise.h"
@@ -78,16 +79,10 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   if (std::find(outputs.begin(), outputs.end(), pool.ref(1)) != outputs.end() && pool.num_outputs() > 1) {
     return Status::InvalidArgument(fmt::format("%{}: the indices output is read", pool.name));
   }
-  std::vector<ir::NodeRef> inputs;
-  for (const ir::NodeRef& ref : passes::GroupInputs(graph, group)) {
-    if (ref == x || (weight && ref == *weight) || (bias && ref == *bias)) continue;
-    const ir::TensorType& type = *graph.TypeOf(ref);
-    if (!ir::IsFloatingPoint(type.dtype) || !passes::BroadcastsTo(type.shape, out_shape)) {
-      return Status::InvalidArgument(fmt::format("{}: epilogue input does not broadcast to {}", ir::PrintRef(graph, ref),
-                                                 ir::ShapeToString(out_shape)));
-    }
-    inputs.push_back(ref);
-  }
+  std::vector<ir::NodeRef> operands = {x};
+  if (weight) operands.push_back(*weight);
+  if (bias) operands.push_back(*bias);
+  ASSIGN_OR_RETURN(std::vector<ir::NodeRef> inputs, EpilogueInputs(graph, group, operands, out_shape));
 
   EmittedKernel kernel;
   kernel.name = "window_" + group.name;
@@ -185,20 +180,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   if ((depthwise || transposed) && bias) out.Line("kf_acc += tl.load(kf_bias_ptr + kf_c, mask=kf_mask, other=0.0)");
   if (!is_max && !depthwise && !transposed) out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
   out.Line(fmt::format("{} = kf_acc", VarName(graph, pool.ref())));
-  std::vector<int64_t> contiguous = ir::ContiguousStrides(out_shape);
-  for (const ir::NodeRef& ref : inputs) {
-    const ir::TensorType& type = *graph.TypeOf(ref);
-    std::vector<int64_t> strides = ir::BroadcastStrides(type, out_shape);
-    std::string cast = type.dtype == ir::DType::kFloat32 ? "" : ".to(tl.float32)";
-    out.Line(fmt::format("{0} = tl.load({0}_ptr + kf_img * {1} + kf_c * {2} + kf_oh * {3} + kf_ow * {4}, mask=kf_mask, other=0.0){5}",
-                         VarName(graph, ref), strides[0], strides[1], strides[2], strides[3], cast));
-  }
-  for (size_t i = 1; i < group.nodes.size(); ++i) {
-    const auto& op = graph.value(group.nodes[i]).As<ir::OpNode>();
-    ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph, op, kernel.helpers));
-    out.Line(fmt::format("{} = {}", VarName(graph, op.ref()), expr));
-  }
-  for (const ir::NodeRef& ref : outputs) out.Line(fmt::format("tl.store({}_ptr + kf_offsets, {}, mask=kf_mask)", VarName(graph, ref), VarName(graph, ref)));
+  RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, {"kf_img", "kf_c", "kf_oh", "kf_ow"}, kernel));
   out.Close();
   kernel.source = out.text();
 
