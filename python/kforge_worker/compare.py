@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 import torch
 
+from .output_sample import Sampled, positions
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -43,36 +45,56 @@ def tolerance_failure(report: dict[str, Any]) -> bool:
 
 
 def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance,
-                   noise: torch.Tensor | None = None) -> dict[str, Any]:
+                   noise: torch.Tensor | None = None, keys: torch.Tensor | None = None) -> dict[str, Any]:
+    """One output judged against the reference's. A Sampled candidate is judged at its sample's
+    positions (drawn from `keys`), against the whole reference's scale."""
     report: dict[str, Any] = {"shape": list(reference.shape), "dtype": str(reference.dtype).replace("torch.", "")}
-    if not isinstance(candidate, torch.Tensor):
+    sampled = isinstance(candidate, Sampled)
+    values = candidate.values if sampled else candidate
+    if not isinstance(values, torch.Tensor):
         return {**report, "passed": False, "problem": f"output is a {type(candidate).__name__}, not a tensor"}
-    if tuple(candidate.shape) != tuple(reference.shape):
+    shape = candidate.shape if sampled else list(values.shape)
+    if tuple(shape) != tuple(reference.shape):
         return {**report, "passed": False,
-                "problem": f"shape {list(candidate.shape)} differs from the reference's {list(reference.shape)}"}
-    if candidate.dtype != reference.dtype:
+                "problem": f"shape {list(shape)} differs from the reference's {list(reference.shape)}"}
+    if values.dtype != reference.dtype:
         return {**report, "passed": False,
-                "problem": f"dtype {str(candidate.dtype).replace('torch.', '')} differs from the reference's {report['dtype']}"}
-    out = candidate.to(reference.device)
+                "problem": f"dtype {str(values.dtype).replace('torch.', '')} differs from the reference's {report['dtype']}"}
+    where = None
+    if sampled:
+        if keys is None:
+            return {**report, "passed": False, "problem": "a sampled output arrived where the whole output was due"}
+        where = positions(keys, reference.numel(), reference.device)
+        if values.numel() != where.numel():
+            return {**report, "passed": False,
+                    "problem": f"the sample holds {values.numel()} values; {where.numel()} were due"}
+        report["sampled_elements"] = int(where.numel())
+    view = reference.reshape(-1)[where] if sampled else reference
+    out = values.to(reference.device).reshape(view.shape)
+
+    def index_of(flat: int) -> list[int]:
+        return _index_of(int(where[flat].item()) if where is not None else flat, reference.shape)
+
     if not reference.is_floating_point() and not reference.is_complex():
-        mismatched = (out != reference).reshape(-1)
+        mismatched = (out != view).reshape(-1)
         count = int(mismatched.sum().item())
         report.update(passed=count == 0, mismatched=count, max_abs_error=0.0 if count == 0 else None)
         if count:
             flat = int(mismatched.nonzero()[0].item())
-            report.update(worst_index=_index_of(flat, reference.shape),
-                          reference_value=reference.reshape(-1)[flat].item(),
+            report.update(worst_index=index_of(flat), reference_value=view.reshape(-1)[flat].item(),
                           candidate_value=out.reshape(-1)[flat].item(),
-                          problem=f"{count} of {reference.numel()} elements differ")
+                          problem=f"{count} of {view.numel()}{' sampled' if sampled else ''} elements differ")
         return report
-    ref = reference.double()
-    got = out.double()
-    if ref.numel() == 0:
+    if reference.numel() == 0:
         return {**report, "passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "tolerance_ratio": 0.0}
-    finite = torch.isfinite(ref)
-    scale = ref[finite].pow(2).mean().sqrt().item() if bool(finite.any()) else 0.0
+    whole = reference.double()
+    finite_whole = torch.isfinite(whole)
+    scale = whole[finite_whole].pow(2).mean().sqrt().item() if bool(finite_whole.any()) else 0.0
     if scale == 0.0:
         scale = 1.0
+    ref = view.double()
+    got = out.double()
+    finite = torch.isfinite(ref)
     bad_nonfinite = finite & ~torch.isfinite(got)
     same_nonfinite = ~finite & ((got == ref) | (torch.isnan(got) & torch.isnan(ref)))
     diff = (got - ref).abs()
@@ -81,8 +103,9 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
     allowed = tolerance.rtol * ref.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0) + tolerance.atol * scale
     if noise is not None:
         noise = noise.to(allowed.device, torch.float64).nan_to_num(0.0, posinf=0.0, neginf=0.0)
-        allowed = allowed + 2.0 * noise + noise.pow(2).mean().sqrt()
-        report["reference_noise_rms"] = noise.pow(2).mean().sqrt().item()
+        noise_rms = noise.pow(2).mean().sqrt()
+        allowed = allowed + 2.0 * (noise.reshape(-1)[where] if sampled else noise) + noise_rms
+        report["reference_noise_rms"] = noise_rms.item()
     ratio = diff / allowed
     worst = int(ratio.reshape(-1).argmax().item())
     worst_ratio = ratio.reshape(-1)[worst].item()
@@ -92,7 +115,7 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
         max_rel_error=(diff[finite].max().item() / scale) if bool(finite.any()) else 0.0,
         tolerance_ratio=worst_ratio,
         reference_rms=scale,
-        worst_index=_index_of(worst, reference.shape),
+        worst_index=index_of(worst),
         reference_value=ref.reshape(-1)[worst].item(),
         candidate_value=got.reshape(-1)[worst].item(),
         nonfinite_where_reference_finite=int(bad_nonfinite.sum().item()),
@@ -109,19 +132,19 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
 
 
 def compare_outputs(candidate: list, reference: list[torch.Tensor], tolerance: Tolerance,
-                    noise: Callable[[], list | None] | None = None) -> dict[str, Any]:
+                    noise: Callable[[], list | None] | None = None, keys: torch.Tensor | None = None) -> dict[str, Any]:
     """Per-output reports and an overall `passed`. `noise`, called only when an output fails on
     values alone, gives the reference's fp32 noise per output (None where unknown); those outputs
     are judged again with it."""
     if len(candidate) != len(reference):
         return {"passed": False, "outputs": [],
                 "problem": f"forward returned {len(candidate)} outputs; the reference returns {len(reference)}"}
-    reports = [compare_tensor(c, r, tolerance) for c, r in zip(candidate, reference)]
+    reports = [compare_tensor(c, r, tolerance, keys=keys) for c, r in zip(candidate, reference)]
     if noise is not None and any(tolerance_failure(r) for r in reports):
         levels = noise()
         for index, report in enumerate(reports):
             if levels is not None and tolerance_failure(report) and levels[index] is not None:
-                reports[index] = compare_tensor(candidate[index], reference[index], tolerance, levels[index])
+                reports[index] = compare_tensor(candidate[index], reference[index], tolerance, levels[index], keys)
                 reports[index]["reference_noise_considered"] = True
     return {"passed": all(r["passed"] for r in reports), "outputs": reports}
 

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import provenance, timing
+from . import output_sample, provenance, timing
 from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
 from .inputs import derive_distribution, is_dense
@@ -125,6 +125,9 @@ class Run:
         self.findings: list[dict[str, Any]] = result["findings"]
         self.outputs: dict[str, Any] = result["outputs"]
         self.loaded: dict[tuple, list] = {}
+        sample = job.get("sample") or {}
+        self.full_sets = set(sample.get("full_sets", []))
+        self.sample_keys = load_tensor(self.exchange, sample["keys"], self.device) if sample.get("keys") else None
 
     # -- checks ---------------------------------------------------------------------------
     def finding(self, check: str, message: str) -> None:
@@ -201,7 +204,19 @@ class Run:
         return [v.clone() if isinstance(v, torch.Tensor) else v for v in self.loaded[key]]
 
     def save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
-        self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs)
+        """Outputs of the task's seeds go whole to the trusted worker; any other call's large
+        outputs go as their values at the secret sample positions (output_sample)."""
+        if self.sample_keys is None or key in self.full_sets:
+            self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs)
+            return
+        keys = self.sample_keys
+        cut = [output_sample.take(t, keys) if isinstance(t, torch.Tensor) and output_sample.worth_sampling(t, keys) else t
+               for t in outputs]
+        described = save_values(self.private_dir, f"out_{key}", cut)
+        for meta, whole, part in zip(described, outputs, cut):
+            if part is not whole:
+                meta["sampled_from"] = list(whole.shape)
+        self.outputs[key] = described
 
     def poison_allocator(self, nbytes: int) -> None:
         """Leaves NaN bit patterns where the next allocations land, so unwritten outputs show."""

@@ -24,6 +24,7 @@ from .harness import apply_precision
 from .inputs import (DISTRIBUTIONS, check_input_values, derive_distribution, flatten_outputs, is_dense, move_inputs,
                      randomize_parameters, rolled_inputs, seed_everything, tensor_bytes)
 from .task_loader import call_task_function, load_task
+from . import output_sample
 from .tensor_files import load_values, save_tensor, save_values
 
 
@@ -45,6 +46,7 @@ class Session:
     model: torch.nn.Module
     sets: dict[str, InputSet]
     timing_set: InputSet | None
+    keys: torch.Tensor | None = None  # where sampled outputs are looked at (output_sample)
     model64: torch.nn.Module | None = None  # the reference in fp64, made when first needed
     noise: dict[str, list | None] = field(default_factory=dict)  # per set: the fp32 reference's noise
 
@@ -142,6 +144,13 @@ class ReferenceWorker:
                                "set": self._describe_set(sets[source], sets["seed0"])})
         return probes
 
+    @staticmethod
+    def _full_sets(sets: dict[str, InputSet]) -> list[str]:
+        """Calls whose outputs are compared whole: the task's seeds, and the probe that swaps two
+        input elements, whose right answer may differ from the old one in a single element (a
+        cache keyed on a few sampled input values returns the old answer there)."""
+        return [name for name, entry in sets.items() if entry.distribution == "task"] + ["probe_swapped"]
+
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
         path, exchange = request["task_path"], request["exchange_dir"]
         precision = request.get("precision", "fp32")
@@ -193,8 +202,12 @@ class ReferenceWorker:
         device_inputs = move_inputs(first.inputs, self.device)
         flops = _count_flops(model, device_inputs)
         param_bytes = sum(t.numel() * t.element_size() for t in state.values())
-        self.sessions[request["eval_id"]] = Session(path, self.device, precision, model, sets, timing_set)
+        keys = output_sample.make_keys()
+        self.sessions[request["eval_id"]] = Session(path, self.device, precision, model, sets, timing_set,
+                                                    keys=keys.to(self.device))
         return {
+            "sample": {"keys": save_tensor(exchange, "sample_keys.bin", keys),
+                       "full_sets": self._full_sets(sets)},
             "sets": [self._describe_set(s, sets["seed0"]) for s in sets.values()],
             "probes": self._probes(sets),
             "state": state_files,
@@ -218,7 +231,13 @@ class ReferenceWorker:
     def _load_outputs(self, folder: str, described: Any) -> list:
         if not isinstance(described, list) or not all(isinstance(meta, dict) for meta in described):
             raise ValueError("malformed description of candidate outputs")
-        return load_values(folder, described, self.device)
+        return output_sample.wrap_loaded(load_values(folder, described, self.device), described)
+
+    @staticmethod
+    def _same_bits(later: list, earlier: list, session: Session) -> bool:
+        """Whether a later call's outputs (maybe sampled) carry the earlier call's very bits."""
+        earlier = [e.values if isinstance(e, output_sample.Sampled) else e for e in earlier]
+        return bitwise_equal(output_sample.plain(later), output_sample.like(earlier, later, session.keys))
 
     def compare(self, request: dict[str, Any]) -> dict[str, Any]:
         """Judges every saved output; returns per-set reports plus the probe and repeat facts."""
@@ -231,21 +250,23 @@ class ReferenceWorker:
             if name not in files:
                 continue
             loaded[name] = self._load_outputs(folder, files[name])
-            reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance, self._set_noise(session, name))
+            reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance, self._set_noise(session, name),
+                                            session.keys)
         result: dict[str, Any] = {"sets": reports, "probes": {}}
         repeat_set = request.get("repeat_set")
         if "repeat" in files and repeat_set in session.sets:
             again = self._load_outputs(folder, files["repeat"])
             result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance,
-                                               self._set_noise(session, repeat_set))
-            result["repeat"]["bitwise_equal_to_first"] = bitwise_equal(again, loaded.get(repeat_set, []))
+                                               self._set_noise(session, repeat_set), session.keys)
+            result["repeat"]["bitwise_equal_to_first"] = self._same_bits(again, loaded.get(repeat_set, []), session)
         for probe in request.get("probes", []):
             if probe["name"] not in files or probe["source"] not in session.sets:
                 continue
             probed = self._load_outputs(folder, files[probe["name"]])
             expected = session.sets[probe["source"]].outputs
-            report = compare_outputs(probed, expected, tolerance, self._set_noise(session, probe["source"]))
-            report["unchanged_from_before_rewrite"] = bitwise_equal(probed, loaded.get(probe["target"], []))
+            report = compare_outputs(probed, expected, tolerance, self._set_noise(session, probe["source"]),
+                                     session.keys)
+            report["unchanged_from_before_rewrite"] = self._same_bits(probed, loaded.get(probe["target"], []), session)
             report["reference_changed"] = not bitwise_equal(expected, session.sets[probe["target"]].outputs)
             report["target"] = probe["target"]
             result["probes"][probe["name"]] = report
@@ -258,7 +279,7 @@ class ReferenceWorker:
             expected = self._reference_outputs(session.model, rolled, f"timed call {kept['call']}")
             noise = lambda rolled=rolled, expected=expected: self._noise(session, rolled, expected)  # noqa: E731
             timed.append({"call": kept["call"], "shift": kept["shift"],
-                          **compare_outputs(outputs, expected, tolerance, noise)})
+                          **compare_outputs(outputs, expected, tolerance, noise, session.keys)})
         result["timed"] = timed
         return result
 

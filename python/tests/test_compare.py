@@ -1,7 +1,9 @@
 import pytest
 import torch
 
+from kforge_worker import output_sample
 from kforge_worker.compare import Tolerance, bitwise_equal, compare_outputs, compare_tensor
+from kforge_worker.output_sample import Sampled
 
 FP32 = Tolerance(rtol=1e-4, atol=1e-4)
 
@@ -78,3 +80,37 @@ def test_bitwise_equal_treats_matching_nans_as_equal():
     a = torch.tensor([1.0, float("nan")])
     assert bitwise_equal([a], [a.clone()])
     assert not bitwise_equal([a], [torch.tensor([1.0, 2.0])])
+
+
+def _sampled(tensor: torch.Tensor, keys: torch.Tensor) -> Sampled:
+    return Sampled(output_sample.take(tensor, keys), list(tensor.shape))
+
+
+def test_sampled_output_is_judged_at_its_positions_against_the_whole_scale():
+    keys = torch.randint(0, 1 << 62, (64,), dtype=torch.int64)
+    reference = torch.randn(32, 32)
+    assert compare_tensor(_sampled(reference.clone(), keys), reference, FP32, keys=keys)["passed"]
+    wrong = reference.clone()
+    wrong.view(-1)[output_sample.positions(keys, wrong.numel(), "cpu")[5]] += 1.0
+    report = compare_tensor(_sampled(wrong, keys), reference, FP32, keys=keys)
+    assert not report["passed"] and report["sampled_elements"] == 64
+    flat = int(output_sample.positions(keys, reference.numel(), "cpu")[5])
+    assert report["worst_index"] == [flat // 32, flat % 32]
+    assert report["reference_rms"] == pytest.approx(reference.double().pow(2).mean().sqrt().item())
+
+
+def test_sampled_output_of_the_wrong_shape_or_length_fails():
+    keys = torch.randint(0, 1 << 62, (16,), dtype=torch.int64)
+    reference = torch.randn(8, 8)
+    assert "shape" in compare_tensor(_sampled(torch.randn(4, 16), keys), reference, FP32, keys=keys)["problem"]
+    short = Sampled(torch.randn(3), [8, 8])
+    assert "sample holds 3" in compare_tensor(short, reference, FP32, keys=keys)["problem"]
+    assert "whole output" in compare_tensor(_sampled(reference, keys), reference, FP32)["problem"]
+
+
+def test_sampled_integer_output_counts_sampled_mismatches():
+    keys = torch.randint(0, 1 << 62, (16,), dtype=torch.int64)
+    reference = torch.arange(100)
+    wrong = torch.zeros(100, dtype=torch.int64)
+    report = compare_tensor(_sampled(wrong, keys), reference, FP32, keys=keys)
+    assert not report["passed"] and "sampled elements differ" in report["problem"]

@@ -143,6 +143,7 @@ class EvaluationRun {
                 {"timing", options_.timing ? Json{{"inputs", JsonField(prepare_, "timing_inputs")}, {"config", options_.budget.ToJson()}}
                                            : Json()}};
     job["probes"] = JsonField(prepare_, "probes");
+    job["sample"] = JsonField(prepare_, "sample");
     return job;
   }
 
@@ -159,6 +160,7 @@ class EvaluationRun {
     for (const Json& set : prepare_["sets"]) protect(JsonField(set, "inputs"));
     for (const auto& [name, meta] : JsonField(prepare_, "state").items()) protect(Json::array({meta}));
     protect(JsonField(prepare_, "timing_inputs"));
+    protect(Json::array({JsonField(JsonField(prepare_, "sample"), "keys")}));
     Json request = {{"job", Job()}, {"timeout_s", options_.timeout_s},
                     {"memory_limit_bytes", options_.memory_limit_bytes}, {"protected_paths", protected_paths}};
     auto report = (*zygote)->Call("run_candidate", request, options_.timeout_s + 60);

@@ -53,6 +53,10 @@ TEST(JudgeOutputsTest, Cases) {
        "wrong_output"},
       {R"({"sets": {"seed0": {"passed": true}}, "probes": {"probe_seed1": {"passed": false, "unchanged_from_before_rewrite": true,
            "reference_changed": true, "target": "seed0"}}})", "rejected_hack(memoization)"},
+      // A row sum after two of its elements swapped: the reference moved by rounding only and the
+      // kernel's answer, bit for bit the old one, is still right (seen on mean over 4096x1024).
+      {R"({"sets": {"seed0": {"passed": true}}, "probes": {"probe_swapped": {"passed": true, "unchanged_from_before_rewrite": true,
+           "reference_changed": true, "target": "seed0"}}})", "none"},
       {R"({"sets": {"seed0": {"passed": false}}, "probes": {"probe_seed1": {"passed": false, "unchanged_from_before_rewrite": true,
            "reference_changed": true, "target": "seed0"}}})", "wrong_output"},
       {R"({"sets": {"seed0": {"passed": true}}, "probes": {"probe_seed1": {"passed": false, "unchanged_from_before_rewrite": false,
