@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|probe|all]
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -33,10 +33,20 @@ case "$what" in
     suite="${KFORGE_BENCH_SUITE:-tasks}"
     mkdir -p bench/runs/h200
     timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace /tmp/kforge-bench bench "$suite" --out bench/runs/h200 \
+      --timeout "${KFORGE_BENCH_TIMEOUT:-300}" \
       2>&1 | tee "$out/bench.log"
     mkdir -p "$out/bench"
     cp bench/runs/h200/bench.json "$out/bench/" 2>/dev/null
     (cd bench/runs && tar czf "$out/bench/runs.tgz" h200) ;;
+esac
+case "$what" in
+  probe)
+    # First-call cost (compile, autotune) against steady state of generated candidates:
+    # KFORGE_PROBE="TASK.py:MODEL_NEW.py ..."
+    for pair in ${KFORGE_PROBE:-}; do
+      echo "== ${pair}"
+      TRITON_PRINT_AUTOTUNING=1 timeout 200 python3 bench/first_call_probe.py "${pair%%:*}" "${pair#*:}"
+    done 2>&1 | tee "$out/probe.log" ;;
 esac
 case "$what" in
   baseline|all)

@@ -25,9 +25,8 @@ constexpr std::array<TileConfig, 5> kTileConfigs = {{
     {128, 128, 32, 8, 3}, {128, 64, 32, 4, 4}, {64, 128, 32, 4, 4}, {64, 64, 32, 4, 4}, {32, 32, 32, 4, 2}}};
 // A convolution loops over kernel taps (then input channels) from this many input channels per
 // group; below it, channels and taps form one K dimension (a tap loop would mask most of BLOCK_K).
+// A transposed convolution always loops over taps: its input index needs a divisibility test.
 constexpr int64_t kMinChannelsForTapLoop = 16;
-// The tap loop is unrolled: beyond this many taps (a 3x3x3 kernel) the flattened form compiles faster.
-constexpr int64_t kMaxTapsForTapLoop = 9;
 // The one configuration used without autotuning.
 constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
 
@@ -167,6 +166,9 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   const ir::IntList stride = anchor.args[3].As<ir::IntList>(), padding = anchor.args[4].As<ir::IntList>(),
                     dilation = anchor.args[5].As<ir::IntList>();
   const int64_t groups = anchor.args[8].As<int64_t>();
+  // A transposed convolution's weight is [input channels, output channels, taps...]; fusion
+  // admits it with one group only.
+  const bool transposed = anchor.args[6].As<bool>();
   const int64_t images = out_shape[0], co = out_shape[1], ci = x_type.shape[1];
   const int64_t co_g = co / groups, ci_g = ci / groups;
   int64_t positions = 1, taps = 1;
@@ -177,6 +179,7 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   const int64_t m = images * positions, n = co_g, k = ci_g * taps;
   const std::vector<int64_t>& sx = x_type.stride;
   const std::vector<int64_t>& sw = w_type.stride;
+  const int64_t sw_co = transposed ? sw[1] : sw[0], sw_ci = transposed ? sw[0] : sw[1];
 
   EmittedKernel kernel;
   kernel.name = "conv_" + group.name;
@@ -191,8 +194,9 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
 
   SourceWriter out;
   EmitHeader(out, kernel.name, params, options, graph, group);
-  out.Line(fmt::format("# Implicit GEMM: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
-                       "tl.dot with input_precision=\"{}\".", m, n, k, groups, options.dot_precision));
+  out.Line(fmt::format("# Implicit GEMM{}: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
+                       "tl.dot with input_precision=\"{}\".", transposed ? " of a transposed convolution" : "", m, n, k,
+                       groups, options.dot_precision));
   EmitTilePosition(out, m, n);
   out.Line("kf_group = tl.program_id(1)");
   out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
@@ -204,33 +208,47 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   }
   out.Line("kf_img = kf_rem");
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-  if (ci_g >= kMinChannelsForTapLoop && taps <= kMaxTapsForTapLoop) {
-    // One K loop per kernel tap over the group's input channels: no index division per element,
-    // and the bounds test is per output position.
-    for (size_t d = 0; d < spatial; ++d) {
-      out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
+  if (ci_g >= kMinChannelsForTapLoop || transposed) {
+    // One flat K loop over (kernel tap, block of the group's input channels): the index
+    // arithmetic is per tap and per output position, not per element, and the loop is long
+    // enough for Triton to pipeline its loads.
+    out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
+    out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", taps));
+    out.Line("kf_trem = kf_kk // kf_ci_blocks");
+    out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
+    for (size_t d = spatial; d-- > 0;) {
+      out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
+      if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
     }
     std::string valid = fmt::format("(kf_m < {})", m);
     std::vector<std::string> x_terms = {Term("kf_img", sx[0])};
     for (size_t d = 0; d < spatial; ++d) {
-      out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
-      valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      if (!transposed) {
+        out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+        valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      } else if (stride[d] == 1) {
+        out.Line(fmt::format("kf_in{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+        valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      } else {
+        // Output o gathers input i through tap t where i * stride = o + padding - t * dilation.
+        out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+        out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
+        valid += fmt::format(" & (kf_span{0} >= 0) & (kf_span{0} % {1} == 0) & (kf_in{0} < {2})", d, stride[d],
+                             x_type.shape[2 + d]);
+      }
       x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
     }
     out.Line(fmt::format("kf_valid = {}", valid));
     out.Line(fmt::format("kf_x_row = kf_x_ptr + {} + kf_group * {}", Sum(x_terms), ci_g * sx[1]));
-    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0])};
+    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw_co)};
     for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
     out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
-    out.Open(fmt::format("for kf_c0 in range(0, {}, BLOCK_K):", ci_g));
-    out.Line("kf_ci = kf_c0 + tl.arange(0, BLOCK_K)");
     out.Line(fmt::format("kf_a_tile = tl.load(kf_x_row[:, None] + {}, mask=kf_valid[:, None] & (kf_ci[None, :] < {}), other=0.0)",
                          Term("kf_ci[None, :]", sx[1]), ci_g));
     out.Line(fmt::format("kf_b_tile = tl.load(kf_w_tap + {}, mask=(kf_ci[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
-                         Term("kf_ci[:, None]", sw[1]), ci_g, n));
+                         Term("kf_ci[:, None]", sw_ci), ci_g, n));
     out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
     out.Close();
-    for (size_t d = 0; d < spatial; ++d) out.Close();
   } else {
     out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
     out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");

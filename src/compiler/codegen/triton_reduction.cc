@@ -38,6 +38,9 @@ std::string Offset(const std::vector<std::pair<std::string, int64_t>>& terms) {
   return parts.empty() ? "0" : fmt::format("{}", fmt::join(parts, " + "));
 }
 
+// Fewest neighbouring kept elements worth a column-mode program for an index reduction or scan.
+constexpr int64_t kMinIndexColumns = 4;
+
 class ReductionEmitter {
  public:
   ReductionEmitter(const ir::Graph& graph, const passes::FusionGroup& group) : graph_(graph), group_(group) {}
@@ -73,6 +76,12 @@ class ReductionEmitter {
         cols_ = columns;
         single_ = false;
         block_ = std::max<int64_t>(kMaxSingleBlock / 4 / columns, 8);
+      } else if (rows * kMinIndexColumns <= kMaxSingleBlock) {
+        // An index reduction or scan needs its whole row in registers: as many columns as fit,
+        // so each reduced step still loads a contiguous run instead of one strided element.
+        cols_ = std::min(columns, kMaxSingleBlock / rows);
+        single_ = true;
+        block_ = rows;
       }
     }
     for (ir::ValueId id : group_.nodes) {

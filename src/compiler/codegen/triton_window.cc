@@ -44,11 +44,10 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   const bool is_max = pool.op == "aten.max_pool2d_with_indices.default";
   const bool adaptive = pool.op == "aten._adaptive_avg_pool2d.default";
   const bool depthwise = passes::IsDepthwiseConvolution(graph, pool);
-  const bool transposed = passes::IsTransposedConvolution2d(graph, pool);
   ir::IntList kernel_size, stride, padding, dilation = {1, 1};
   bool count_include_pad = true;
   std::optional<ir::NodeRef> weight, bias;
-  if (depthwise || transposed) {
+  if (depthwise) {
     // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     weight = pool.args[1].As<ir::NodeRef>();
     if (pool.args[2].Is<ir::NodeRef>()) bias = pool.args[2].As<ir::NodeRef>();
@@ -100,7 +99,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   SourceWriter out;
   OpenKernel(out, kernel.name, params, graph, group);
   out.Line(fmt::format("# {} over {} windows of {}.",
-                       transposed ? "Transposed convolution" : depthwise ? "Depthwise convolution" : is_max ? "Max" : "Average",
+                       depthwise ? "Depthwise convolution" : is_max ? "Max" : "Average",
                        ir::ShapeToString(out_shape), ir::ShapeToString(x_type.shape)));
   out.Line("kf_offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
   out.Line(fmt::format("kf_mask = kf_offsets < {}", numel));
@@ -125,60 +124,40 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     out.Line(fmt::format("kf_w0 = kf_ow * {} - {}", stride[1], padding[1]));
   }
   out.Line(fmt::format("kf_acc = tl.full([BLOCK_SIZE], {}, tl.float32)", is_max ? "float('-inf')" : "0.0"));
-  if (!is_max && !depthwise && !transposed) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
+  if (!is_max && !depthwise) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
   std::vector<int64_t> sw = weight ? graph.TypeOf(*weight)->stride : std::vector<int64_t>{};
-  if (transposed) {
-    // Output (oh, ow) gathers input (ih, iw) through tap (i, j) where ih * stride = oh + pad - i * dilation.
-    out.Open(fmt::format("for kf_ci in range(0, {}):", x_type.shape[1]));
-    out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
-    out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
-    out.Line(fmt::format("kf_hs = kf_oh + {} - kf_i * {}", padding[0], dilation[0]));
-    out.Line(fmt::format("kf_ws = kf_ow + {} - kf_j * {}", padding[1], dilation[1]));
-    out.Line(fmt::format("kf_h = kf_hs // {}", stride[0]));
-    out.Line(fmt::format("kf_w = kf_ws // {}", stride[1]));
-    out.Line(fmt::format("kf_in = kf_mask & (kf_hs >= 0) & (kf_ws >= 0) & (kf_hs % {} == 0) & (kf_ws % {} == 0) & "
-                         "(kf_h < {}) & (kf_w < {})", stride[0], stride[1], in_h, in_w));
-    out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_img * {} + kf_ci * {} + kf_h * {} + kf_w * {}, mask=kf_in, other=0.0)",
-                         sx[0], sx[1], sx[2], sx[3]));
-    out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_ci * {} + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, "
-                         "other=0.0)", sw[0], sw[1], sw[2], sw[3]));
-    out.Close();
-    out.Close();
-    out.Close();
+  out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
+  out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
+  if (adaptive) {
+    out.Line("kf_h = kf_h0 + kf_i");
+    out.Line("kf_w = kf_w0 + kf_j");
+    out.Line("kf_in = kf_mask & (kf_h < kf_h1) & (kf_w < kf_w1)");
   } else {
-    out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
-    out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
-    if (adaptive) {
-      out.Line("kf_h = kf_h0 + kf_i");
-      out.Line("kf_w = kf_w0 + kf_j");
-      out.Line("kf_in = kf_mask & (kf_h < kf_h1) & (kf_w < kf_w1)");
-    } else {
-      out.Line(fmt::format("kf_h = kf_h0 + kf_i * {}", dilation[0]));
-      out.Line(fmt::format("kf_w = kf_w0 + kf_j * {}", dilation[1]));
-      out.Line(fmt::format("kf_in = kf_mask & (kf_h >= 0) & (kf_h < {}) & (kf_w >= 0) & (kf_w < {})", in_h, in_w));
-    }
-    out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_base + kf_h * {} + kf_w * {}, mask=kf_in, other={})", sx[2], sx[3],
-                         is_max ? "float('-inf')" : "0.0"));
-    if (depthwise) {
-      out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
-                           sw[0], sw[2], sw[3]));
-    } else if (is_max) {
-      out.Line("kf_acc = tl.where(kf_v > kf_acc, kf_v, kf_acc)");
-    } else {
-      out.Line("kf_acc += kf_v");
-      if (adaptive || !count_include_pad) {
-        out.Line("kf_count += tl.where(kf_in, 1.0, 0.0)");
-      } else {
-        // count_include_pad: the window clipped to the padded input counts, padding included.
-        out.Line(fmt::format("kf_count += tl.where(kf_mask & (kf_h < {}) & (kf_w < {}), 1.0, 0.0)", in_h + padding[0],
-                             in_w + padding[1]));
-      }
-    }
-    out.Close();
-    out.Close();
+    out.Line(fmt::format("kf_h = kf_h0 + kf_i * {}", dilation[0]));
+    out.Line(fmt::format("kf_w = kf_w0 + kf_j * {}", dilation[1]));
+    out.Line(fmt::format("kf_in = kf_mask & (kf_h >= 0) & (kf_h < {}) & (kf_w >= 0) & (kf_w < {})", in_h, in_w));
   }
-  if ((depthwise || transposed) && bias) out.Line("kf_acc += tl.load(kf_bias_ptr + kf_c, mask=kf_mask, other=0.0)");
-  if (!is_max && !depthwise && !transposed) out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
+  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_base + kf_h * {} + kf_w * {}, mask=kf_in, other={})", sx[2], sx[3],
+                       is_max ? "float('-inf')" : "0.0"));
+  if (depthwise) {
+    out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
+                         sw[0], sw[2], sw[3]));
+  } else if (is_max) {
+    out.Line("kf_acc = tl.where(kf_v > kf_acc, kf_v, kf_acc)");
+  } else {
+    out.Line("kf_acc += kf_v");
+    if (adaptive || !count_include_pad) {
+      out.Line("kf_count += tl.where(kf_in, 1.0, 0.0)");
+    } else {
+      // count_include_pad: the window clipped to the padded input counts, padding included.
+      out.Line(fmt::format("kf_count += tl.where(kf_mask & (kf_h < {}) & (kf_w < {}), 1.0, 0.0)", in_h + padding[0],
+                           in_w + padding[1]));
+    }
+  }
+  out.Close();
+  out.Close();
+  if (depthwise && bias) out.Line("kf_acc += tl.load(kf_bias_ptr + kf_c, mask=kf_mask, other=0.0)");
+  if (!is_max && !depthwise) out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
   out.Line(fmt::format("{} = kf_acc", VarName(graph, pool.ref())));
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, {"kf_img", "kf_c", "kf_oh", "kf_ow"}, kernel));
   out.Close();

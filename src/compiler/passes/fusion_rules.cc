@@ -142,7 +142,7 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value) {
   const size_t rank = op->type().shape.size();
   const auto* transposed = op->args[6].TryAs<bool>();
   const auto* groups = op->args[8].TryAs<int64_t>();
-  if (rank < 3 || transposed == nullptr || *transposed || groups == nullptr || *groups < 1) return false;
+  if (rank < 3 || transposed == nullptr || groups == nullptr || *groups < 1 || (*transposed && *groups != 1)) return false;
   for (int i : {3, 4, 5}) {
     const auto* list = op->args[static_cast<size_t>(i)].TryAs<ir::IntList>();
     if (list == nullptr || list->size() != rank - 2) return false;
@@ -193,15 +193,10 @@ bool IsDepthwiseConvolution(const ir::Graph& graph, const ir::Value& value) {
          conv->weight->shape[0] == conv->groups && conv->weight->shape[1] == 1;
 }
 
-bool IsTransposedConvolution2d(const ir::Graph& graph, const ir::Value& value) {
-  auto conv = AsConvolution2d(graph, value);
-  return conv && conv->transposed && conv->groups == 1;
-}
-
 bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr || op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return false;
-  if (IsDepthwiseConvolution(graph, value) || IsTransposedConvolution2d(graph, value)) return true;
+  if (IsDepthwiseConvolution(graph, value)) return true;
   if (op->op != "aten.max_pool2d_with_indices.default" && op->op != "aten.avg_pool2d.default" &&
       op->op != "aten._adaptive_avg_pool2d.default") {
     return false;

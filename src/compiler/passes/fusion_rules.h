@@ -50,16 +50,14 @@ std::optional<std::vector<int64_t>> ReducedDims(const ir::Argument* arg, int64_t
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value);
 // In the space: a pointwise op joins a reduction's group when its shape is the full or a reduced shape.
 bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space);
-// Fusable matmul: mm of fp32 matrices, bmm of fp32 batches, or a non-transposed, non-depthwise fp32
-// convolution (an implicit GEMM); its pointwise consumers of the same shape join it as an epilogue.
+// Fusable matmul: mm of fp32 matrices, bmm of fp32 batches, or a non-depthwise fp32 convolution, transposed
+// ones with one group (an implicit GEMM); its pointwise consumers of the same shape join it as an epilogue.
 bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value);
 // Fusable window op: 2-D max (indices unread), average or adaptive average pooling of an fp32 NCHW tensor,
-// a depthwise 2-D convolution (a weighted window per channel) or a transposed 2-D convolution; its pointwise
-// consumers of the same shape join it as an epilogue.
+// or a depthwise 2-D convolution (a weighted window per channel); its pointwise consumers of the same shape
+// join it as an epilogue.
 bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value);
 // Depthwise: a 2-D convolution with one input and one output channel per group (a window op, not a GEMM).
 bool IsDepthwiseConvolution(const ir::Graph& graph, const ir::Value& value);
-// A transposed 2-D fp32 convolution without groups: a window op that gathers the inputs landing on each output.
-bool IsTransposedConvolution2d(const ir::Graph& graph, const ir::Value& value);
 
 }  // namespace kforge::passes
