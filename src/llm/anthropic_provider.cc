@@ -1,0 +1,70 @@
+#include "llm/anthropic_provider.h"
+
+namespace kforge {
+namespace {
+
+constexpr char kApiVersion[] = "2023-06-01";
+
+Completion Malformed(const std::string& what) {
+  return FailedCompletion(CallOutcome::kMalformedReply, "the Anthropic messages reply " + what);
+}
+
+}  // namespace
+
+AnthropicProvider::AnthropicProvider(ApiProviderOptions options, std::shared_ptr<HttpTransport> transport,
+                                     RetryPolicy retry, const Clock& clock)
+    : options_(std::move(options)), transport_(std::move(transport)), retry_(std::move(retry)), clock_(clock) {}
+
+Completion AnthropicProvider::Complete(const CompletionRequest& original) {
+  CompletionRequest request = WithDefaultModel(original, options_.default_model);
+  ApiCall call;
+  call.url = JoinUrl(options_.base_url, "v1/messages");
+  if (!options_.api_key.empty()) call.headers.emplace_back("x-api-key", options_.api_key);
+  call.headers.emplace_back("anthropic-version", kApiVersion);
+  call.timeout_s = options_.timeout_s.value_or(request.timeout_s);
+  call.secret = options_.api_key;
+  call.key_variable = options_.key_variable;
+  Completion completion =
+      CallJsonApi(*transport_, retry_, clock_, call, AnthropicMessagesBody(request), ParseAnthropicMessage);
+  completion.model = request.model;
+  ApplyPrice(options_.prices, completion);
+  return completion;
+}
+
+Json AnthropicMessagesBody(const CompletionRequest& request) {
+  std::string system;
+  Json messages = Json::array();
+  for (const Message& message : request.messages) {
+    if (message.role == Role::kSystem) {
+      system += (system.empty() ? "" : "\n\n") + message.content;
+    } else {
+      messages.push_back({{"role", ToString(message.role)}, {"content", message.content}});
+    }
+  }
+  Json body = {{"model", request.model},
+               {"max_tokens", request.max_tokens},
+               {"temperature", request.temperature},
+               {"messages", messages}};
+  if (!system.empty()) body["system"] = system;
+  return body;
+}
+
+Completion ParseAnthropicMessage(const Json& body) {
+  const Json& content = JsonField(body, "content");
+  if (!content.is_array()) return Malformed("has no content array");
+  Completion completion;
+  for (const Json& block : content) {
+    if (JsonGet<std::string>(block, "type", "") != "text") continue;
+    const Json& text = JsonField(block, "text");
+    if (!text.is_string()) return Malformed("has a text block without text");
+    completion.text += text.get<std::string>();
+  }
+  completion.finish_reason = JsonGet<std::string>(body, "stop_reason", "");
+  const Json& usage = JsonField(body, "usage");
+  completion.prompt_tokens = JsonGet<int64_t>(usage, "input_tokens", 0);
+  completion.completion_tokens = JsonGet<int64_t>(usage, "output_tokens", 0);
+  ClassifyReplyText(completion, completion.finish_reason == "max_tokens");
+  return completion;
+}
+
+}  // namespace kforge

@@ -1,0 +1,97 @@
+#include "llm/api_call.h"
+
+namespace kforge {
+namespace {
+
+constexpr size_t kQuoteLimit = 300;
+
+std::string Quote(const std::string& text) {
+  std::string quoted = text.substr(0, kQuoteLimit);
+  if (text.size() > kQuoteLimit) quoted += "...";
+  return quoted;
+}
+
+// The API's own explanation: {"error": {"message": ...}} in both OpenAI's and Anthropic's
+// formats, or the start of the body when it is not that.
+std::string ApiErrorMessage(const std::string& body) {
+  Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const Json& error = JsonField(parsed, "error");
+  if (error.is_string()) return Quote(error.get<std::string>());
+  std::string message = JsonGet<std::string>(error, "message", "");
+  if (message.empty()) message = JsonGet<std::string>(parsed, "message", "");
+  return Quote(message.empty() ? body : message);
+}
+
+std::string Advice(CallOutcome outcome, const ApiCall& call) {
+  switch (outcome) {
+    case CallOutcome::kAuthError:
+      return call.key_variable.empty() ? "check the API key" : "check " + call.key_variable;
+    case CallOutcome::kRateLimited: return "wait and resume, or lower the provider's max_concurrency";
+    case CallOutcome::kTimeout: return "raise the timeout, or ask for fewer max_tokens";
+    case CallOutcome::kClientError: return "the server refused the request; check the model name and settings";
+    default: return "";
+  }
+}
+
+std::string DescribeFailure(const HttpExchange& exchange, const ApiCall& call) {
+  const HttpResponse& response = exchange.response;
+  std::string text = response.status == 0
+                         ? response.transport_error
+                         : "HTTP " + std::to_string(response.status) + " from " + call.url + ": " +
+                               ApiErrorMessage(response.body);
+  if (exchange.attempts > 1) text += " (gave up after " + std::to_string(exchange.attempts) + " attempts)";
+  std::string advice = Advice(exchange.outcome, call);
+  if (!advice.empty()) text += "; " + advice;
+  return text;
+}
+
+HttpRequest BuildRequest(const ApiCall& call, const Json& body) {
+  HttpRequest request;
+  request.url = call.url;
+  request.headers = call.headers;
+  request.headers.emplace_back("content-type", "application/json");
+  request.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+  request.timeout_s = call.timeout_s;
+  return request;
+}
+
+Completion ParseReply(const HttpExchange& exchange, const ApiCall& call, const ReplyParser& parse_reply) {
+  if (exchange.outcome != CallOutcome::kOk) return FailedCompletion(exchange.outcome, DescribeFailure(exchange, call));
+  Json body = Json::parse(exchange.response.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) {
+    return FailedCompletion(CallOutcome::kMalformedReply,
+                            "the reply from " + call.url + " is not a JSON object: " + Quote(exchange.response.body));
+  }
+  return parse_reply(body);
+}
+
+}  // namespace
+
+Completion CallJsonApi(HttpTransport& transport, const RetryPolicy& retry, const Clock& clock,
+                       const ApiCall& call, const Json& body, const ReplyParser& parse_reply) {
+  double start = clock.NowSeconds();
+  HttpExchange exchange = retry.Post(transport, BuildRequest(call, body));
+  Completion completion = ParseReply(exchange, call, parse_reply);
+  completion.error = Redact(std::move(completion.error), call.secret);
+  completion.attempts = exchange.attempts;
+  completion.latency_s = clock.NowSeconds() - start;
+  return completion;
+}
+
+std::string JoinUrl(const std::string& base_url, const std::string& path) {
+  std::string base = base_url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  size_t skip = path.find_first_not_of('/');
+  return base + "/" + (skip == std::string::npos ? "" : path.substr(skip));
+}
+
+std::string Redact(std::string text, const std::string& secret) {
+  if (secret.empty()) return text;
+  const std::string mask = "[redacted]";
+  for (size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + mask.size())) {
+    text.replace(at, secret.size(), mask);
+  }
+  return text;
+}
+
+}  // namespace kforge

@@ -1,0 +1,56 @@
+// One call of a hosted model's JSON HTTP API, from request body to Completion: what the OpenAI
+// and Anthropic providers share. It retries through the RetryPolicy, times the call, turns HTTP
+// failures into outcomes with words a user can act on, and keeps the API key out of every error.
+// Only the reply's parsing differs between APIs; the caller passes it in.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "llm/completion.h"
+#include "llm/http_transport.h"
+#include "llm/pricing.h"
+#include "llm/retry_policy.h"
+
+namespace kforge {
+
+// How to reach one hosted API and what its calls cost.
+struct ApiProviderOptions {
+  std::string name;           // the provider kind recorded: "openai", "anthropic", "compat"
+  std::string base_url;
+  std::string api_key;        // may be empty for local OpenAI-compatible servers
+  std::string key_variable;   // the setting named when the key is refused, e.g. "OPENAI_API_KEY"
+  std::string default_model;  // sent when a request names no model
+  PriceTable prices;
+  std::optional<double> timeout_s;  // per attempt; overrides the request's timeout when set
+};
+
+// Everything one call needs besides its body.
+struct ApiCall {
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;  // authentication included
+  double timeout_s = 300;
+  std::string secret;        // redacted from every error text
+  std::string key_variable;  // named in the advice on an auth error
+};
+
+// Fills a Completion's text, finish reason, tokens and outcome from a reply body that is JSON.
+using ReplyParser = std::function<Completion(const Json& body)>;
+
+// Posts `body` and parses the reply; the returned Completion has latency and attempts set.
+Completion CallJsonApi(HttpTransport& transport, const RetryPolicy& retry, const Clock& clock,
+                       const ApiCall& call, const Json& body, const ReplyParser& parse_reply);
+
+// `base_url` and `path` joined with exactly one slash.
+std::string JoinUrl(const std::string& base_url, const std::string& path);
+
+// `text` with every occurrence of `secret` replaced by "[redacted]".
+std::string Redact(std::string text, const std::string& secret);
+
+}  // namespace kforge

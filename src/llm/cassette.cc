@@ -1,0 +1,230 @@
+#include "llm/cassette.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/files.h"
+#include "core/log.h"
+
+namespace kforge {
+namespace {
+
+const std::set<std::string> kEntryKeys = {"request_hash", "model", "messages", "temperature", "max_tokens", "match", "reply"};
+const std::set<std::string> kReplyKeys = {"text", "outcome", "prompt_tokens", "completion_tokens", "finish_reason", "error"};
+
+Status CheckKeys(const Json& object, const std::set<std::string>& known, const std::string& where) {
+  for (const auto& [key, value] : object.items()) {
+    if (known.count(key)) continue;
+    std::string list;
+    for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+    return Status::InvalidArgument("unknown key \"" + key + "\" in " + where + "; expected " + list);
+  }
+  return Status::Ok();
+}
+
+Status ReadString(const Json& object, const char* key, std::string& out) {
+  const Json& value = JsonField(object, key);
+  if (value.is_null()) return Status::Ok();
+  if (!value.is_string()) return Status::InvalidArgument(std::string("\"") + key + "\" must be a string");
+  out = value.get<std::string>();
+  return Status::Ok();
+}
+
+Status ReadCount(const Json& object, const char* key, int64_t& out) {
+  const Json& value = JsonField(object, key);
+  if (value.is_null()) return Status::Ok();
+  if (!value.is_number_integer()) return Status::InvalidArgument(std::string("\"") + key + "\" must be an integer");
+  out = value.get<int64_t>();
+  return Status::Ok();
+}
+
+Result<Completion> ParseReply(const Json& reply) {
+  Completion completion;
+  completion.attempts = 1;
+  if (reply.is_string()) {
+    completion.text = reply.get<std::string>();
+    return completion;
+  }
+  if (!reply.is_object()) return Status::InvalidArgument("\"reply\" must be a string or an object");
+  RETURN_IF_ERROR(CheckKeys(reply, kReplyKeys, "\"reply\""));
+  std::string outcome = "ok";
+  RETURN_IF_ERROR(ReadString(reply, "outcome", outcome));
+  ASSIGN_OR_RETURN(completion.outcome, ParseCallOutcome(outcome));
+  RETURN_IF_ERROR(ReadString(reply, "text", completion.text));
+  RETURN_IF_ERROR(ReadString(reply, "finish_reason", completion.finish_reason));
+  RETURN_IF_ERROR(ReadString(reply, "error", completion.error));
+  RETURN_IF_ERROR(ReadCount(reply, "prompt_tokens", completion.prompt_tokens));
+  RETURN_IF_ERROR(ReadCount(reply, "completion_tokens", completion.completion_tokens));
+  return completion;
+}
+
+Result<std::vector<std::string>> ParseMatch(const Json& match) {
+  if (match.is_null()) return std::vector<std::string>{};
+  if (match.is_string()) return std::vector<std::string>{match.get<std::string>()};
+  std::vector<std::string> substrings;
+  if (!match.is_array()) return Status::InvalidArgument("\"match\" must be a string or an array of strings");
+  for (const Json& item : match) {
+    if (!item.is_string()) return Status::InvalidArgument("\"match\" must be a string or an array of strings");
+    substrings.push_back(item.get<std::string>());
+  }
+  return substrings;
+}
+
+bool ContainsAll(const std::vector<Message>& messages, const std::vector<std::string>& substrings) {
+  for (const std::string& substring : substrings) {
+    bool found = false;
+    for (const Message& message : messages) found = found || message.content.find(substring) != std::string::npos;
+    if (!found) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> SplitLines(const std::string& text, bool& last_line_torn) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    last_line_torn = end == std::string::npos;
+    std::string line = text.substr(start, last_line_torn ? std::string::npos : end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    start = last_line_torn ? text.size() : end + 1;
+  }
+  return lines;
+}
+
+bool IsBlank(const std::string& line) { return line.find_first_not_of(" \t") == std::string::npos; }
+
+// A last line without its newline is ended when it is a whole entry (a hand-written file) and
+// cut off when it is not (a write that was interrupted), so that appended lines stay apart.
+Status RepairUnfinishedLastLine(const std::filesystem::path& path) {
+  auto existing = ReadFile(path);
+  if (!existing.ok() || existing->empty() || existing->back() == '\n') return Status::Ok();
+  size_t last_newline = existing->rfind('\n');
+  size_t keep = last_newline == std::string::npos ? 0 : last_newline + 1;
+  if (ParseCassetteLine(existing->substr(keep)).ok()) {
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out << '\n';
+    return out.flush() ? Status::Ok() : Status::IoError("cannot append to cassette " + path.string());
+  }
+  std::error_code ec;
+  std::filesystem::resize_file(path, keep, ec);
+  if (ec) return Status::IoError("cannot cut the unfinished last line of " + path.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<CassetteEntry> ParseCassetteLine(const std::string& line) {
+  Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) return Status::InvalidArgument("not a JSON object");
+  RETURN_IF_ERROR(CheckKeys(json, kEntryKeys, "a cassette line"));
+  CassetteEntry entry;
+  RETURN_IF_ERROR(ReadString(json, "request_hash", entry.request_hash));
+  RETURN_IF_ERROR(ReadString(json, "model", entry.model));
+  if (!JsonField(json, "messages").is_null()) {
+    ASSIGN_OR_RETURN(entry.messages, MessagesFromJson(json["messages"]));
+  }
+  ASSIGN_OR_RETURN(entry.match, ParseMatch(JsonField(json, "match")));
+  if (!json.contains("reply")) return Status::InvalidArgument("no \"reply\"");
+  ASSIGN_OR_RETURN(entry.reply, ParseReply(json["reply"]));
+  entry.reply.model = entry.model;
+  return entry;
+}
+
+std::string CassetteLine(const CompletionRequest& request, const Completion& reply) {
+  Json line = {{"request_hash", RequestHash(request)},
+               {"model", request.model},
+               {"temperature", request.temperature},
+               {"max_tokens", request.max_tokens},
+               {"messages", MessagesToJson(request.messages)},
+               {"reply",
+                {{"text", reply.text},
+                 {"outcome", ToString(reply.outcome)},
+                 {"prompt_tokens", reply.prompt_tokens},
+                 {"completion_tokens", reply.completion_tokens},
+                 {"finish_reason", reply.finish_reason},
+                 {"error", reply.error}}}};
+  return line.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Result<std::vector<CassetteEntry>> LoadCassette(const std::filesystem::path& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  bool last_line_torn = false;
+  std::vector<std::string> lines = SplitLines(text, last_line_torn);
+  std::vector<CassetteEntry> entries;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (IsBlank(lines[i])) continue;
+    auto entry = ParseCassetteLine(lines[i]);
+    if (entry.ok()) {
+      entries.push_back(std::move(entry).value());
+    } else if (last_line_torn && i + 1 == lines.size()) {
+      LogInfo("cassette {}: skipping its unfinished last line (an interrupted write)", path.string());
+    } else {
+      return Status::InvalidArgument("cassette " + path.string() + " line " + std::to_string(i + 1) + ": " +
+                                     entry.status().message());
+    }
+  }
+  return entries;
+}
+
+std::optional<CassetteEntry> CassetteEntries::Take(const CompletionRequest& request, bool recorded_ok_only) {
+  std::map<std::string, std::string> hash_by_model;  // one hash per model the entries name
+  auto hash_for = [&](const std::string& entry_model) -> const std::string& {
+    std::string model = request.model.empty() ? entry_model : request.model;
+    auto it = hash_by_model.find(model);
+    if (it == hash_by_model.end()) it = hash_by_model.emplace(model, RequestHash(WithDefaultModel(request, model))).first;
+    return it->second;
+  };
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (used_[i]) continue;
+    const CassetteEntry& entry = entries_[i];
+    if (recorded_ok_only && (entry.request_hash.empty() || !entry.reply.ok())) continue;
+    bool matches = entry.request_hash.empty() ? ContainsAll(request.messages, entry.match)
+                                              : entry.request_hash == hash_for(entry.model);
+    if (!matches) continue;
+    used_[i] = true;
+    return entry;
+  }
+  return std::nullopt;
+}
+
+size_t CassetteEntries::unused() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t count = 0;
+  for (bool used : used_) count += used ? 0 : 1;
+  return count;
+}
+
+Result<std::unique_ptr<CassetteWriter>> CassetteWriter::Open(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  RETURN_IF_ERROR(RepairUnfinishedLastLine(path));
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IoError("cannot open cassette " + path.string() + ": " + std::strerror(errno));
+  return std::unique_ptr<CassetteWriter>(new CassetteWriter(path, fd));
+}
+
+CassetteWriter::~CassetteWriter() { close(fd_); }
+
+Status CassetteWriter::Append(const CompletionRequest& request, const Completion& reply) {
+  std::string line = CassetteLine(request, reply) + "\n";
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t written = 0;
+  while (written < line.size()) {
+    ssize_t count = write(fd_, line.data() + written, line.size() - written);
+    if (count < 0 && errno == EINTR) continue;
+    if (count < 0) return Status::IoError("cannot append to cassette " + path_.string() + ": " + std::strerror(errno));
+    written += static_cast<size_t>(count);
+  }
+  return Status::Ok();
+}
+
+}  // namespace kforge

@@ -1,0 +1,81 @@
+#include "llm/message.h"
+
+#include "core/hash.h"
+#include "store/records.h"
+
+namespace kforge {
+
+const char* ToString(Role role) {
+  switch (role) {
+    case Role::kSystem: return "system";
+    case Role::kUser: return "user";
+    case Role::kAssistant: return "assistant";
+  }
+  return "unknown";
+}
+
+Result<Role> ParseRole(const std::string& text) {
+  for (Role role : {Role::kSystem, Role::kUser, Role::kAssistant}) {
+    if (text == ToString(role)) return role;
+  }
+  return Status::InvalidArgument("unknown message role '" + text + "'; expected system, user or assistant");
+}
+
+std::string RequestHash(const CompletionRequest& request) {
+  Json identity = {{"model", request.model},
+                   {"messages", MessagesToJson(request.messages)},
+                   {"temperature", request.temperature},
+                   {"max_tokens", request.max_tokens}};
+  return Sha256Hex(CanonicalJsonText(identity));
+}
+
+Json MessagesToJson(const std::vector<Message>& messages) {
+  Json array = Json::array();
+  for (const Message& message : messages) {
+    array.push_back({{"role", ToString(message.role)}, {"content", message.content}});
+  }
+  return array;
+}
+
+Result<std::vector<Message>> MessagesFromJson(const Json& json) {
+  if (!json.is_array()) return Status::InvalidArgument("\"messages\" must be an array");
+  std::vector<Message> messages;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const Json& item = json[i];
+    const Json& content = JsonField(item, "content");
+    if (!content.is_string()) {
+      return Status::InvalidArgument("message " + std::to_string(i) + " needs a string \"content\"");
+    }
+    auto role = ParseRole(JsonGet<std::string>(item, "role", ""));
+    if (!role.ok()) return role.status().WithContext("message " + std::to_string(i));
+    messages.push_back({*role, content.get<std::string>()});
+  }
+  return messages;
+}
+
+std::string RenderPrompt(const std::vector<Message>& messages) {
+  std::string text;
+  for (const Message& message : messages) {
+    if (!text.empty()) text += "\n";
+    text += "## ";
+    text += ToString(message.role);
+    text += "\n\n";
+    text += message.content;
+    if (message.content.empty() || message.content.back() != '\n') text += "\n";
+  }
+  return text;
+}
+
+std::string LastUserMessage(const std::vector<Message>& messages) {
+  for (auto it = messages.rbegin(); it != messages.rend(); ++it) {
+    if (it->role == Role::kUser) return it->content;
+  }
+  return "";
+}
+
+CompletionRequest WithDefaultModel(CompletionRequest request, const std::string& default_model) {
+  if (request.model.empty()) request.model = default_model;
+  return request;
+}
+
+}  // namespace kforge

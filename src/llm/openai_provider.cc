@@ -1,0 +1,58 @@
+#include "llm/openai_provider.h"
+
+namespace kforge {
+namespace {
+
+Completion Malformed(const std::string& what, const Json& body) {
+  std::string api_error = JsonGet<std::string>(JsonField(body, "error"), "message", "");
+  return FailedCompletion(CallOutcome::kMalformedReply,
+                          "the chat completion reply " + what + (api_error.empty() ? "" : ": " + api_error));
+}
+
+}  // namespace
+
+OpenAiProvider::OpenAiProvider(ApiProviderOptions options, std::shared_ptr<HttpTransport> transport,
+                               RetryPolicy retry, const Clock& clock)
+    : options_(std::move(options)), transport_(std::move(transport)), retry_(std::move(retry)), clock_(clock) {}
+
+Completion OpenAiProvider::Complete(const CompletionRequest& original) {
+  CompletionRequest request = WithDefaultModel(original, options_.default_model);
+  ApiCall call;
+  call.url = JoinUrl(options_.base_url, "chat/completions");
+  if (!options_.api_key.empty()) call.headers.emplace_back("authorization", "Bearer " + options_.api_key);
+  call.timeout_s = options_.timeout_s.value_or(request.timeout_s);
+  call.secret = options_.api_key;
+  call.key_variable = options_.key_variable;
+  Completion completion =
+      CallJsonApi(*transport_, retry_, clock_, call, ChatCompletionBody(request), ParseChatCompletion);
+  completion.model = request.model;
+  ApplyPrice(options_.prices, completion);
+  return completion;
+}
+
+Json ChatCompletionBody(const CompletionRequest& request) {
+  return {{"model", request.model},
+          {"messages", MessagesToJson(request.messages)},
+          {"temperature", request.temperature},
+          {"max_tokens", request.max_tokens}};
+}
+
+Completion ParseChatCompletion(const Json& body) {
+  const Json& choices = JsonField(body, "choices");
+  if (!choices.is_array() || choices.empty()) return Malformed("has no choices", body);
+  const Json& message = JsonField(choices[0], "message");
+  const Json& content = JsonField(message, "content");
+  if (!message.is_object() || !(content.is_string() || content.is_null())) {
+    return Malformed("has no choices[0].message.content string", body);
+  }
+  Completion completion;
+  completion.text = content.is_string() ? content.get<std::string>() : "";
+  completion.finish_reason = JsonGet<std::string>(choices[0], "finish_reason", "");
+  const Json& usage = JsonField(body, "usage");
+  completion.prompt_tokens = JsonGet<int64_t>(usage, "prompt_tokens", 0);
+  completion.completion_tokens = JsonGet<int64_t>(usage, "completion_tokens", 0);
+  ClassifyReplyText(completion, completion.finish_reason == "length");
+  return completion;
+}
+
+}  // namespace kforge

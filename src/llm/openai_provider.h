@@ -1,0 +1,39 @@
+// OpenAI's chat completions API (POST {base_url}/chat/completions), which also serves every
+// OpenAI-compatible server (vLLM, SGLang, Ollama, llama.cpp's server) by base URL; the key is
+// sent as a Bearer token when there is one. Thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "core/clock.h"
+#include "llm/api_call.h"
+#include "llm/http_transport.h"
+#include "llm/provider.h"
+#include "llm/retry_policy.h"
+
+namespace kforge {
+
+class OpenAiProvider : public Provider {
+ public:
+  // `clock` must outlive the provider.
+  OpenAiProvider(ApiProviderOptions options, std::shared_ptr<HttpTransport> transport, RetryPolicy retry,
+                 const Clock& clock = RealClock());
+
+  Completion Complete(const CompletionRequest& request) override;
+  std::string name() const override { return options_.name; }
+  std::string default_model() const override { return options_.default_model; }
+
+ private:
+  ApiProviderOptions options_;
+  std::shared_ptr<HttpTransport> transport_;
+  RetryPolicy retry_;
+  const Clock& clock_;
+};
+
+// The request body: {model, messages, temperature, max_tokens}.
+Json ChatCompletionBody(const CompletionRequest& request);
+// A chat completion reply: choices[0].message.content, finish_reason and usage. finish_reason
+// "length" is a truncated reply; no text is an empty one; anything else off the format is malformed.
+Completion ParseChatCompletion(const Json& body);
+
+}  // namespace kforge

@@ -1,0 +1,34 @@
+// Providers from specs: "openai:MODEL", "anthropic:MODEL", "compat:MODEL" (any OpenAI-compatible
+// server at the configured base URL), "command:SHELL COMMAND" and "replay:CASSETTE". A spec's
+// model is what is sent when a request names none. Errors are InvalidArgument saying what to
+// set or write instead; they never contain an API key.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "llm/limited_provider.h"
+#include "llm/llm_config.h"
+#include "llm/provider.h"
+#include "store/store.h"
+
+namespace kforge {
+
+struct ProviderSpec {
+  std::string kind;      // one of ProviderKinds()
+  std::string argument;  // the model, command line or cassette path
+};
+
+// Splits "kind:argument" at the first colon; InvalidArgument for an unknown kind (listing the
+// valid ones) or a missing argument.
+Result<ProviderSpec> ParseProviderSpec(const std::string& spec);
+
+Result<std::unique_ptr<Provider>> MakeProvider(const std::string& spec, const LlmConfig& config);
+
+// MakeProvider's provider behind a LimitedProvider whose pool, "llm:KIND", has the configured
+// depth; calls are recorded in `store` when it is given.
+Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& spec, const LlmConfig& config,
+                                                             Store* store, std::optional<std::string> run_id);
+
+}  // namespace kforge

@@ -1,0 +1,58 @@
+#include "llm/retry_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "core/log.h"
+
+namespace kforge {
+
+bool IsRetryable(CallOutcome outcome) {
+  switch (outcome) {
+    case CallOutcome::kRateLimited:
+    case CallOutcome::kServerError:
+    case CallOutcome::kTimeout:
+    case CallOutcome::kNetworkError: return true;
+    default: return false;
+  }
+}
+
+std::optional<double> RetryAfterSeconds(const HttpResponse& response) {
+  std::optional<std::string> value = response.Header("retry-after");
+  if (!value || value->empty()) return std::nullopt;
+  char* end = nullptr;
+  double seconds = std::strtod(value->c_str(), &end);
+  while (end && (*end == ' ' || *end == '\t')) ++end;
+  if (end == value->c_str() || *end != '\0' || !std::isfinite(seconds) || seconds < 0) return std::nullopt;
+  return seconds;
+}
+
+RetryPolicy::RetryPolicy(RetryOptions options, std::shared_ptr<Sleeper> sleeper, std::shared_ptr<RandomSource> random)
+    : options_(options), sleeper_(std::move(sleeper)), random_(std::move(random)) {
+  options_.max_attempts = std::max(1, options_.max_attempts);
+}
+
+double RetryPolicy::DelayAfter(int attempt, const HttpResponse& failed) const {
+  if (std::optional<double> retry_after = RetryAfterSeconds(failed)) {
+    return std::min(*retry_after, options_.max_retry_after_s);
+  }
+  double ceiling = options_.base_delay_s * std::ldexp(1.0, std::max(0, attempt - 1));
+  return random_->Uniform01() * std::min(options_.max_delay_s, ceiling);
+}
+
+HttpExchange RetryPolicy::Post(HttpTransport& transport, const HttpRequest& request) const {
+  HttpExchange exchange;
+  while (true) {
+    exchange.response = transport.Post(request);
+    exchange.outcome = OutcomeOf(exchange.response);
+    ++exchange.attempts;
+    if (!IsRetryable(exchange.outcome) || exchange.attempts >= options_.max_attempts) return exchange;
+    double delay = DelayAfter(exchange.attempts, exchange.response);
+    LogDebug("POST {}: {} on attempt {} of {}; retrying in {:.2f} s", request.url, ToString(exchange.outcome),
+             exchange.attempts, options_.max_attempts, delay);
+    sleeper_->Sleep(delay);
+  }
+}
+
+}  // namespace kforge
