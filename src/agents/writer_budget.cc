@@ -1,0 +1,70 @@
+#include "agents/writer_budget.h"
+
+#include <fmt/format.h>
+
+namespace kforge {
+
+WriterBudget::WriterBudget(BudgetLimits limits, const Clock& clock)
+    : limits_(limits), clock_(clock), started_(clock.NowSeconds()) {}
+
+bool WriterBudget::TryStartAttempt() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopped_) return false;
+  double elapsed = clock_.NowSeconds() - started_;
+  if (limits_.max_seconds > 0 && elapsed >= limits_.max_seconds) {
+    StopLocked(fmt::format("the time budget of {:g} s is spent", limits_.max_seconds));
+  } else if (limits_.max_usd > 0 && spent_usd_ >= limits_.max_usd) {
+    StopLocked(fmt::format("the budget of ${:.2f} is spent (${:.4f})", limits_.max_usd, spent_usd_));
+  } else if (limits_.max_attempts > 0 && attempts_ >= limits_.max_attempts) {
+    StopLocked(fmt::format("the limit of {} attempts is reached", limits_.max_attempts));
+  }
+  if (stopped_) return false;
+  ++attempts_;
+  return true;
+}
+
+void WriterBudget::Charge(double cost_usd, int64_t tokens) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  spent_usd_ += cost_usd;
+  tokens_ += tokens;
+}
+
+void WriterBudget::Stop(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  StopLocked(reason);
+}
+
+void WriterBudget::StopLocked(const std::string& reason) {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_reason_ = reason;
+}
+
+bool WriterBudget::stopped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopped_;
+}
+
+std::string WriterBudget::stop_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stop_reason_;
+}
+
+double WriterBudget::spent_usd() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return spent_usd_;
+}
+
+int64_t WriterBudget::tokens() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tokens_;
+}
+
+int WriterBudget::attempts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return attempts_;
+}
+
+double WriterBudget::elapsed_seconds() const { return clock_.NowSeconds() - started_; }
+
+}  // namespace kforge

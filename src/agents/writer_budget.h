@@ -1,0 +1,54 @@
+// What kernel writers share to know when to stop: a stop flag with its reason, and the limits of
+// a run (wall seconds, dollars, attempts) with what has been spent so far. A limit is checked
+// when an attempt starts, so calls already in flight may overshoot the dollar limit by one
+// call each. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "core/clock.h"
+
+namespace kforge {
+
+struct BudgetLimits {
+  double max_seconds = 0;  // wall time since the budget was made; 0 = no limit
+  double max_usd = 0;      // from Completion.cost_usd; 0 = no limit
+  int max_attempts = 0;    // rounds started, over all writers; 0 = no limit
+};
+
+class WriterBudget {
+ public:
+  // `clock` must outlive the budget and be safe to read from every writer's thread.
+  explicit WriterBudget(BudgetLimits limits, const Clock& clock = RealClock());
+
+  // Reserves one attempt. False when the budget was stopped or a limit is reached; the first
+  // limit reached stops the budget with its reason.
+  bool TryStartAttempt();
+  void Charge(double cost_usd, int64_t tokens);
+  // Stops every writer at its next attempt; the first reason is kept.
+  void Stop(const std::string& reason);
+
+  bool stopped() const;
+  std::string stop_reason() const;  // "" while running
+  double spent_usd() const;
+  int64_t tokens() const;
+  int attempts() const;
+  double elapsed_seconds() const;
+
+ private:
+  void StopLocked(const std::string& reason);
+
+  const BudgetLimits limits_;
+  const Clock& clock_;
+  const double started_;
+  mutable std::mutex mutex_;
+  std::string stop_reason_;  // guarded by mutex_
+  bool stopped_ = false;     // guarded by mutex_
+  double spent_usd_ = 0;     // guarded by mutex_
+  int64_t tokens_ = 0;       // guarded by mutex_
+  int attempts_ = 0;         // guarded by mutex_
+};
+
+}  // namespace kforge

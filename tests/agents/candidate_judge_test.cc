@@ -1,0 +1,81 @@
+#include "agents/candidate_judge.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "cpu_evaluator.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CandidateJudgeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { root_ = *MakeTempDir(fs::temp_directory_path(), "kforge-judge-test-"); }
+  void TearDown() override { RemoveTreeQuietly(root_); }
+  fs::path root_;
+};
+
+// Workers whose first use throws: stands for any exception escaping the evaluator.
+class ThrowingWorkers : public WorkerSource {
+ public:
+  Result<WorkerClient*> Trusted() override { throw std::runtime_error("worker table corrupted"); }
+  Result<WorkerClient*> Zygote() override { throw std::runtime_error("worker table corrupted"); }
+};
+
+TEST_F(CandidateJudgeTest, AnExceptionFromTheEvaluatorBecomesAStatus) {
+  ThrowingWorkers workers;
+  EvalOptions options;
+  options.exchange_root = root_ / "exchange";
+  Evaluator evaluator(workers, options);
+  SerialJudge judge(evaluator);
+  ASSERT_TRUE(WriteFile(root_ / "candidate.py", "class ModelNew: pass\n").ok());
+  TaskFile task{root_ / "task.py", "level1/task", "class Model: pass\n", "hash"};
+  auto result = judge.Judge(task, root_ / "candidate.py");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kInternal);
+  EXPECT_NE(result.status().message().find("worker table corrupted"), std::string::npos);
+}
+
+// The real evaluator on the CPU, judged from two threads at once: the evaluations take turns, each
+// is reported to the observer, and each candidate gets its own verdict.
+TEST_F(CandidateJudgeTest, SerialJudgeRunsTheRealEvaluatorOneCandidateAtATime) {
+  std::string why;
+  auto cpu = CpuEvaluator::Make(root_, why);
+  if (!cpu) GTEST_SKIP() << why;
+  auto task = ReadTaskFile(fs::path(KFORGE_SOURCE_DIR) / "tasks" / "level1" / "01_relu.py");
+  ASSERT_TRUE(task.ok()) << task.status().ToString();
+  const fs::path corpus = fs::path(KFORGE_SOURCE_DIR) / "tests" / "corpus" / "candidates" / "l1_01_relu";
+
+  std::atomic<bool> inside{false};
+  std::atomic<int> overlaps{0};
+  std::vector<std::string> observed;
+  SerialJudge judge(cpu->evaluator(), [&](const TaskFile& judged, const fs::path& candidate, const Evaluation& evaluation) {
+    if (inside.exchange(true)) ++overlaps;
+    observed.push_back(candidate.filename().string() + " " + evaluation.verdict.ToString());
+    EXPECT_EQ(judged.name, "level1/01_relu");
+    inside = false;
+  });
+
+  Result<Evaluation> honest = Status::Internal("not run");
+  Result<Evaluation> cheat = Status::Internal("not run");
+  std::thread first([&] { honest = judge.Judge(*task, corpus / "honest_relu.py"); });
+  std::thread second([&] { cheat = judge.Judge(*task, corpus / "memo_data_ptr.py"); });
+  first.join();
+  second.join();
+
+  ASSERT_TRUE(honest.ok()) << honest.status().ToString();
+  ASSERT_TRUE(cheat.ok()) << cheat.status().ToString();
+  EXPECT_EQ(honest->verdict.ToString(), "accepted") << honest->verdict.message;
+  EXPECT_FALSE(honest->timings_meaningful);
+  EXPECT_EQ(cheat->verdict.ToString(), "rejected_hack(memoization)") << cheat->verdict.message;
+  EXPECT_EQ(overlaps.load(), 0);
+  ASSERT_EQ(observed.size(), 2u);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,73 @@
+#include "agents/writer_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace kforge {
+namespace {
+
+TEST(WriterBudget, UnlimitedUntilStopped) {
+  FakeClock clock;
+  WriterBudget budget(BudgetLimits{}, clock);
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(budget.TryStartAttempt());
+  budget.Stop("user interrupt");
+  budget.Stop("second reason");
+  EXPECT_FALSE(budget.TryStartAttempt());
+  EXPECT_EQ(budget.stop_reason(), "user interrupt");
+  EXPECT_EQ(budget.attempts(), 100);
+}
+
+TEST(WriterBudget, AttemptLimit) {
+  FakeClock clock;
+  WriterBudget budget(BudgetLimits{0, 0, 2}, clock);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  EXPECT_TRUE(budget.TryStartAttempt());
+  EXPECT_FALSE(budget.TryStartAttempt());
+  EXPECT_EQ(budget.stop_reason(), "the limit of 2 attempts is reached");
+}
+
+TEST(WriterBudget, DollarLimitCountsWhatWasCharged) {
+  FakeClock clock;
+  WriterBudget budget(BudgetLimits{0, 0.05, 0}, clock);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  budget.Charge(0.03, 1500);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  budget.Charge(0.03, 1500);
+  EXPECT_FALSE(budget.TryStartAttempt());
+  EXPECT_EQ(budget.stop_reason(), "the budget of $0.05 is spent ($0.0600)");
+  EXPECT_EQ(budget.tokens(), 3000);
+  EXPECT_DOUBLE_EQ(budget.spent_usd(), 0.06);
+}
+
+TEST(WriterBudget, WallTimeLimit) {
+  FakeClock clock;
+  clock.Advance(1000);  // the budget counts from its own start
+  WriterBudget budget(BudgetLimits{60, 0, 0}, clock);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  clock.Advance(59);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  clock.Advance(1);
+  EXPECT_FALSE(budget.TryStartAttempt());
+  EXPECT_TRUE(budget.stopped());
+  EXPECT_EQ(budget.stop_reason(), "the time budget of 60 s is spent");
+}
+
+TEST(WriterBudget, AttemptLimitHoldsAcrossThreads) {
+  WriterBudget budget(BudgetLimits{0, 0, 50});
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      while (budget.TryStartAttempt()) ++started;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(started.load(), 50);
+  EXPECT_EQ(budget.attempts(), 50);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,179 @@
+#include "agents/writer_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/files.h"
+#include "fakes.h"
+
+namespace kforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Which writer sent a request, from its temperature (0.2, 0.4667, 0.7333, 1.0 for four writers).
+int WriterOf(const CompletionRequest& request, int writers) {
+  return 1 + static_cast<int>(std::lround((request.temperature - 0.2) / 0.8 * (writers - 1)));
+}
+
+class WriterPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    run_ = *MakeTempDir(fs::temp_directory_path(), "kforge-pool-test-");
+    auto library = PromptLibrary::Load(fs::path(KFORGE_SOURCE_DIR) / "prompts");
+    ASSERT_TRUE(library.ok()) << library.status().ToString();
+    prompts_.emplace(std::move(library).value());
+    brief_.task.name = "level1/03_softmax";
+    brief_.task.source = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, -1)\n";
+    brief_.device = "cuda:0";
+    brief_.target = TargetDescription("cuda:0", "NVIDIA H200");
+  }
+  void TearDown() override { RemoveTreeQuietly(run_); }
+
+  PoolResult Run(PoolOptions options) {
+    WriterPool pool(options, brief_, *prompts_, provider_, judge_, run_,
+                    [this](const AttemptRecord& attempt, const PoolProgress& progress) {
+                      EXPECT_FALSE(in_callback_.exchange(true)) << "progress callbacks overlapped";
+                      progress_.push_back(progress);
+                      attempts_seen_.push_back(attempt);
+                      in_callback_ = false;
+                    });
+    return pool.Run();
+  }
+
+  fs::path run_;
+  std::optional<PromptLibrary> prompts_;
+  WriterBrief brief_;
+  ScriptedProvider provider_;
+  MarkerJudge judge_;
+  std::atomic<bool> in_callback_{false};
+  std::vector<PoolProgress> progress_;
+  std::vector<AttemptRecord> attempts_seen_;
+};
+
+TEST(WriterSettingsFor, SpreadsTemperaturesAndVariants) {
+  PoolOptions options;
+  options.writers = 4;
+  std::vector<double> temperatures;
+  for (int i = 1; i <= 4; ++i) {
+    WriterSettings settings = WriterSettingsFor(options, i);
+    EXPECT_EQ(settings.index, i);
+    EXPECT_EQ(settings.variant, i - 1);
+    temperatures.push_back(settings.temperature);
+  }
+  EXPECT_DOUBLE_EQ(temperatures.front(), 0.2);
+  EXPECT_DOUBLE_EQ(temperatures.back(), 1.0);
+  EXPECT_NEAR(temperatures[1], 0.2 + 0.8 / 3, 1e-12);
+  options.writers = 1;
+  EXPECT_DOUBLE_EQ(WriterSettingsFor(options, 1).temperature, 0.6);
+}
+
+TEST_F(WriterPoolTest, FourWritersInParallelAndTheFastestWins) {
+  // Writer w: round 1 fails to compile, round 2 is accepted at w x 0.5, then no gain.
+  provider_.AnswerWith([](const CompletionRequest& request) {
+    int writer = WriterOf(request, 4);
+    std::string prompt = LastUserMessage(request.messages);
+    if (prompt.find("# Task: write") != std::string::npos) return OkReply(ProgramReply("compile_error"));
+    if (prompt.find("# Task: repair") != std::string::npos) {
+      return OkReply(ProgramReply("accepted " + std::to_string(0.5 * writer)));
+    }
+    return OkReply(ProgramReply("wrong_output"));
+  });
+  PoolOptions options;
+  options.max_rounds = 6;
+  PoolResult result = Run(options);
+
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  ASSERT_TRUE(result.best.has_value());
+  EXPECT_EQ(result.best->writer, 4);
+  EXPECT_EQ(result.best->round, 2);
+  EXPECT_DOUBLE_EQ(result.best->speedup(), 2.0);
+  EXPECT_EQ(result.best->path, run_ / "writer4" / "round2" / "candidate.py");
+  // Each writer: write, repair, two speedup rounds without gain.
+  EXPECT_EQ(result.attempts.size(), 16u);
+  EXPECT_EQ(attempts_seen_.size(), 16u);
+  EXPECT_EQ(result.writer_stops.size(), 4u);
+  for (const std::string& stop : result.writer_stops) EXPECT_EQ(stop, "accepted, and 2 speedup rounds in a row brought no gain");
+  EXPECT_EQ(result.totals.attempts, 16);
+  EXPECT_EQ(result.totals.accepted, 4);
+  EXPECT_EQ(result.totals.tokens, 16 * 1500);
+  EXPECT_NEAR(result.totals.cost_usd, 0.16, 1e-9);
+  ASSERT_TRUE(progress_.back().best_speedup.has_value());
+  EXPECT_DOUBLE_EQ(*progress_.back().best_speedup, 2.0);
+  EXPECT_EQ(result.Summary(), "16 attempts by 4 writers: 4 accepted, 4 compile_error, 8 wrong_output; best 2.00x (writer 4, round 2)");
+  for (int writer = 1; writer <= 4; ++writer) EXPECT_TRUE(fs::exists(run_ / ("writer" + std::to_string(writer)) / "round4"));
+
+  auto summary = ParseJson(*ReadFile(run_ / "summary.json"), "summary.json");
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ((*summary)["attempts"].size(), 16u);
+  EXPECT_EQ((*summary)["best"]["writer"], 4);
+}
+
+TEST_F(WriterPoolTest, NothingAcceptedGivesTheAttemptsSummary) {
+  provider_.Then(OkReply("Let me think about this."));
+  provider_.AnswerWith([](const CompletionRequest&) { return OkReply(ProgramReply("memoization")); });
+  PoolOptions options;
+  options.writers = 2;
+  options.max_rounds = 2;
+  PoolResult result = Run(options);
+  EXPECT_FALSE(result.best.has_value());
+  EXPECT_EQ(result.Summary(), "4 attempts by 2 writers: 1 no_code_block, 3 rejected_hack; no accepted candidate");
+  EXPECT_EQ(result.stop_reason, "");
+}
+
+TEST_F(WriterPoolTest, AttemptBudgetIsSharedByAllWriters) {
+  provider_.AnswerWith([](const CompletionRequest&) { return OkReply(ProgramReply("wrong_output")); });
+  PoolOptions options;
+  options.max_rounds = 10;
+  options.budget.max_attempts = 5;
+  PoolResult result = Run(options);
+  EXPECT_EQ(result.attempts.size(), 5u);
+  EXPECT_EQ(result.stop_reason, "the limit of 5 attempts is reached");
+}
+
+TEST_F(WriterPoolTest, UntimedAcceptanceStopsThePool) {
+  brief_.device = "cpu";
+  provider_.AnswerWith([](const CompletionRequest&) { return OkReply(ProgramReply("accepted cpu")); });
+  PoolOptions options;
+  options.writers = 3;
+  PoolResult result = Run(options);
+  ASSERT_TRUE(result.best.has_value());
+  EXPECT_GE(result.attempts.size(), 1u);
+  EXPECT_LE(result.attempts.size(), 3u);  // writers already in a round finish it
+  EXPECT_NE(result.stop_reason.find("mean nothing"), std::string::npos);
+  EXPECT_NE(result.Summary().find("(not timed)"), std::string::npos);
+}
+
+TEST_F(WriterPoolTest, AnExceptionInOneWriterDoesNotCrossItsThread) {
+  provider_.AnswerWith([](const CompletionRequest& request) -> Completion {
+    if (WriterOf(request, 2) == 1) throw std::runtime_error("provider bug");
+    return OkReply(ProgramReply("wrong_output"));
+  });
+  PoolOptions options;
+  options.writers = 2;
+  options.max_rounds = 2;
+  PoolResult result = Run(options);
+  EXPECT_EQ(result.status.code(), StatusCode::kInternal);
+  EXPECT_NE(result.status.message().find("provider bug"), std::string::npos);
+  EXPECT_NE(result.stop_reason.find("provider bug"), std::string::npos);
+}
+
+TEST_F(WriterPoolTest, StopFromOutsideEndsEveryWriter) {
+  PoolOptions options;
+  options.max_rounds = 50;
+  WriterPool pool(options, brief_, *prompts_, provider_, judge_, run_);
+  std::atomic<int> calls{0};
+  provider_.AnswerWith([&](const CompletionRequest&) {
+    if (++calls == 6) pool.Stop("interrupted by the user");
+    return OkReply(ProgramReply("wrong_output"));
+  });
+  PoolResult result = pool.Run();
+  EXPECT_EQ(result.stop_reason, "interrupted by the user");
+  EXPECT_LE(result.attempts.size(), 9u);  // at most one round more per other writer
+}
+
+}  // namespace
+}  // namespace kforge
