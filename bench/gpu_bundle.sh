@@ -13,7 +13,7 @@ mkdir -p "$repo/bundle/lib"
 strip -o "$repo/bundle/kforge" "$build/kforge"
 ldd "$build/kforge" | awk '/=>/ {print $3}' | while read -r lib; do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|ld-linux*|libpthread.so*|libdl.so*|librt.so*) ;;
+    libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|ld-linux*|libpthread.so*|libdl.so*|librt.so*|libresolv.so*|libanl.so*|libnss_*) ;;
     *) cp -L "$lib" "$repo/bundle/lib/" ;;
   esac
 done

@@ -21,7 +21,7 @@ case "$what" in
   ipc|all) python3 bench/ipc_probe.py 2>&1 | tee "$out/ipc_probe.log" ;;
 esac
 case "$what" in
-  speed|all) python3 bench/eval_speed.py --kforge "$kforge" --out "$out" 2>&1 | tee "$out/eval_speed.log" ;;
+  speed|all) python3 bench/eval_speed.py --kforge "$kforge" --out "$out" --repeats "${KFORGE_SPEED_REPEATS:-4}" 2>&1 | tee "$out/eval_speed.log" ;;
 esac
 case "$what" in
   corpus|all) python3 bench/corpus_gpu.py --kforge "$kforge" --out "$out" ${KFORGE_CORPUS_ONLY:+--only "$KFORGE_CORPUS_ONLY"} 2>&1 | tee "$out/corpus_gpu.log" ;;

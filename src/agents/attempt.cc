@@ -31,6 +31,7 @@ Json AttemptRecord::ToJson() const {
           {"message", message},
           {"speedup", speedup ? Json(*speedup) : Json()},
           {"improved", improved},
+          {"reused_reply", reused_reply},
           {"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"cost_usd", cost_usd},

@@ -41,6 +41,7 @@ struct AttemptRecord {
   std::string message;                       // the verdict's, the call's or the extraction's words
   std::optional<double> speedup;             // the evaluator's speedup over the reference, when timings mean something
   bool improved = false;                     // became the writer's best candidate
+  bool reused_reply = false;                 // the reply an interrupted run had already paid for
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   double cost_usd = 0;

@@ -7,6 +7,7 @@
 #include "agents/code_extraction.h"
 #include "agents/feedback.h"
 #include "core/files.h"
+#include "core/json.h"
 
 namespace kforge {
 namespace {
@@ -25,6 +26,39 @@ std::string TruncatedReplyProblem(int max_tokens) {
   return fmt::format("Your reply was cut off at the limit of {} tokens before the program was complete. Keep it "
                      "shorter: put the program first, in one ```python block, with no explanation outside it and no "
                      "unused kernels or commented-out variants.", max_tokens);
+}
+
+// A reply worth keeping for a resumed run: the model answered (whatever it answered).
+bool PaidFor(const Completion& completion) {
+  return completion.ok() || completion.outcome == CallOutcome::kTruncatedReply ||
+         completion.outcome == CallOutcome::kEmptyReply;
+}
+
+Json CompletionToJson(const Completion& completion) {
+  return {{"outcome", ToString(completion.outcome)}, {"text", completion.text},     {"model", completion.model},
+          {"prompt_tokens", completion.prompt_tokens}, {"completion_tokens", completion.completion_tokens},
+          {"cost_usd", completion.cost_usd},           {"latency_s", completion.latency_s},
+          {"finish_reason", completion.finish_reason}};
+}
+
+// The reply recorded in a round's folder by an earlier, interrupted run of the same writer, so
+// that resuming it pays for no call twice; nullopt when there is none or it cannot be read.
+std::optional<Completion> RecordedReply(const std::filesystem::path& folder) {
+  auto text = ReadFile(folder / "completion.json");
+  if (!text.ok()) return std::nullopt;
+  auto json = ParseJson(*text, "completion.json");
+  if (!json.ok()) return std::nullopt;
+  auto outcome = ParseCallOutcome(JsonGet<std::string>(*json, "outcome", ""));
+  if (!outcome.ok()) return std::nullopt;
+  Completion completion;
+  completion.outcome = *outcome;
+  completion.text = JsonGet<std::string>(*json, "text", "");
+  completion.model = JsonGet<std::string>(*json, "model", "");
+  completion.prompt_tokens = JsonGet<int64_t>(*json, "prompt_tokens", 0);
+  completion.completion_tokens = JsonGet<int64_t>(*json, "completion_tokens", 0);
+  completion.finish_reason = JsonGet<std::string>(*json, "finish_reason", "");
+  if (!PaidFor(completion)) return std::nullopt;
+  return completion;
 }
 
 }  // namespace
@@ -106,6 +140,14 @@ Result<AttemptRecord> KernelWriter::RunRound(int round) {
 
 Result<Completion> KernelWriter::AskModel(const RoundContext& context, AttemptRecord& record) {
   ASSIGN_OR_RETURN(std::vector<Message> messages, RoundMessages(prompts_, brief_, context, settings_.variant));
+  if (std::optional<Completion> recorded = RecordedReply(record.folder)) {
+    // Resuming: this round's reply was paid for before the run was interrupted.
+    record.reused_reply = true;
+    record.call_outcome = recorded->outcome;
+    record.prompt_tokens = recorded->prompt_tokens;
+    record.completion_tokens = recorded->completion_tokens;
+    return *recorded;
+  }
   RETURN_IF_ERROR(Save(record, "prompt.md", RenderPrompt(messages)));
   Completion completion = provider_.Complete(Request(std::move(messages)));
   record.call_outcome = completion.outcome;
@@ -115,6 +157,7 @@ Result<Completion> KernelWriter::AskModel(const RoundContext& context, AttemptRe
   record.llm_seconds = completion.latency_s;
   budget_.Charge(completion.cost_usd, completion.prompt_tokens + completion.completion_tokens);
   RETURN_IF_ERROR(Save(record, "reply.md", ReplyText(completion)));
+  if (PaidFor(completion)) RETURN_IF_ERROR(Save(record, "completion.json", CompletionToJson(completion).dump(1) + "\n"));
   return completion;
 }
 

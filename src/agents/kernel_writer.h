@@ -5,8 +5,10 @@
 // nothing (the CPU). A reply without a program, an empty or cut-off reply is a failed attempt
 // whose reason the next prompt carries; a transport failure (rate limit, timeout) leaves the
 // next prompt as it was; a call that cannot succeed (bad key, bad request) stops every writer.
-// Each round leaves its files in <run>/writer<i>/round<r>/: prompt.md, reply.md, candidate.py,
-// verdict.json, feedback.md (what the next round is told). Run() is called once, on one thread;
+// Each round leaves its files in <run>/writer<i>/round<r>/: prompt.md, reply.md, completion.json
+// (the model's answer, kept whenever it answered), candidate.py, verdict.json, feedback.md (what
+// the next round is told). A round whose folder already holds completion.json (a resumed run)
+// reuses that reply instead of calling the model again, and judges it afresh. Run() is called once, on one thread;
 // the provider, judge and budget it shares are thread-safe.
 #pragma once
 

@@ -69,7 +69,8 @@ WriterSettings WriterSettingsFor(const PoolOptions& options, int index);
 class WriterPool {
  public:
   // Everything passed by reference must outlive Run(); `clock` is read from every writer's thread.
-  // `run_dir` should be fresh: rounds write their files into it by writer and round number.
+  // Rounds write their files into `run_dir` by writer and round number; a run_dir left by an
+  // interrupted run with the same options resumes it (recorded replies are reused, not paid again).
   WriterPool(PoolOptions options, const WriterBrief& brief, const PromptLibrary& prompts, Provider& provider,
              CandidateJudge& judge, std::filesystem::path run_dir, ProgressCallback on_progress = {},
              const Clock& clock = RealClock());

@@ -10,8 +10,9 @@
 namespace {
 
 const kforge::Command kCommands[] = {
-    {"optimize", "compile a task into fused Triton kernels (no LLM), verified and timed by the evaluator",
-     kforge::AttachOptimize},
+    {"optimize", "compile a task into fused Triton kernels, then (with --llm) let kernel writers improve them; "
+     "verified and timed by the evaluator", kforge::AttachOptimize},
+    {"resume", "continue an interrupted optimize --llm without paying again for recorded replies", kforge::AttachResume},
     {"bench", "optimize every task of a suite folder (resumable) and print the fast_p table", kforge::AttachBench},
     {"eval", "judge candidate kernels against a task: correctness, cheating checks, timing", kforge::AttachEval},
     {"baseline", "time a task's reference: eager and torch.compile", kforge::AttachBaseline},

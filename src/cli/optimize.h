@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/agent_stage.h"
 #include "cli/workspace.h"
 #include "core/json.h"
 #include "tasks/task.h"
@@ -17,11 +18,13 @@ struct OptimizeSettings {
   std::vector<std::string> disabled_passes;
   bool dump_ir = false;
   bool compile_baseline = true;  // time torch.compile of the reference too (GPU only)
-  std::filesystem::path folder;  // where model_new.py, report.json (and ir/) go
+  std::filesystem::path folder;  // where model_new.py, report.json (and ir/, llm/) go
+  AgentSettings agents;          // the LLM stage after the compiler's; off unless agents.llm is set
 };
 
 // Captures, compiles and writes model_new.py, evaluates it, stores the evaluation and writes
-// report.json. Returns the report (task, model_new, mode, compile, evaluation) plus "text", the
+// report.json. With an LLM stage, kernel writers then start from the compiler's candidate and
+// model_new.py becomes the best accepted candidate of either (the report says which, "source"). Returns the report (task, model_new, mode, compile, evaluation) plus "text", the
 // evaluation as printed. InvalidArgument for a broken task or a bad setting; a candidate's
 // failure is a verdict inside the report, not an error.
 Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const OptimizeSettings& settings,

@@ -11,6 +11,7 @@
 #include "cli/optimize.h"
 #include "compiler/codegen/model_writer.h"
 #include "compiler/ir/import_graph.h"
+#include "compiler/ir/printer.h"
 #include "compiler/passes/pipeline.h"
 #include "core/clock.h"
 #include "core/files.h"
@@ -23,6 +24,7 @@ namespace {
 struct OptimizeFlags {
   std::string task;
   std::string out = "out";
+  std::string budget;  // the LLM stage's wall-time budget, as written
   bool json = false;
   OptimizeSettings settings;
 };
@@ -78,6 +80,24 @@ Result<std::string> Emit(const Compiled& compiled, const TaskFile& task, bool on
 }
 
 bool UsesDot(const std::string& source) { return source.find("tl.dot(") != std::string::npos; }
+
+// The graph after the passes, then its fusion groups: what the kernel writers are told.
+std::string IrSummary(const Compiled& compiled) {
+  std::string summary = "```\n" + ir::PrintGraph(compiled.graph) + "```\n\nFusion groups:\n";
+  for (const auto& group : compiled.plan.groups) {
+    summary += fmt::format("- {} ({}, {} node(s))\n", group.name, passes::ToString(group.kind), group.nodes.size());
+  }
+  return summary;
+}
+
+// Whether the LLM stage's best should replace the compiler's candidate: it is accepted, and the
+// compiler's is not or is slower.
+bool AgentsWin(const Evaluation& agents, const Evaluation& compiler) {
+  if (!agents.verdict.accepted()) return false;
+  if (!compiler.verdict.accepted()) return true;
+  if (!agents.speedup || !compiler.speedup) return false;
+  return agents.speedup->speedup > compiler.speedup->speedup;
+}
 
 }  // namespace
 
@@ -138,7 +158,19 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   }
   compiled.summary["attempts"] = attempts;
   Json report = {{"task", task.name}, {"model_new", (folder / "model_new.py").string()}, {"mode", settings.mode},
-                 {"compile", compiled.summary}, {"evaluation", evaluation->ToJson()}};
+                 {"compile", compiled.summary}, {"source", "compiler"}};
+  if (!settings.agents.llm.empty()) {
+    AgentStart start{IrSummary(compiled), source, std::nullopt};
+    ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
+    report["llm"] = agents.report;
+    report["compiler_evaluation"] = evaluation->ToJson();
+    if (agents.best_evaluation && AgentsWin(*agents.best_evaluation, *evaluation)) {
+      RETURN_IF_ERROR(WriteFile(folder / "model_new.py", *agents.best_source));
+      evaluation = *agents.best_evaluation;
+      report["source"] = "llm";
+    }
+  }
+  report["evaluation"] = evaluation->ToJson();
   RETURN_IF_ERROR(WriteFile(folder / "report.json", report.dump(1)));
   report["text"] = FormatEvaluation(*evaluation);
   return report;
@@ -146,29 +178,77 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
 
 namespace {
 
-int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
-  auto task = ReadTaskFile(flags.task);
-  if (!task.ok()) return UsageError(task.status().message());
-  auto workspace = Workspace::OpenForDevice(common);
-  if (!workspace.ok()) return UsageError(workspace.status().message());
-  OptimizeSettings settings = flags.settings;
-  settings.folder = std::filesystem::path(flags.out) / task->path.stem();
-  auto report = OptimizeTask(**workspace, *task, settings, common);
-  if (!report.ok()) return UsageError(report.status().message());
-  std::string text = JsonGet<std::string>(*report, "text", "");
-  report->erase("text");
-  const Json& compile = (*report)["compile"];
-  if (flags.json) {
-    std::printf("%s\n", report->dump().c_str());
+// Prints the report (or its JSON) and returns the exit status of its verdict.
+int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool json) {
+  std::string text = JsonGet<std::string>(report, "text", "");
+  report.erase("text");
+  const Json& compile = report["compile"];
+  if (json) {
+    std::printf("%s\n", report.dump().c_str());
   } else {
     std::printf("%s", text.c_str());
     std::printf("kernels      %zu fused group(s); capture %.2f s, passes and codegen %.3f s\n", compile["groups"].size(),
                 JsonGet<double>(compile, "capture_s", 0),
                 JsonGet<double>(compile, "passes_s", 0) + JsonGet<double>(compile, "codegen_s", 0));
-    std::printf("wrote        %s and report.json\n", (settings.folder / "model_new.py").string().c_str());
+    if (report.contains("llm")) {
+      const Json& usage = report["llm"]["usage"];
+      std::printf("llm          %s; %lld call(s), %lld tokens, $%.4f\n", JsonGet<std::string>(report["llm"], "summary", "").c_str(),
+                  static_cast<long long>(JsonGet<int64_t>(usage, "calls", 0)),
+                  static_cast<long long>(JsonGet<int64_t>(usage, "prompt_tokens", 0) + JsonGet<int64_t>(usage, "completion_tokens", 0)),
+                  JsonGet<double>(usage, "cost_usd", 0));
+      std::printf("source       model_new.py is the %s's candidate\n",
+                  JsonGet<std::string>(report, "source", "compiler") == "llm" ? "LLM stage" : "compiler");
+    }
+    std::printf("wrote        %s and report.json\n", (folder / "model_new.py").string().c_str());
   }
-  std::string verdict = JsonGet<std::string>((*report)["evaluation"], "verdict", "");
+  std::string verdict = JsonGet<std::string>(report["evaluation"], "verdict", "");
   return verdict == "accepted" ? 0 : (verdict == "infra_error" ? 2 : 1);
+}
+
+int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
+  auto task = ReadTaskFile(flags.task);
+  if (!task.ok()) return UsageError(task.status().message());
+  OptimizeSettings settings = flags.settings;
+  settings.folder = std::filesystem::path(flags.out) / task->path.stem();
+  if (!flags.budget.empty()) {
+    auto budget = ParseDuration(flags.budget);
+    if (!budget.ok()) return UsageError("--budget: " + budget.status().message());
+    settings.agents.budget_s = *budget;
+  }
+  auto workspace = Workspace::OpenForDevice(common);
+  if (!workspace.ok()) return UsageError(workspace.status().message());
+  auto report = OptimizeTask(**workspace, *task, settings, common);
+  if (!report.ok()) return UsageError(report.status().message());
+  return PrintOptimizeReport(std::move(*report), settings.folder, flags.json);
+}
+
+struct ResumeFlags {
+  std::string folder;
+  bool json = false;
+};
+
+// Runs optimize again as an interrupted `optimize --llm` was asked to: the compiler's stage is
+// redone (seconds), the LLM stage continues in its folder without paying for recorded replies.
+int RunResume(const ResumeFlags& flags, CommonOptions common) {
+  const std::filesystem::path folder(flags.folder);
+  auto text = ReadFile(folder / "llm" / "stage.json");
+  if (!text.ok()) return UsageError(fmt::format("{} holds no LLM stage to resume (no llm/stage.json)", folder.string()));
+  auto stage = ParseJson(*text, (folder / "llm" / "stage.json").string());
+  if (!stage.ok()) return UsageError(stage.status().message());
+  auto task = ReadTaskFile(JsonGet<std::string>(*stage, "task", ""));
+  if (!task.ok()) return UsageError(task.status().message());
+  OptimizeSettings settings;
+  settings.folder = folder;
+  settings.agents = AgentSettings::FromJson(JsonField(*stage, "settings"));
+  settings.mode = JsonGet<std::string>(*stage, "mode", settings.mode);
+  settings.timeout_s = JsonGet<double>(*stage, "timeout_s", settings.timeout_s);
+  settings.compile_baseline = JsonGet<bool>(*stage, "compile_baseline", settings.compile_baseline);
+  common.precision = JsonGet<std::string>(*stage, "precision", common.precision);
+  auto workspace = Workspace::OpenForDevice(common);
+  if (!workspace.ok()) return UsageError(workspace.status().message());
+  auto report = OptimizeTask(**workspace, *task, settings, common);
+  if (!report.ok()) return UsageError(report.status().message());
+  return PrintOptimizeReport(std::move(*report), folder, flags.json);
 }
 
 }  // namespace
@@ -185,7 +265,24 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_flag("--dump-ir", flags->settings.dump_ir, "write the IR after each pass to <out>/<task>/ir/");
   app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
                "do not time torch.compile of the reference (it is timed on a GPU by default)");
+  AgentSettings& agents = flags->settings.agents;
+  app.add_option("--llm", agents.llm,
+                 "after the compiler, LLM kernel writers: openai:MODEL, anthropic:MODEL, compat:MODEL (OpenAI-compatible "
+                 "server at KFORGE_LLM_BASE_URL), command:CMD (prompt on stdin, reply on stdout) or replay:CASSETTE");
+  app.add_option("--llm-config", agents.llm_config, "JSON file with keys, base URLs, prices and concurrency per provider");
+  app.add_option("--workers", agents.workers, "kernel writers in parallel")->capture_default_str();
+  app.add_option("--rounds", agents.rounds, "rounds (write, repair, speed up) per writer")->capture_default_str();
+  app.add_option("--budget-usd", agents.budget_usd, "stop starting rounds once the calls cost this much (0: no limit)");
+  app.add_option("--budget", flags->budget, "stop starting rounds after this long: 90s, 30m, 2h");
+  app.add_option("--record", agents.record, "also write every model call to this cassette (replay it with replay:FILE)");
   return [flags, &common] { return RunOptimize(*flags, common); };
+}
+
+CommandRunner AttachResume(CLI::App& app, const CommonOptions& common) {
+  auto flags = std::make_shared<ResumeFlags>();
+  app.add_option("folder", flags->folder, "the task's output folder of an interrupted optimize --llm (out/<task>)")->required();
+  app.add_flag("--json", flags->json, "print the report as JSON");
+  return [flags, &common] { return RunResume(*flags, common); };
 }
 
 }  // namespace kforge

@@ -93,6 +93,27 @@ TEST_F(KernelWriterTest, CompileErrorThenFixedThenFasterUntilNoGain) {
   EXPECT_EQ(provider_.requests().size(), 5u);
 }
 
+TEST_F(KernelWriterTest, ResumedRunReusesTheRepliesItPaidForAndJudgesThemAgain) {
+  provider_.Then(OkReply(ProgramReply("compile_error", "I will use tl.relu.")));
+  provider_.Then(FailedCompletion(CallOutcome::kRateLimited, "429: slow down"));
+  settings_.max_rounds = 2;
+  WriterResult interrupted = Run();
+  ASSERT_EQ(interrupted.attempts.size(), 2u);
+  EXPECT_TRUE(fs::exists(run_ / "writer1" / "round1" / "completion.json"));
+  EXPECT_FALSE(fs::exists(run_ / "writer1" / "round2" / "completion.json"));  // nothing was paid for
+
+  // The same writer again: round 1 comes from its folder, round 2 is asked for (once).
+  provider_.Then(OkReply(ProgramReply("accepted 1.5")));
+  WriterResult resumed = Run();
+  ASSERT_TRUE(resumed.status.ok()) << resumed.status.ToString();
+  EXPECT_EQ(Verdicts(resumed), (std::vector<std::string>{"compile_error", "accepted"}));
+  EXPECT_TRUE(resumed.attempts[0].reused_reply);
+  EXPECT_FALSE(resumed.attempts[1].reused_reply);
+  EXPECT_EQ(resumed.attempts[1].prompt, PromptKind::kRepair);  // built on round 1's judged program
+  EXPECT_EQ(provider_.requests().size(), 3u);
+  EXPECT_EQ(judge_.calls(), 3);  // round 1 judged twice: once per run
+}
+
 TEST_F(KernelWriterTest, RequestsCarryTheWritersSettings) {
   settings_.temperature = 0.35;
   settings_.model = "model-x";

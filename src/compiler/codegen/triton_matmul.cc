@@ -23,10 +23,27 @@ struct TileConfig {
 // The configuration space @triton.autotune measures on the GPU (fp32 tiles: register-bound).
 constexpr std::array<TileConfig, 5> kTileConfigs = {{
     {128, 128, 32, 8, 3}, {128, 64, 32, 4, 4}, {64, 128, 32, 4, 4}, {64, 64, 32, 4, 4}, {32, 32, 32, 4, 2}}};
-// A convolution loops over kernel taps (then input channels) from this many input channels per
-// group; below it, channels and taps form one K dimension (a tap loop would mask most of BLOCK_K).
-// A transposed convolution always loops over taps: its input index needs a divisibility test.
+// How a convolution's K dimension (input channels x kernel taps) is walked.
+enum class ConvLoop {
+  kUnrolledTaps,  // taps unrolled (static_range), a channel loop inside each: index math folds per tap
+  kFlatTaps,      // one loop over (tap, channel block): long enough for Triton to pipeline its loads
+  kFlatK,         // one loop over channels*taps, the tap of each element divided out
+};
+// From this many input channels per group a convolution loops over taps; below it, channels and
+// taps form one K dimension (a tap loop would mask most of BLOCK_K).
 constexpr int64_t kMinChannelsForTapLoop = 16;
+// Taps are unrolled while each holds at most this many channels and there are at most this many
+// taps; beyond, the flat tap loop. Measured on the H200 (fp32, tf32x3): unrolled 2.5x faster for
+// 32 channels x 9 taps, the flat loop 1.3x faster for 64 x 9; 16 channels x 27 taps fare best flat in K.
+constexpr int64_t kMaxChannelsForUnrolledTaps = 32;
+constexpr int64_t kMaxUnrolledTaps = 9;
+
+ConvLoop ChooseConvLoop(int64_t ci_g, int64_t taps, bool transposed) {
+  if (transposed) return ConvLoop::kFlatTaps;  // its input index needs a divisibility test per tap
+  if (ci_g < kMinChannelsForTapLoop) return ConvLoop::kFlatK;
+  if (ci_g <= kMaxChannelsForUnrolledTaps) return taps <= kMaxUnrolledTaps ? ConvLoop::kUnrolledTaps : ConvLoop::kFlatK;
+  return ConvLoop::kFlatTaps;
+}
 // The one configuration used without autotuning.
 constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
 
@@ -208,47 +225,63 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   }
   out.Line("kf_img = kf_rem");
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-  if (ci_g >= kMinChannelsForTapLoop || transposed) {
-    // One flat K loop over (kernel tap, block of the group's input channels): the index
-    // arithmetic is per tap and per output position, not per element, and the loop is long
-    // enough for Triton to pipeline its loads.
-    out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
-    out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", taps));
-    out.Line("kf_trem = kf_kk // kf_ci_blocks");
-    out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
-    for (size_t d = spatial; d-- > 0;) {
-      out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
-      if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
-    }
-    std::string valid = fmt::format("(kf_m < {})", m);
-    std::vector<std::string> x_terms = {Term("kf_img", sx[0])};
-    for (size_t d = 0; d < spatial; ++d) {
-      if (!transposed) {
-        out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
-        valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
-      } else if (stride[d] == 1) {
-        out.Line(fmt::format("kf_in{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
-        valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
-      } else {
-        // Output o gathers input i through tap t where i * stride = o + padding - t * dilation.
-        out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
-        out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
-        valid += fmt::format(" & (kf_span{0} >= 0) & (kf_span{0} % {1} == 0) & (kf_in{0} < {2})", d, stride[d],
-                             x_type.shape[2 + d]);
+  const ConvLoop loop = ChooseConvLoop(ci_g, taps, transposed);
+  if (loop != ConvLoop::kFlatK) {
+    // The input row and weight column of a kernel tap kf_t*, for every output position of the tile.
+    auto tap_operands = [&] {
+      std::string valid = fmt::format("(kf_m < {})", m);
+      std::vector<std::string> x_terms = {Term("kf_img", sx[0])};
+      for (size_t d = 0; d < spatial; ++d) {
+        if (!transposed) {
+          out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+          valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+        } else if (stride[d] == 1) {
+          out.Line(fmt::format("kf_in{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+          valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+        } else {
+          // Output o gathers input i through tap t where i * stride = o + padding - t * dilation.
+          out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+          out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
+          valid += fmt::format(" & (kf_span{0} >= 0) & (kf_span{0} % {1} == 0) & (kf_in{0} < {2})", d, stride[d],
+                               x_type.shape[2 + d]);
+        }
+        x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
       }
-      x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+      out.Line(fmt::format("kf_valid = {}", valid));
+      out.Line(fmt::format("kf_x_row = kf_x_ptr + {} + kf_group * {}", Sum(x_terms), ci_g * sx[1]));
+      std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw_co)};
+      for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
+      out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
+    };
+    // One BLOCK_K slice (kf_ci) of the tap's input channels into the accumulator.
+    auto channel_block = [&] {
+      out.Line(fmt::format("kf_a_tile = tl.load(kf_x_row[:, None] + {}, mask=kf_valid[:, None] & (kf_ci[None, :] < {}), other=0.0)",
+                           Term("kf_ci[None, :]", sx[1]), ci_g));
+      out.Line(fmt::format("kf_b_tile = tl.load(kf_w_tap + {}, mask=(kf_ci[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
+                           Term("kf_ci[:, None]", sw_ci), ci_g, n));
+      out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+    };
+    if (loop == ConvLoop::kUnrolledTaps) {
+      for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
+      tap_operands();
+      out.Open(fmt::format("for kf_c0 in range(0, {}, BLOCK_K):", ci_g));
+      out.Line("kf_ci = kf_c0 + tl.arange(0, BLOCK_K)");
+      channel_block();
+      out.Close();
+      for (size_t d = 0; d < spatial; ++d) out.Close();
+    } else {
+      out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
+      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", taps));
+      out.Line("kf_trem = kf_kk // kf_ci_blocks");
+      out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
+      for (size_t d = spatial; d-- > 0;) {
+        out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
+        if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
+      }
+      tap_operands();
+      channel_block();
+      out.Close();
     }
-    out.Line(fmt::format("kf_valid = {}", valid));
-    out.Line(fmt::format("kf_x_row = kf_x_ptr + {} + kf_group * {}", Sum(x_terms), ci_g * sx[1]));
-    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw_co)};
-    for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
-    out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
-    out.Line(fmt::format("kf_a_tile = tl.load(kf_x_row[:, None] + {}, mask=kf_valid[:, None] & (kf_ci[None, :] < {}), other=0.0)",
-                         Term("kf_ci[None, :]", sx[1]), ci_g));
-    out.Line(fmt::format("kf_b_tile = tl.load(kf_w_tap + {}, mask=(kf_ci[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
-                         Term("kf_ci[:, None]", sw_ci), ci_g, n));
-    out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
-    out.Close();
   } else {
     out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
     out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");

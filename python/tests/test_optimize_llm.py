@@ -1,0 +1,87 @@
+"""`kforge optimize --llm` and `kforge resume`, end to end through the real binary on the CPU:
+kernel writers fed by a hand-written cassette (or a command) repair their candidates from the
+evaluator's verdicts; an interrupted stage resumes without asking again for recorded replies."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
+CASSETTE = os.path.join(REPO, "tests", "agents", "data", "relu_writer.jsonl")
+RELU = os.path.join(REPO, "tasks", "level1", "01_relu.py")
+
+
+def kforge(tmp_path, *args: str) -> tuple[int, dict, str]:
+    done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", *args],
+                          capture_output=True, text=True, timeout=900)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, done.stdout[-2000:] + done.stderr[-3000:]
+    return done.returncode, json.loads(lines[-1]), done.stderr
+
+
+def optimize_llm(tmp_path, spec: str, *extra: str) -> tuple[int, dict, str]:
+    return kforge(tmp_path, "optimize", "--json", "--out", str(tmp_path / "out"), "--llm", spec, "--workers", "1",
+                  *extra, RELU)
+
+
+def verdicts(report: dict) -> list[str]:
+    return [attempt["verdict"] for attempt in report["llm"]["pool"]["attempts"]]
+
+
+def test_writer_repairs_a_compile_error_and_a_cheat_until_accepted(tmp_path):
+    code, report, log = optimize_llm(tmp_path, f"replay:{CASSETTE}", "--rounds", "4")
+    assert code == 0, log[-3000:]
+    assert verdicts(report) == ["compile_error", "rejected_hack(memoization)", "accepted"]
+    # On the CPU timings mean nothing: the compiler's accepted candidate stays.
+    assert report["source"] == "compiler" and report["evaluation"]["verdict"] == "accepted"
+    stage = tmp_path / "out" / "01_relu" / "llm"
+    assert (stage / "stage.json").exists() and (stage / "summary.json").exists()
+    second = (stage / "writer1" / "round2" / "prompt.md").read_text()
+    assert "has no attribute 'relu'" in second  # the real compiler error went back to the model
+    assert "writer 1 round 3: accepted" in log
+    assert report["llm"]["usage"]["calls"] == 3
+
+
+def test_command_provider_writes_the_kernel(tmp_path):
+    reply = tmp_path / "reply.md"
+    honest = open(os.path.join(REPO, "tests", "corpus", "candidates", "l1_01_relu", "honest_relu.py")).read()
+    reply.write_text("A single pass over memory:\n\n```python\n" + honest + "```\n")
+    code, report, log = optimize_llm(tmp_path, f"command:cat {reply}", "--rounds", "2")
+    assert code == 0, log[-3000:]
+    assert verdicts(report) == ["accepted"]
+    assert report["llm"]["pool"]["best"]["writer"] == 1
+
+
+def test_interrupted_stage_resumes_without_asking_again(tmp_path):
+    cassette = tmp_path / "cassette.jsonl"
+    lines = open(CASSETTE).read().splitlines(keepends=True)
+    cassette.write_text(lines[0])  # only the first reply: the second round finds no recording
+    code, report, log = optimize_llm(tmp_path, f"replay:{cassette}", "--rounds", "4")
+    assert verdicts(report) == ["compile_error", "no_recording"]
+    assert "no_recording" in report["llm"]["stop_reason"] or "recording" in report["llm"]["stop_reason"]
+
+    cassette.write_text("".join(lines[1:]))  # the first reply is no longer there to replay
+    code, report, log = kforge(tmp_path, "resume", "--json", str(tmp_path / "out" / "01_relu"))
+    assert code == 0, log[-3000:]
+    attempts = report["llm"]["pool"]["attempts"]
+    assert [a["verdict"] for a in attempts] == ["compile_error", "rejected_hack(memoization)", "accepted"]
+    assert [a["reused_reply"] for a in attempts] == [True, False, False]
+    assert report["llm"]["usage"]["calls"] == 2
+
+
+def test_bad_provider_spec_is_a_usage_error(tmp_path):
+    done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--out",
+                           str(tmp_path / "out"), "--llm", "nosuch:model", RELU], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 2
+    assert "nosuch" in done.stderr and "openai" in done.stderr
+
+
+def test_resume_without_a_stage_is_a_usage_error(tmp_path):
+    done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "resume", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no LLM stage" in done.stderr
+    shutil.rmtree(tmp_path / "ws", ignore_errors=True)

@@ -1,0 +1,55 @@
+// The LLM stage of `kforge optimize --llm`: a pool of kernel writers on the task, starting from
+// the built-in compiler's candidate, judged by the evaluator one at a time. The stage's folder
+// (<out>/<task>/llm/) holds stage.json (what was asked, so `kforge resume` can continue it), the
+// writers' rounds and summary.json; every model call is in the store under the stage's run id,
+// and every evaluation as a candidate of origin "llm:<spec>". Wiring only.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "cli/workspace.h"
+#include "core/json.h"
+#include "eval/evaluation.h"
+#include "eval/evaluator.h"
+#include "tasks/task.h"
+
+namespace kforge {
+
+struct AgentSettings {
+  std::string llm;          // provider spec ("openai:gpt-4o", "replay:FILE", ...); empty: no LLM stage
+  std::string llm_config;   // JSON config file (keys, base URLs, prices, concurrency); optional
+  int workers = 4;
+  int rounds = 4;
+  double budget_usd = 0;    // 0: no limit
+  double budget_s = 0;      // wall seconds for the whole stage; 0: no limit
+  std::string record;       // also write every call to this cassette (replayable with replay:FILE)
+
+  Json ToJson() const;
+  static AgentSettings FromJson(const Json& json);
+};
+
+// What the stage starts from.
+struct AgentStart {
+  std::string ir_summary;          // the captured graph and its fusion groups
+  std::string compiler_candidate;  // the built-in compiler's ModelNew ("" when it had none)
+  std::optional<double> compiler_speedup;  // its measured speedup, when accepted and timed
+};
+
+struct AgentOutcome {
+  Json report;                         // settings, the pool's summary, attempts, usage, best
+  std::optional<std::string> best_source;
+  std::optional<Evaluation> best_evaluation;
+};
+
+// Runs (or, when `folder` holds an interrupted stage, resumes) the stage. InvalidArgument for a
+// bad spec or config; failed model calls and rejected candidates are part of the outcome.
+Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, const AgentSettings& settings,
+                                   const AgentStart& start, const EvalOptions& eval_options,
+                                   const std::filesystem::path& folder, const CommonOptions& common);
+
+// "30m", "90s", "2h", "600" (seconds) as seconds; InvalidArgument otherwise.
+Result<double> ParseDuration(const std::string& text);
+
+}  // namespace kforge
