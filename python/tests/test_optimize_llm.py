@@ -85,3 +85,53 @@ def test_resume_without_a_stage_is_a_usage_error(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "no LLM stage" in done.stderr
     shutil.rmtree(tmp_path / "ws", ignore_errors=True)
+
+
+SOFTMAX_TASK = '''import torch
+import torch.nn as nn
+
+batch_size = 4096
+dim = 8192
+KFORGE_CPU_SIZES = {"batch_size": 8, "dim": 64}
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_described_task_is_written_loaded_and_optimized(tmp_path):
+    honest = open(os.path.join(REPO, "tests", "corpus", "candidates", "l1_03_softmax",
+                               "honest_softmax_rowwise.py")).read()
+    cassette = tmp_path / "cassette.jsonl"
+    entries = [
+        # The first version forgets get_init_inputs: the model is told and tries again.
+        {"match": ["write the reference program"],
+         "reply": "```python\n" + SOFTMAX_TASK.split("def get_init_inputs")[0] + "```\n"},
+        {"match": ["write the reference program", "does not define"], "reply": "```python\n" + SOFTMAX_TASK + "```\n"},
+        {"match": ["# Task: write ModelNew"], "reply": "A row per program:\n\n```python\n" + honest + "```\n"},
+    ]
+    cassette.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    code, report, log = kforge(tmp_path, "optimize", "--json", "--out", str(tmp_path / "out"), "--describe",
+                               "Row-wise softmax over 4096x8192 fp32", "--llm", f"replay:{cassette}",
+                               "--workers", "1", "--rounds", "1")
+    assert code == 0, log[-3000:]
+    written = tmp_path / "out" / "row_wise_softmax_over_4096x8192_fp32.py"
+    assert written.read_text() == SOFTMAX_TASK
+    assert "read it" in log
+    assert verdicts(report) == ["accepted"]
+
+
+def test_describe_needs_a_model(tmp_path):
+    done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--describe",
+                           "softmax"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--describe needs --llm" in done.stderr

@@ -67,9 +67,13 @@ Extraction Fail(ExtractionFailure failure, std::string message, int blocks) {
   return extraction;
 }
 
-constexpr const char* kFormat =
-    "Reply with the complete program in one fenced block that starts with ```python and ends with ```, "
-    "defining `class ModelNew(nn.Module)` and every kernel it launches.";
+std::string FormatRule(const std::string& class_name) {
+  return class_name == "ModelNew"
+             ? "Reply with the complete program in one fenced block that starts with ```python and ends with ```, "
+               "defining `class ModelNew(nn.Module)` and every kernel it launches."
+             : fmt::format("Reply with the complete program in one fenced block that starts with ```python and ends "
+                           "with ```, defining `class {}(nn.Module)` and everything it needs.", class_name);
+}
 
 }  // namespace
 
@@ -82,17 +86,23 @@ const char* ToString(ExtractionFailure failure) {
   return "unknown";
 }
 
-bool DefinesModelNew(const std::string& source) {
+bool DefinesClass(const std::string& source, const std::string& class_name) {
+  const std::string head = "class " + class_name;
   std::istringstream in(source);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("class ModelNew", 0) != 0) continue;
-    char next = line.size() > 14 ? line[14] : '\0';
+    if (line.rfind(head, 0) != 0) continue;
+    char next = line.size() > head.size() ? line[head.size()] : '\0';
     if (next == '(' || next == ':' || next == ' ') return true;
   }
   return false;
 }
 
-Extraction ExtractCandidate(const std::string& reply) {
+bool DefinesModelNew(const std::string& source) { return DefinesClass(source, "ModelNew"); }
+
+Extraction ExtractCandidate(const std::string& reply) { return ExtractDefining(reply, "ModelNew"); }
+
+Extraction ExtractDefining(const std::string& reply, const std::string& class_name) {
+  const std::string format = FormatRule(class_name);
   std::vector<bool> python;
   std::vector<Block> blocks = FencedBlocks(reply, python);
   int complete = 0;
@@ -105,7 +115,7 @@ Extraction ExtractCandidate(const std::string& reply) {
     }
     if (!python[i]) continue;
     ++complete;
-    if (DefinesModelNew(blocks[i].body)) chosen = &blocks[i];
+    if (DefinesClass(blocks[i].body, class_name)) chosen = &blocks[i];
   }
   if (chosen) {
     Extraction extraction;
@@ -117,18 +127,17 @@ Extraction ExtractCandidate(const std::string& reply) {
     return Fail(ExtractionFailure::kUnterminatedFence,
                 fmt::format("Your reply was cut off: the code block opened at line {} was never closed, so the "
                             "program is incomplete. Keep it shorter: no explanation outside the block, no unused "
-                            "kernels or commented-out variants. {}", unterminated->opened_at, kFormat),
+                            "kernels or commented-out variants. {}", unterminated->opened_at, format),
                 complete);
   }
   if (complete == 0) {
     return Fail(ExtractionFailure::kNoCodeBlock,
-                std::string("Your reply contained no fenced Python code block, so there was no program to evaluate. ") +
-                    kFormat,
+                "Your reply contained no fenced Python code block, so there was no program to evaluate. " + format,
                 0);
   }
   return Fail(ExtractionFailure::kNoModelNew,
-              fmt::format("Your reply had {} Python code block(s) but none defines `class ModelNew` at the top level "
-                          "(a fragment or a kernel alone cannot be evaluated). {}", complete, kFormat),
+              fmt::format("Your reply had {} Python code block(s) but none defines `class {}` at the top level "
+                          "(a fragment alone cannot be run). {}", complete, class_name, format),
               complete);
 }
 

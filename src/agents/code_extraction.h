@@ -10,7 +10,7 @@ namespace kforge {
 
 enum class ExtractionFailure {
   kNoCodeBlock,        // no fenced Python block at all
-  kNoModelNew,         // blocks, but none defines class ModelNew
+  kNoModelNew,         // blocks, but none defines class ModelNew (or the class asked for)
   kUnterminatedFence,  // a block was opened and never closed: the reply was cut off
 };
 
@@ -27,8 +27,12 @@ struct Extraction {
 };
 
 Extraction ExtractCandidate(const std::string& reply);
+// The same for a block that defines `class <class_name>` ("Model" for a task the model writes);
+// kNoModelNew then means no block defines that class.
+Extraction ExtractDefining(const std::string& reply, const std::string& class_name);
 
-// Whether `source` defines `class ModelNew` at the top level.
+// Whether `source` defines `class <class_name>` (`class ModelNew`) at the top level.
+bool DefinesClass(const std::string& source, const std::string& class_name);
 bool DefinesModelNew(const std::string& source);
 
 }  // namespace kforge

@@ -7,6 +7,7 @@
 
 #include "agents/candidate_judge.h"
 #include "agents/prompt_library.h"
+#include "agents/task_writer.h"
 #include "agents/writer_pool.h"
 #include "agents/writer_prompts.h"
 #include "core/clock.h"
@@ -137,6 +138,39 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   }
   if (!common.quiet) LogInfo("LLM stage: {}", result.Summary());
   return outcome;
+}
+
+Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std::string& description,
+                                                 const AgentSettings& settings, const std::filesystem::path& out_dir,
+                                                 const CommonOptions& common) {
+  ASSIGN_OR_RETURN(std::filesystem::path prompt_dir, FindPromptDir(ProcessEnvironment()));
+  ASSIGN_OR_RETURN(PromptLibrary prompts, PromptLibrary::Load(prompt_dir));
+  const std::string name = TaskNameFor(description);
+  const std::filesystem::path path = out_dir / (name + ".py");
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  const std::string run_id = "describe-" + name;
+  Store* store = workspace.store();
+  if (store != nullptr && !store->GetRun(run_id).ok()) (void)store->StartRun(run_id, "optimize --describe", settings.ToJson());
+  ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider, MakeStageProvider(settings, store, run_id));
+  ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
+  // A version passes when the trusted worker can load, run and capture it like any task.
+  auto check = [&](const std::string& source) -> Status {
+    RETURN_IF_ERROR(WriteFile(path, source));
+    ASSIGN_OR_RETURN(TaskFile task, ReadTaskFile(path));
+    auto captured = trusted->Call("capture", Json{{"task_path", task.path.string()}, {"task_name", task.name},
+                                                 {"cpu_sizes", workspace.device() == "cpu"}}, 600);
+    return captured.ok() ? Status::Ok() : captured.status();
+  };
+  if (!common.quiet) LogInfo("asking {} to write the task \"{}\"", settings.llm, description);
+  auto written = WriteTaskFromDescription(description, prompts, *provider, check);
+  if (store != nullptr) (void)store->FinishRun(run_id, written.ok() ? "succeeded" : "failed");
+  if (!written.ok()) return written.status();
+  if (!common.quiet) {
+    LogInfo("wrote the reference to {} ({} attempt(s)); read it: every candidate is judged against it", path.string(),
+            written->attempts);
+  }
+  return path;
 }
 
 Result<double> ParseDuration(const std::string& text) {

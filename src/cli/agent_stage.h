@@ -49,6 +49,13 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
                                    const AgentStart& start, const EvalOptions& eval_options,
                                    const std::filesystem::path& folder, const CommonOptions& common);
 
+// `optimize --describe`: the stage's model writes a task for `description`, each version saved
+// as <out_dir>/<name>.py and captured by the trusted worker until one loads; returns its path.
+// The user should read it: it is the reference every candidate is judged against.
+Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std::string& description,
+                                                 const AgentSettings& settings, const std::filesystem::path& out_dir,
+                                                 const CommonOptions& common);
+
 // "30m", "90s", "2h", "600" (seconds) as seconds; InvalidArgument otherwise.
 Result<double> ParseDuration(const std::string& text);
 

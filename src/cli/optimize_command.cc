@@ -24,7 +24,8 @@ namespace {
 struct OptimizeFlags {
   std::string task;
   std::string out = "out";
-  std::string budget;  // the LLM stage's wall-time budget, as written
+  std::string describe;  // a plain-language task for the model to write, instead of `task`
+  std::string budget;    // the LLM stage's wall-time budget, as written
   bool json = false;
   OptimizeSettings settings;
 };
@@ -206,10 +207,11 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
 }
 
 int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
-  auto task = ReadTaskFile(flags.task);
-  if (!task.ok()) return UsageError(task.status().message());
+  if (flags.task.empty() == flags.describe.empty()) return UsageError("give a task file or --describe \"...\" (one of them)");
+  if (!flags.describe.empty() && flags.settings.agents.llm.empty()) {
+    return UsageError("--describe needs --llm: a model writes the task from the description");
+  }
   OptimizeSettings settings = flags.settings;
-  settings.folder = std::filesystem::path(flags.out) / task->path.stem();
   if (!flags.budget.empty()) {
     auto budget = ParseDuration(flags.budget);
     if (!budget.ok()) return UsageError("--budget: " + budget.status().message());
@@ -217,6 +219,15 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
   }
   auto workspace = Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
+  std::filesystem::path task_path = flags.task;
+  if (!flags.describe.empty()) {
+    auto written = WriteDescribedTask(**workspace, flags.describe, settings.agents, flags.out, common);
+    if (!written.ok()) return UsageError("--describe: " + written.status().message());
+    task_path = *written;
+  }
+  auto task = ReadTaskFile(task_path);
+  if (!task.ok()) return UsageError(task.status().message());
+  settings.folder = std::filesystem::path(flags.out) / task->path.stem();
   auto report = OptimizeTask(**workspace, *task, settings, common);
   if (!report.ok()) return UsageError(report.status().message());
   return PrintOptimizeReport(std::move(*report), settings.folder, flags.json);
@@ -255,7 +266,10 @@ int RunResume(const ResumeFlags& flags, CommonOptions common) {
 
 CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   auto flags = std::make_shared<OptimizeFlags>();
-  app.add_option("task", flags->task, "KernelBench-format task file")->required();
+  app.add_option("task", flags->task, "KernelBench-format task file (or --describe)");
+  app.add_option("--describe", flags->describe,
+                 "instead of a task file, a plain-language description (\"row-wise softmax over 4096x8192 fp32\"): "
+                 "the --llm model writes the task to <out>/<name>.py, then optimize proceeds");
   app.add_option("--mode", flags->settings.mode, "strict: every FLOP in generated kernels; partial: library GEMM/convolution allowed")
       ->capture_default_str();
   app.add_option("--out", flags->out, "folder for <task>/model_new.py and report.json")->capture_default_str();
