@@ -11,24 +11,18 @@ Completion Malformed(const std::string& what) {
 
 }  // namespace
 
-AnthropicProvider::AnthropicProvider(ApiProviderOptions options, std::shared_ptr<HttpTransport> transport,
-                                     RetryPolicy retry, const Clock& clock)
-    : options_(std::move(options)), transport_(std::move(transport)), retry_(std::move(retry)), clock_(clock) {}
-
-Completion AnthropicProvider::Complete(const CompletionRequest& original) {
-  CompletionRequest request = WithDefaultModel(original, options_.default_model);
-  ApiCall call;
-  call.url = JoinUrl(options_.base_url, "v1/messages");
-  if (!options_.api_key.empty()) call.headers.emplace_back("x-api-key", options_.api_key);
-  call.headers.emplace_back("anthropic-version", kApiVersion);
-  call.timeout_s = options_.timeout_s.value_or(request.timeout_s);
-  call.secret = options_.api_key;
-  call.key_variable = options_.key_variable;
-  Completion completion =
-      CallJsonApi(*transport_, retry_, clock_, call, AnthropicMessagesBody(request), ParseAnthropicMessage);
-  completion.model = request.model;
-  ApplyPrice(options_.prices, completion);
-  return completion;
+WireFormat AnthropicWireFormat() {
+  WireFormat format;
+  format.path = "v1/messages";
+  format.headers = [](const std::string& key) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (!key.empty()) headers.emplace_back("x-api-key", key);
+    headers.emplace_back("anthropic-version", kApiVersion);
+    return headers;
+  };
+  format.body = AnthropicMessagesBody;
+  format.parse_reply = ParseAnthropicMessage;
+  return format;
 }
 
 Json AnthropicMessagesBody(const CompletionRequest& request) {

@@ -4,30 +4,24 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "core/clock.h"
 #include "llm/api_call.h"
 #include "llm/http_transport.h"
-#include "llm/provider.h"
 #include "llm/retry_policy.h"
 
 namespace kforge {
 
-class AnthropicProvider : public Provider {
+// The API's wire format; AnthropicProvider is HostedApiProvider with it.
+WireFormat AnthropicWireFormat();
+
+class AnthropicProvider : public HostedApiProvider {
  public:
   // `clock` must outlive the provider.
   AnthropicProvider(ApiProviderOptions options, std::shared_ptr<HttpTransport> transport, RetryPolicy retry,
-                    const Clock& clock = RealClock());
-
-  Completion Complete(const CompletionRequest& request) override;
-  std::string name() const override { return options_.name; }
-  std::string default_model() const override { return options_.default_model; }
-
- private:
-  ApiProviderOptions options_;
-  std::shared_ptr<HttpTransport> transport_;
-  RetryPolicy retry_;
-  const Clock& clock_;
+                    const Clock& clock = RealClock())
+      : HostedApiProvider(AnthropicWireFormat(), std::move(options), std::move(transport), std::move(retry), clock) {}
 };
 
 // The request body: {model, max_tokens, temperature, system (when any), messages}; several system

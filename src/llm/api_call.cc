@@ -78,6 +78,25 @@ Completion CallJsonApi(HttpTransport& transport, const RetryPolicy& retry, const
   return completion;
 }
 
+HostedApiProvider::HostedApiProvider(WireFormat format, ApiProviderOptions options,
+                                     std::shared_ptr<HttpTransport> transport, RetryPolicy retry, const Clock& clock)
+    : format_(std::move(format)), options_(std::move(options)), transport_(std::move(transport)),
+      retry_(std::move(retry)), clock_(clock) {}
+
+Completion HostedApiProvider::Complete(const CompletionRequest& original) {
+  CompletionRequest request = WithDefaultModel(original, options_.default_model);
+  ApiCall call;
+  call.url = JoinUrl(options_.base_url, format_.path);
+  call.headers = format_.headers(options_.api_key);
+  call.timeout_s = options_.timeout_s.value_or(request.timeout_s);
+  call.secret = options_.api_key;
+  call.key_variable = options_.key_variable;
+  Completion completion = CallJsonApi(*transport_, retry_, clock_, call, format_.body(request), format_.parse_reply);
+  completion.model = request.model;
+  ApplyPrice(options_.prices, completion);
+  return completion;
+}
+
 std::string JoinUrl(const std::string& base_url, const std::string& path) {
   std::string base = base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();

@@ -1,5 +1,5 @@
-// One call of a hosted model's JSON HTTP API, from request body to Completion: what the OpenAI
-// and Anthropic providers share. It retries through the RetryPolicy, times the call, turns HTTP
+// One call of a hosted model's JSON HTTP API, from request body to Completion, and the provider
+// built on it: what the OpenAI and Anthropic providers share (they differ only in their WireFormat). It retries through the RetryPolicy, times the call, turns HTTP
 // failures into outcomes with words a user can act on, and keeps the API key out of every error.
 // Only the reply's parsing differs between APIs; the caller passes it in.
 #pragma once
@@ -15,7 +15,9 @@
 #include "core/json.h"
 #include "llm/completion.h"
 #include "llm/http_transport.h"
+#include "llm/message.h"
 #include "llm/pricing.h"
+#include "llm/provider.h"
 #include "llm/retry_policy.h"
 
 namespace kforge {
@@ -46,6 +48,35 @@ using ReplyParser = std::function<Completion(const Json& body)>;
 // Posts `body` and parses the reply; the returned Completion has latency and attempts set.
 Completion CallJsonApi(HttpTransport& transport, const RetryPolicy& retry, const Clock& clock,
                        const ApiCall& call, const Json& body, const ReplyParser& parse_reply);
+
+// What one hosted API looks like on the wire.
+struct WireFormat {
+  std::string path;  // appended to the base URL
+  // The headers that carry the key (none when it is empty) and any the API requires.
+  std::function<std::vector<std::pair<std::string, std::string>>(const std::string& api_key)> headers;
+  std::function<Json(const CompletionRequest&)> body;
+  ReplyParser parse_reply;
+};
+
+// A provider for one hosted JSON API: fills the default model, posts through the retry policy,
+// prices the reply. Thread-safe.
+class HostedApiProvider : public Provider {
+ public:
+  // `clock` must outlive the provider.
+  HostedApiProvider(WireFormat format, ApiProviderOptions options, std::shared_ptr<HttpTransport> transport,
+                    RetryPolicy retry, const Clock& clock);
+
+  Completion Complete(const CompletionRequest& request) override;
+  std::string name() const override { return options_.name; }
+  std::string default_model() const override { return options_.default_model; }
+
+ private:
+  WireFormat format_;
+  ApiProviderOptions options_;
+  std::shared_ptr<HttpTransport> transport_;
+  RetryPolicy retry_;
+  const Clock& clock_;
+};
 
 // `base_url` and `path` joined with exactly one slash.
 std::string JoinUrl(const std::string& base_url, const std::string& path);

@@ -11,23 +11,17 @@ Completion Malformed(const std::string& what, const Json& body) {
 
 }  // namespace
 
-OpenAiProvider::OpenAiProvider(ApiProviderOptions options, std::shared_ptr<HttpTransport> transport,
-                               RetryPolicy retry, const Clock& clock)
-    : options_(std::move(options)), transport_(std::move(transport)), retry_(std::move(retry)), clock_(clock) {}
-
-Completion OpenAiProvider::Complete(const CompletionRequest& original) {
-  CompletionRequest request = WithDefaultModel(original, options_.default_model);
-  ApiCall call;
-  call.url = JoinUrl(options_.base_url, "chat/completions");
-  if (!options_.api_key.empty()) call.headers.emplace_back("authorization", "Bearer " + options_.api_key);
-  call.timeout_s = options_.timeout_s.value_or(request.timeout_s);
-  call.secret = options_.api_key;
-  call.key_variable = options_.key_variable;
-  Completion completion =
-      CallJsonApi(*transport_, retry_, clock_, call, ChatCompletionBody(request), ParseChatCompletion);
-  completion.model = request.model;
-  ApplyPrice(options_.prices, completion);
-  return completion;
+WireFormat OpenAiWireFormat() {
+  WireFormat format;
+  format.path = "chat/completions";
+  format.headers = [](const std::string& key) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (!key.empty()) headers.emplace_back("authorization", "Bearer " + key);
+    return headers;
+  };
+  format.body = ChatCompletionBody;
+  format.parse_reply = ParseChatCompletion;
+  return format;
 }
 
 Json ChatCompletionBody(const CompletionRequest& request) {

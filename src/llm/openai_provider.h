@@ -4,30 +4,24 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "core/clock.h"
 #include "llm/api_call.h"
 #include "llm/http_transport.h"
-#include "llm/provider.h"
 #include "llm/retry_policy.h"
 
 namespace kforge {
 
-class OpenAiProvider : public Provider {
+// The API's wire format; OpenAiProvider is HostedApiProvider with it.
+WireFormat OpenAiWireFormat();
+
+class OpenAiProvider : public HostedApiProvider {
  public:
   // `clock` must outlive the provider.
   OpenAiProvider(ApiProviderOptions options, std::shared_ptr<HttpTransport> transport, RetryPolicy retry,
-                 const Clock& clock = RealClock());
-
-  Completion Complete(const CompletionRequest& request) override;
-  std::string name() const override { return options_.name; }
-  std::string default_model() const override { return options_.default_model; }
-
- private:
-  ApiProviderOptions options_;
-  std::shared_ptr<HttpTransport> transport_;
-  RetryPolicy retry_;
-  const Clock& clock_;
+                 const Clock& clock = RealClock())
+      : HostedApiProvider(OpenAiWireFormat(), std::move(options), std::move(transport), std::move(retry), clock) {}
 };
 
 // The request body: {model, messages, temperature, max_tokens}.
