@@ -18,7 +18,7 @@ REQUEST_FD, RESPONSE_FD = 3, 4
 def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
     import torch
 
-    from . import capture, env_info
+    from . import capture, env_info, module_names
     from .reference import ReferenceWorker
 
     worker = ReferenceWorker(device)
@@ -41,6 +41,7 @@ def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[
         "hello": lambda request: env_info.fingerprint(device),
         "capture": lambda request: capture.capture(request, torch.device(device)),
         "static_check": static_check,
+        "prefix_names": lambda request: {"source": module_names.prefix_module_names(request["source"], request["prefix"])},
         "prepare": worker.prepare,
         "compare": worker.compare,
         "time_reference": worker.time_reference,

@@ -135,3 +135,49 @@ def test_describe_needs_a_model(tmp_path):
     done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--describe",
                            "softmax"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--describe needs --llm" in done.stderr
+
+
+MATMUL_SOFTMAX = os.path.join(REPO, "python", "tests", "tasks", "matmul_softmax.py")
+
+
+def part_replies() -> list[dict]:
+    """Replies that read like a model's, one per fusion group of matmul_softmax: the matmul part
+    and the softmax part each get a program written for that group alone."""
+    candidates = os.path.join(REPO, "tests", "corpus", "candidates")
+    matmul = open(os.path.join(candidates, "l1_02_matmul", "honest_matmul_ieee.py")).read()
+    softmax = open(os.path.join(candidates, "l1_03_softmax", "honest_softmax_rowwise.py")).read()
+    return [
+        {"match": ["# Task: write ModelNew", "aten.mm.default"],
+         "reply": "A tiled matmul with tl.dot:\n\n```python\n" + matmul + "```\n"},
+        {"match": ["# Task: write ModelNew", "aten.amax.default"],
+         "reply": "One program per row:\n\n```python\n" + softmax + "```\n"},
+    ]
+
+
+def test_decomposition_verifies_each_part_then_the_composition(tmp_path):
+    cassette = tmp_path / "cassette.jsonl"
+    cassette.write_text("".join(json.dumps(entry) + "\n" for entry in part_replies()))
+    code, report, log = kforge(tmp_path, "optimize", "--json", "--out", str(tmp_path / "out"), "--llm",
+                               f"replay:{cassette}", "--workers", "1", "--rounds", "1", "--route", "decompose",
+                               MATMUL_SOFTMAX)
+    assert code == 0, log[-3000:]
+    decomposition = report["llm"]["decomposition"]
+    assert [part["accepted"] for part in decomposition["parts"]] == [True, True]
+    assert decomposition["composed"]["evaluation"]["verdict"] == "accepted"
+    composed = open(decomposition["composed"]["path"]).read()
+    # Both verified programs live in one file under their own names, called in the groups' places.
+    assert "class kf_part0_ModelNew" in composed and "class kf_part1_ModelNew" in composed
+    assert "self.kf_mm = kf_part0_ModelNew()" in composed
+
+
+def test_router_falls_back_to_decomposition_when_the_whole_program_fails(tmp_path):
+    cassette = tmp_path / "cassette.jsonl"
+    # The whole-program writer gets a reply without code; the parts get theirs.
+    whole = {"match": ["# Task: write ModelNew", "torch.softmax(a @ b"], "reply": "I would fuse them."}
+    cassette.write_text("".join(json.dumps(entry) + "\n" for entry in [whole] + part_replies()))
+    code, report, log = kforge(tmp_path, "optimize", "--json", "--out", str(tmp_path / "out"), "--llm",
+                               f"replay:{cassette}", "--workers", "1", "--rounds", "1", MATMUL_SOFTMAX)
+    assert code == 0, log[-3000:]
+    assert report["llm"]["routes"] == ["whole_program", "decomposition"]
+    assert verdicts(report) == ["no_code_block"]
+    assert report["llm"]["decomposition"]["composed"]["evaluation"]["verdict"] == "accepted"

@@ -1,11 +1,15 @@
 #include "cli/agent_stage.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "agents/candidate_judge.h"
+#include "agents/decomposition.h"
 #include "agents/prompt_library.h"
 #include "agents/task_writer.h"
 #include "agents/writer_pool.h"
@@ -41,12 +45,12 @@ Result<std::unique_ptr<LimitedProvider>> MakeStageProvider(const AgentSettings& 
   return std::make_unique<LimitedProvider>(std::move(provider), limits);
 }
 
-void PrintProgress(const AttemptRecord& attempt, const PoolProgress& progress, bool quiet) {
+void PrintProgress(const std::string& label, const AttemptRecord& attempt, const PoolProgress& progress, bool quiet) {
   if (quiet) return;
   std::string best = progress.best_speedup ? fmt::format("{:.2f}x", *progress.best_speedup) : "-";
-  LogInfo("  writer {} round {}: {}{} | {} attempt(s), {} accepted, best {}, {} tokens, ${:.4f}", attempt.writer,
-          attempt.round, attempt.verdict, attempt.reused_reply ? " (recorded reply)" : "", progress.attempts,
-          progress.accepted, best, progress.tokens, progress.cost_usd);
+  LogInfo("  {}: writer {} round {}: {}{} | {} attempt(s), {} accepted, best {}, {} tokens, ${:.4f}", label,
+          attempt.writer, attempt.round, attempt.verdict, attempt.reused_reply ? " (recorded reply)" : "",
+          progress.attempts, progress.accepted, best, progress.tokens, progress.cost_usd);
 }
 
 // A run id that names the task and the stage's folder, so a resumed stage keeps its calls together.
@@ -59,7 +63,7 @@ std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder
 
 Json AgentSettings::ToJson() const {
   return {{"llm", llm},           {"llm_config", llm_config}, {"workers", workers}, {"rounds", rounds},
-          {"budget_usd", budget_usd}, {"budget_s", budget_s},   {"record", record}};
+          {"budget_usd", budget_usd}, {"budget_s", budget_s},   {"record", record},   {"route", route}};
 }
 
 AgentSettings AgentSettings::FromJson(const Json& json) {
@@ -71,22 +75,140 @@ AgentSettings AgentSettings::FromJson(const Json& json) {
   settings.budget_usd = JsonGet<double>(json, "budget_usd", 0);
   settings.budget_s = JsonGet<double>(json, "budget_s", 0);
   settings.record = JsonGet<std::string>(json, "record", "");
+  settings.route = JsonGet<std::string>(json, "route", settings.route);
   return settings;
 }
+
+namespace {
+
+// What every pool of one stage shares.
+struct Stage {
+  Workspace& workspace;
+  const AgentSettings& settings;
+  const AgentStart& start;
+  const PromptLibrary& prompts;
+  LimitedProvider& provider;
+  CandidateJudge& judge;
+  const CommonOptions& common;
+  double started_s = 0;
+};
+
+struct Candidate {
+  std::string source;
+  Evaluation evaluation;
+};
+
+// The budget left to the next pool: the stage's limits minus what earlier pools spent.
+BudgetLimits RemainingBudget(const Stage& stage) {
+  BudgetLimits limits;
+  if (stage.settings.budget_s > 0) {
+    limits.max_seconds = std::max(1e-3, stage.settings.budget_s - (RealClock().NowSeconds() - stage.started_s));
+  }
+  if (stage.settings.budget_usd > 0) {
+    limits.max_usd = std::max(1e-9, stage.settings.budget_usd - stage.provider.Totals().cost_usd);
+  }
+  return limits;
+}
+
+bool BudgetSpent(const Stage& stage) {
+  bool time = stage.settings.budget_s > 0 && RealClock().NowSeconds() - stage.started_s >= stage.settings.budget_s;
+  bool money = stage.settings.budget_usd > 0 && stage.provider.Totals().cost_usd >= stage.settings.budget_usd;
+  return time || money;
+}
+
+Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::filesystem::path& folder,
+                           const std::string& label) {
+  PoolOptions options;
+  options.writers = stage.settings.workers;
+  options.max_rounds = stage.settings.rounds;
+  options.budget = RemainingBudget(stage);
+  WriterPool pool(options, brief, stage.prompts, stage.provider, stage.judge, folder,
+                  [&](const AttemptRecord& attempt, const PoolProgress& progress) {
+                    PrintProgress(label, attempt, progress, stage.common.quiet);
+                  });
+  PoolResult result = pool.Run();
+  RETURN_IF_ERROR(result.status);
+  return result;
+}
+
+// Each distinct fusion group as a task for its own pool, then the composition of the verified
+// parts, judged on the whole task. nullopt when no composition was accepted.
+Result<std::optional<Candidate>> RunDecomposition(Stage& stage, const WriterBrief& whole, const std::filesystem::path& folder,
+                                                  Json& report) {
+  ASSIGN_OR_RETURN(std::vector<DecompositionPart> parts, DecomposePlan(*stage.start.graph, *stage.start.plan));
+  std::map<std::string, std::string> accepted;
+  report["parts"] = Json::array();
+  for (const DecompositionPart& part : parts) {
+    if (BudgetSpent(stage)) break;
+    const std::filesystem::path dir = folder / "parts" / part.groups.front();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    RETURN_IF_ERROR(WriteFile(dir / "task.py", part.task.source));
+    ASSIGN_OR_RETURN(TaskFile task, ReadTaskFile(dir / "task.py"));
+    WriterBrief brief = whole;
+    brief.task = task;
+    brief.starting_candidate.clear();
+    brief.ir_summary = fmt::format("One fused group of {} ({} of its group(s) compute exactly this).",
+                                   whole.task.name, part.groups.size());
+    ASSIGN_OR_RETURN(PoolResult result, RunPool(stage, brief, dir, part.groups.front()));
+    if (result.best) accepted[part.task.signature] = result.best->source;
+    report["parts"].push_back({{"groups", part.groups}, {"signature", part.task.signature}, {"folder", dir.string()},
+                               {"summary", result.Summary()}, {"accepted", result.best.has_value()},
+                               {"attempts", result.ToJson()["attempts"]}});
+  }
+  if (accepted.empty()) return std::optional<Candidate>();
+  ASSIGN_OR_RETURN(WorkerClient * trusted, stage.workspace.workers().Trusted());
+  auto rename = [trusted](const std::string& source, const std::string& prefix) -> Result<std::string> {
+    ASSIGN_OR_RETURN(Json renamed, trusted->Call("prefix_names", Json{{"source", source}, {"prefix", prefix}}, 60));
+    return JsonGet<std::string>(renamed, "source", "");
+  };
+  ASSIGN_OR_RETURN(std::string composed, ComposeModelNew(*stage.start.graph, *stage.start.plan, parts, accepted,
+                                                         stage.start.writer_options, rename));
+  RETURN_IF_ERROR(WriteFile(folder / "composed.py", composed));
+  ASSIGN_OR_RETURN(Evaluation evaluation, stage.judge.Judge(whole.task, folder / "composed.py"));
+  if (!stage.common.quiet) LogInfo("  composed from {} verified part(s): {}", accepted.size(), evaluation.verdict.ToString());
+  report["composed"] = {{"path", (folder / "composed.py").string()}, {"parts_used", accepted.size()},
+                        {"evaluation", evaluation.ToJson()}};
+  if (!evaluation.verdict.accepted()) return std::optional<Candidate>();
+  return std::optional<Candidate>(Candidate{composed, evaluation});
+}
+
+Result<std::vector<Route>> RouteOrder(const AgentSettings& settings, const AgentStart& start) {
+  bool can_decompose = start.graph != nullptr && start.plan != nullptr;
+  if (settings.route == "whole") return std::vector<Route>{Route::kWholeProgram};
+  if (settings.route == "decompose") {
+    if (!can_decompose) return Status::InvalidArgument("--route decompose needs the compiler's graph");
+    return std::vector<Route>{Route::kDecomposition};
+  }
+  if (settings.route != "auto") return Status::InvalidArgument("--route must be auto, whole or decompose");
+  if (!can_decompose) return std::vector<Route>{Route::kWholeProgram};
+  Route first = ChooseRoute(*start.plan);
+  Route second = first == Route::kWholeProgram ? Route::kDecomposition : Route::kWholeProgram;
+  return std::vector<Route>{first, second};
+}
+
+bool Faster(const Evaluation& candidate, const std::optional<Candidate>& best) {
+  if (!best) return true;
+  if (!candidate.speedup || !best->evaluation.speedup) return false;
+  return candidate.speedup->speedup > best->evaluation.speedup->speedup;
+}
+
+}  // namespace
 
 Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, const AgentSettings& settings,
                                    const AgentStart& start, const EvalOptions& eval_options,
                                    const std::filesystem::path& folder, const CommonOptions& common) {
   if (settings.workers < 1 || settings.rounds < 1) return Status::InvalidArgument("--workers and --rounds must be at least 1");
+  ASSIGN_OR_RETURN(std::vector<Route> routes, RouteOrder(settings, start));
   ASSIGN_OR_RETURN(std::filesystem::path prompt_dir, FindPromptDir(ProcessEnvironment()));
   ASSIGN_OR_RETURN(PromptLibrary prompts, PromptLibrary::Load(prompt_dir));
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec) return Status::IoError("cannot create " + folder.string() + ": " + ec.message());
-  Json stage = {{"task", task.path.string()}, {"settings", settings.ToJson()}, {"mode", ToString(eval_options.mode)},
-                {"precision", ToString(eval_options.precision)}, {"timeout_s", eval_options.timeout_s},
-                {"compile_baseline", eval_options.time_compiled_reference}};
-  RETURN_IF_ERROR(WriteFile(folder / "stage.json", stage.dump(1)));
+  Json stage_file = {{"task", task.path.string()}, {"settings", settings.ToJson()}, {"mode", ToString(eval_options.mode)},
+                     {"precision", ToString(eval_options.precision)}, {"timeout_s", eval_options.timeout_s},
+                     {"compile_baseline", eval_options.time_compiled_reference}};
+  RETURN_IF_ERROR(WriteFile(folder / "stage.json", stage_file.dump(1)));
 
   const std::string run_id = StageRunId(task, folder);
   Store* store = workspace.store();
@@ -102,41 +224,59 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   brief.ir_summary = start.ir_summary;
   brief.starting_candidate = start.compiler_candidate;
 
-  PoolOptions options;
-  options.writers = settings.workers;
-  options.max_rounds = settings.rounds;
-  options.budget.max_usd = settings.budget_usd;
-  options.budget.max_seconds = settings.budget_s;
-
   Evaluator evaluator(workspace.workers(), eval_options);
   const std::string origin = "llm:" + settings.llm;
   SerialJudge judge(evaluator, [&](const TaskFile& judged, const std::filesystem::path& candidate, const Evaluation& evaluation) {
     auto source = ReadFile(candidate);
     if (source.ok()) (void)workspace.Record(judged, *source, origin, evaluation, brief.precision, brief.mode);
   });
+  Stage stage{workspace, settings, start, prompts, *provider, judge, common, RealClock().NowSeconds()};
   if (!common.quiet) {
-    LogInfo("LLM stage: {} writer(s) x {} round(s) with {}; rounds in {}", settings.workers, settings.rounds, settings.llm,
-            folder.string());
+    LogInfo("LLM stage: {} writer(s) x {} round(s) with {}; {} first; rounds in {}", settings.workers, settings.rounds,
+            settings.llm, ToString(routes.front()), folder.string());
   }
-  WriterPool pool(options, brief, prompts, *provider, judge, folder,
-                  [&](const AttemptRecord& attempt, const PoolProgress& progress) { PrintProgress(attempt, progress, common.quiet); });
-  PoolResult result = pool.Run();
-  if (store != nullptr) (void)store->FinishRun(run_id, result.status.ok() ? "succeeded" : "failed");
-  RETURN_IF_ERROR(result.status);
+
+  AgentOutcome outcome;
+  outcome.report = {{"settings", settings.ToJson()}, {"folder", folder.string()}, {"run_id", run_id}, {"routes", Json::array()}};
+  std::optional<Candidate> best;
+  std::vector<std::string> summaries;
+  Status status = Status::Ok();
+  for (Route route : routes) {
+    if (BudgetSpent(stage)) break;
+    outcome.report["routes"].push_back(ToString(route));
+    if (route == Route::kWholeProgram) {
+      auto result = RunPool(stage, brief, folder, "whole");
+      if (!result.ok()) { status = result.status(); break; }
+      outcome.report["pool"] = result->ToJson();
+      outcome.report["stop_reason"] = result->stop_reason;
+      summaries.push_back("whole program: " + result->Summary());
+      if (result->best && Faster(result->best->evaluation, best)) best = Candidate{result->best->source, result->best->evaluation};
+    } else {
+      Json decomposition = Json::object();
+      auto composed = RunDecomposition(stage, brief, folder, decomposition);
+      outcome.report["decomposition"] = decomposition;
+      if (!composed.ok()) { status = composed.status(); break; }
+      summaries.push_back(fmt::format("decomposition: {} part(s), composition {}", decomposition["parts"].size(),
+                                      decomposition.contains("composed")
+                                          ? JsonGet<std::string>(decomposition["composed"]["evaluation"], "verdict", "?")
+                                          : "not tried"));
+      if (*composed && Faster((*composed)->evaluation, best)) best = **composed;
+    }
+    if (best) break;  // the other route is the fallback, not a second try
+  }
+  if (store != nullptr) (void)store->FinishRun(run_id, status.ok() ? "succeeded" : "failed");
+  RETURN_IF_ERROR(status);
 
   UsageTotals usage = provider->Totals();
-  AgentOutcome outcome;
-  outcome.report = {{"settings", settings.ToJson()}, {"folder", folder.string()},  {"run_id", run_id},
-                    {"summary", result.Summary()},   {"stop_reason", result.stop_reason},
-                    {"pool", result.ToJson()},
-                    {"usage", {{"calls", usage.calls}, {"failures", usage.failures}, {"prompt_tokens", usage.prompt_tokens},
-                               {"completion_tokens", usage.completion_tokens}, {"cost_usd", usage.cost_usd},
-                               {"unpriced_calls", usage.unpriced_calls}}}};
-  if (result.best) {
-    outcome.best_source = result.best->source;
-    outcome.best_evaluation = result.best->evaluation;
+  outcome.report["summary"] = fmt::format("{}", fmt::join(summaries, "; "));
+  outcome.report["usage"] = {{"calls", usage.calls}, {"failures", usage.failures}, {"prompt_tokens", usage.prompt_tokens},
+                             {"completion_tokens", usage.completion_tokens}, {"cost_usd", usage.cost_usd},
+                             {"unpriced_calls", usage.unpriced_calls}};
+  if (best) {
+    outcome.best_source = best->source;
+    outcome.best_evaluation = best->evaluation;
   }
-  if (!common.quiet) LogInfo("LLM stage: {}", result.Summary());
+  if (!common.quiet) LogInfo("LLM stage: {}", outcome.report["summary"].get<std::string>());
   return outcome;
 }
 

@@ -1,7 +1,10 @@
-// The LLM stage of `kforge optimize --llm`: a pool of kernel writers on the task, starting from
-// the built-in compiler's candidate, judged by the evaluator one at a time. The stage's folder
-// (<out>/<task>/llm/) holds stage.json (what was asked, so `kforge resume` can continue it), the
-// writers' rounds and summary.json; every model call is in the store under the stage's run id,
+// The LLM stage of `kforge optimize --llm`: pools of kernel writers judged by the evaluator one
+// evaluation at a time, on the whole program (starting from the built-in compiler's candidate)
+// or on each distinct fusion group as a task of its own, whose verified programs are then
+// composed into one ModelNew and judged end to end; the router picks which comes first and the
+// other is the fallback. The stage's folder (<out>/<task>/llm/) holds stage.json (what was asked,
+// so `kforge resume` can continue it), the whole-program writers' rounds and summary.json,
+// parts/<group>/ (a part's task.py and its writers' rounds) and composed.py; every model call is in the store under the stage's run id,
 // and every evaluation as a candidate of origin "llm:<spec>". Wiring only.
 #pragma once
 
@@ -10,6 +13,9 @@
 #include <string>
 
 #include "cli/workspace.h"
+#include "compiler/codegen/model_writer.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/fusion_plan.h"
 #include "core/json.h"
 #include "eval/evaluation.h"
 #include "eval/evaluator.h"
@@ -25,6 +31,7 @@ struct AgentSettings {
   double budget_usd = 0;    // 0: no limit
   double budget_s = 0;      // wall seconds for the whole stage; 0: no limit
   std::string record;       // also write every call to this cassette (replayable with replay:FILE)
+  std::string route = "auto";  // auto (the router decides), whole (program) or decompose (per fusion group)
 
   Json ToJson() const;
   static AgentSettings FromJson(const Json& json);
@@ -34,7 +41,11 @@ struct AgentSettings {
 struct AgentStart {
   std::string ir_summary;          // the captured graph and its fusion groups
   std::string compiler_candidate;  // the built-in compiler's ModelNew ("" when it had none)
-  std::optional<double> compiler_speedup;  // its measured speedup, when accepted and timed
+  // For decomposition (null: whole-program generation only): the graph after the passes, its
+  // plan, and how the compiler wrote its candidate (groups without a verified part keep that).
+  const ir::Graph* graph = nullptr;
+  const passes::FusionPlan* plan = nullptr;
+  codegen::ModelWriterOptions writer_options;
 };
 
 struct AgentOutcome {

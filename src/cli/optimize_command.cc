@@ -69,13 +69,17 @@ std::vector<std::string> DotPrecisionsToTry(Precision precision, bool on_cpu) {
   return {"tf32x3", "ieee"};
 }
 
-Result<std::string> Emit(const Compiled& compiled, const TaskFile& task, bool on_cpu, const std::string& dot_precision) {
+codegen::ModelWriterOptions WriterOptions(bool on_cpu, const std::string& dot_precision) {
   codegen::ModelWriterOptions writer_options;
   writer_options.fallback_unsupported = true;  // an op without a Triton form stays a library call (partial mode)
   // On the CPU the interpreter runs one fixed configuration: autotuning would measure nothing.
   writer_options.kernel.autotune = !on_cpu;
   writer_options.kernel.dot_precision = dot_precision;
-  auto source = codegen::WriteModelNew(compiled.graph, compiled.plan, writer_options);
+  return writer_options;
+}
+
+Result<std::string> Emit(const Compiled& compiled, const TaskFile& task, bool on_cpu, const std::string& dot_precision) {
+  auto source = codegen::WriteModelNew(compiled.graph, compiled.plan, WriterOptions(on_cpu, dot_precision));
   if (!source.ok()) return source.status().WithContext("generating code for " + task.name);
   return *source;
 }
@@ -142,8 +146,9 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   const Clock& clock = RealClock();
   Json attempts = Json::array();
   std::optional<Evaluation> evaluation;
-  std::string source;
+  std::string source, emitted_precision;
   for (const std::string& dot_precision : DotPrecisionsToTry(*precision, on_cpu)) {
+    emitted_precision = dot_precision;
     double emit_started = clock.NowSeconds();
     ASSIGN_OR_RETURN(source, Emit(compiled, task, on_cpu, dot_precision));
     compiled.summary["codegen_s"] = clock.NowSeconds() - emit_started;
@@ -161,7 +166,12 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   Json report = {{"task", task.name}, {"model_new", (folder / "model_new.py").string()}, {"mode", settings.mode},
                  {"compile", compiled.summary}, {"source", "compiler"}};
   if (!settings.agents.llm.empty()) {
-    AgentStart start{IrSummary(compiled), source, std::nullopt};
+    AgentStart start;
+    start.ir_summary = IrSummary(compiled);
+    start.compiler_candidate = source;
+    start.graph = &compiled.graph;
+    start.plan = &compiled.plan;
+    start.writer_options = WriterOptions(on_cpu, emitted_precision);
     ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
     report["llm"] = agents.report;
     report["compiler_evaluation"] = evaluation->ToJson();
@@ -289,6 +299,9 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--budget-usd", agents.budget_usd, "stop starting rounds once the calls cost this much (0: no limit)");
   app.add_option("--budget", flags->budget, "stop starting rounds after this long: 90s, 30m, 2h");
   app.add_option("--record", agents.record, "also write every model call to this cassette (replay it with replay:FILE)");
+  app.add_option("--route", agents.route,
+                 "auto: the router picks whole-program generation or decomposition into the compiler's fusion groups "
+                 "(the other is the fallback); whole; decompose")->capture_default_str();
   return [flags, &common] { return RunOptimize(*flags, common); };
 }
 

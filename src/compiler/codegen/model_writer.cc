@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/aten_call.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/triton_matmul.h"
@@ -62,7 +63,9 @@ class Writer {
     std::set<std::string> helpers;
     for (const passes::FusionGroup& group : plan_.groups) {
       Status emitted = Status::Ok();
-      if (group.kind == passes::FusionGroup::Kind::kPointwise) {
+      if (options_.substitutes.count(group.name)) {
+        continue;
+      } else if (group.kind == passes::FusionGroup::Kind::kPointwise) {
         Result<PointwiseKernel> kernel = EmitPointwiseKernel(graph_, group);
         if (kernel.ok()) {
           helpers.insert(kernel->helpers.begin(), kernel->helpers.end());
@@ -105,6 +108,12 @@ class Writer {
       out_.Blank();
       out_.Blank();
     }
+    for (const auto& [group, substitute] : options_.substitutes) {
+      out_.Line(fmt::format("# Written and verified for group {} alone.", group));
+      out_.Lines(substitute.module_source);
+      out_.Blank();
+      out_.Blank();
+    }
     out_.Open("class ModelNew(nn.Module):");
     EmitInit();
     out_.Blank();
@@ -117,6 +126,9 @@ class Writer {
   void EmitInit() {
     out_.Open("def __init__(self, *args, **kwargs):");
     out_.Line("super().__init__()");
+    for (const auto& [group, substitute] : options_.substitutes) {
+      out_.Line(fmt::format("self.kf_{} = {}()", group, substitute.class_name));
+    }
     std::set<std::string> made;
     for (const ir::Value& value : graph_) {
       const auto* param = value.TryAs<ir::ParameterValue>();
@@ -180,7 +192,10 @@ class Writer {
       out_.Blank();
       auto kernel = kernels_.find(group.name);
       auto emitted = emitted_.find(group.name);
-      if (kernel != kernels_.end()) {
+      auto substitute = options_.substitutes.find(group.name);
+      if (substitute != options_.substitutes.end()) {
+        EmitSubstituteCall(group, substitute->second);
+      } else if (kernel != kernels_.end()) {
         EmitLaunch(group, kernel->second);
       } else if (emitted != emitted_.end()) {
         std::vector<std::string> nodes;
@@ -226,56 +241,16 @@ class Writer {
     out_.Line(fmt::format("{}[(triton.cdiv({}, BLOCK_SIZE),)]({})", kernel.name, numel, fmt::join(args, ", ")));
   }
 
-  void EmitAtenCall(const ir::OpNode& op) {
-    std::vector<std::string> args;
-    for (const ir::Argument& arg : op.args) {
-      // A number the compiler inlined into a pointwise op's tensor slot goes back as a 0-d tensor.
-      bool tensor_slot = op.op_kind() == ir::OpKind::kPointwise && op.info != nullptr &&
-                         static_cast<int>(args.size()) < op.info->tensor_inputs;
-      bool number = arg.Is<double>() || arg.Is<int64_t>();
-      args.push_back(tensor_slot && number ? fmt::format("torch.full((), {}, device=device)", Python(arg)) : Python(arg));
-    }
-    for (const ir::NamedArgument& kwarg : op.kwargs) args.push_back(kwarg.name + "=" + Python(kwarg.argument));
-    std::string call = fmt::format("torch.ops.{}({})", op.op, fmt::join(args, ", "));
-    std::vector<std::string> results;
-    for (int32_t i = 0; i < op.num_outputs(); ++i) results.push_back(VarName(graph_, op.ref(i)));
-    if (results.empty()) {
-      out_.Line(call);
-    } else {
-      out_.Line(fmt::format("{} = {}", fmt::join(results, ", "), call));
-    }
+  void EmitSubstituteCall(const passes::FusionGroup& group, const GroupSubstitute& substitute) {
+    std::vector<std::string> args, results;
+    for (const ir::NodeRef& ref : substitute.inputs) args.push_back(VarName(graph_, ref) + ".contiguous()");
+    for (const ir::NodeRef& ref : substitute.outputs) results.push_back(VarName(graph_, ref));
+    out_.Line(fmt::format("# {} {}: the module written for it alone", ToString(group.kind), group.name));
+    out_.Line(fmt::format("{} = self.kf_{}({})", fmt::join(results, ", "), group.name, fmt::join(args, ", ")));
   }
 
-  std::string Python(const ir::Argument& arg) const {
-    return std::visit(
-        [this](const auto& v) -> std::string {
-          using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, ir::NodeRef>) return VarName(graph_, v);
-          else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
-          else if constexpr (std::is_same_v<T, double>) return FloatLiteral(v);
-          else if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
-          else if constexpr (std::is_same_v<T, ir::NoneArg>) return "None";
-          else if constexpr (std::is_same_v<T, std::string>) return Quote(v);
-          else if constexpr (std::is_same_v<T, ir::DType>) return TorchDType(v);
-          else if constexpr (std::is_same_v<T, ir::DeviceArg>) return "device";
-          else if constexpr (std::is_same_v<T, ir::LayoutArg>) return "torch." + v.name;
-          else if constexpr (std::is_same_v<T, ir::MemoryFormatArg>) return "torch." + v.name;
-          else if constexpr (std::is_same_v<T, ir::IntList>) return fmt::format("[{}]", fmt::join(v, ", "));
-          else if constexpr (std::is_same_v<T, ir::FloatList>) {
-            std::vector<std::string> items;
-            for (double d : v) items.push_back(FloatLiteral(d));
-            return fmt::format("[{}]", fmt::join(items, ", "));
-          } else if constexpr (std::is_same_v<T, ir::BoolList>) {
-            std::vector<std::string> items;
-            for (bool b : v) items.push_back(b ? "True" : "False");
-            return fmt::format("[{}]", fmt::join(items, ", "));
-          } else {
-            std::vector<std::string> items;
-            for (const auto& ref : v) items.push_back(ref ? VarName(graph_, *ref) : "None");
-            return fmt::format("[{}]", fmt::join(items, ", "));
-          }
-        },
-        arg.value);
+  void EmitAtenCall(const ir::OpNode& op) {
+    out_.Line(AtenCallLine(op, [this](ir::NodeRef ref) { return VarName(graph_, ref); }));
   }
 
   const ir::Graph& graph_;

@@ -1,0 +1,67 @@
+#include "compiler/codegen/aten_call.h"
+
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/python_names.h"
+
+namespace kforge::codegen {
+namespace {
+
+std::string Quote(const std::string& text) { return "\"" + text + "\""; }
+
+std::string PythonArgument(const ir::Argument& arg, const ValueNamer& name) {
+  return std::visit(
+      [&name](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, ir::NodeRef>) return name(v);
+        else if constexpr (std::is_same_v<T, int64_t>) return std::to_string(v);
+        else if constexpr (std::is_same_v<T, double>) return FloatLiteral(v);
+        else if constexpr (std::is_same_v<T, bool>) return v ? "True" : "False";
+        else if constexpr (std::is_same_v<T, ir::NoneArg>) return "None";
+        else if constexpr (std::is_same_v<T, std::string>) return Quote(v);
+        else if constexpr (std::is_same_v<T, ir::DType>) return TorchDType(v);
+        else if constexpr (std::is_same_v<T, ir::DeviceArg>) return "device";
+        else if constexpr (std::is_same_v<T, ir::LayoutArg>) return "torch." + v.name;
+        else if constexpr (std::is_same_v<T, ir::MemoryFormatArg>) return "torch." + v.name;
+        else if constexpr (std::is_same_v<T, ir::IntList>) return fmt::format("[{}]", fmt::join(v, ", "));
+        else if constexpr (std::is_same_v<T, ir::FloatList>) {
+          std::vector<std::string> items;
+          for (double d : v) items.push_back(FloatLiteral(d));
+          return fmt::format("[{}]", fmt::join(items, ", "));
+        } else if constexpr (std::is_same_v<T, ir::BoolList>) {
+          std::vector<std::string> items;
+          for (bool b : v) items.push_back(b ? "True" : "False");
+          return fmt::format("[{}]", fmt::join(items, ", "));
+        } else {
+          std::vector<std::string> items;
+          for (const auto& ref : v) items.push_back(ref ? name(*ref) : "None");
+          return fmt::format("[{}]", fmt::join(items, ", "));
+        }
+      },
+      arg.value);
+}
+
+}  // namespace
+
+std::string AtenCallLine(const ir::OpNode& op, const ValueNamer& name) {
+  std::vector<std::string> args;
+  for (const ir::Argument& arg : op.args) {
+    // A number the compiler inlined into a pointwise op's tensor slot goes back as a 0-d tensor.
+    bool tensor_slot = op.op_kind() == ir::OpKind::kPointwise && op.info != nullptr &&
+                       static_cast<int>(args.size()) < op.info->tensor_inputs;
+    bool number = arg.Is<double>() || arg.Is<int64_t>();
+    std::string text = PythonArgument(arg, name);
+    args.push_back(tensor_slot && number ? fmt::format("torch.full((), {}, device=device)", text) : text);
+  }
+  for (const ir::NamedArgument& kwarg : op.kwargs) args.push_back(kwarg.name + "=" + PythonArgument(kwarg.argument, name));
+  std::string call = fmt::format("torch.ops.{}({})", op.op, fmt::join(args, ", "));
+  std::vector<std::string> results;
+  for (int32_t i = 0; i < op.num_outputs(); ++i) results.push_back(name(op.ref(i)));
+  return results.empty() ? call : fmt::format("{} = {}", fmt::join(results, ", "), call);
+}
+
+}  // namespace kforge::codegen
