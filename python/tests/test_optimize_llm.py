@@ -181,3 +181,27 @@ def test_router_falls_back_to_decomposition_when_the_whole_program_fails(tmp_pat
     assert report["llm"]["routes"] == ["whole_program", "decomposition"]
     assert verdicts(report) == ["no_code_block"]
     assert report["llm"]["decomposition"]["composed"]["evaluation"]["verdict"] == "accepted"
+
+
+def test_empty_reply_and_wrong_output_are_fed_back_until_a_fix(tmp_path):
+    honest = open(os.path.join(REPO, "tests", "corpus", "candidates", "l1_03_softmax",
+                               "honest_softmax_rowwise.py")).read()
+    # The classic slip: exponentials written out, never normalized by their sum.
+    wrong = honest.replace("numerator / denominator", "numerator")
+    assert wrong != honest
+    entries = [
+        {"match": ["# Task: write ModelNew for level1/03_softmax"], "reply": ""},
+        {"match": ["# Task: repair ModelNew", "reply was empty"],
+         "reply": "Sorry. Here is a row-wise softmax:\n\n```python\n" + wrong + "```\n"},
+        {"match": ["# Task: repair ModelNew", "wrong_output"],
+         "reply": "The rows must be divided by their sum; fixed:\n\n```python\n" + honest + "```\n"},
+    ]
+    cassette = tmp_path / "cassette.jsonl"
+    cassette.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    code, report, log = kforge(tmp_path, "optimize", "--json", "--out", str(tmp_path / "out"), "--llm",
+                               f"replay:{cassette}", "--workers", "1", "--rounds", "3",
+                               os.path.join(REPO, "tasks", "level1", "03_softmax.py"))
+    assert code == 0, log[-3000:]
+    assert verdicts(report) == ["empty_reply", "wrong_output", "accepted"]
+    third = (tmp_path / "out" / "03_softmax" / "llm" / "writer1" / "round3" / "prompt.md").read_text()
+    assert "max abs" in third or "error" in third  # the evaluator's numbers went back to the model

@@ -48,7 +48,9 @@ Result<Completion> ParseReply(const Json& reply) {
   Completion completion;
   completion.attempts = 1;
   if (reply.is_string()) {
+    // A hand-written reply is what the model said: a blank one is an empty reply, as from an API.
     completion.text = reply.get<std::string>();
+    ClassifyReplyText(completion, /*hit_token_limit=*/false);
     return completion;
   }
   if (!reply.is_object()) return Status::InvalidArgument("\"reply\" must be a string or an object");

@@ -3,7 +3,7 @@
 //   {"request_hash": "...", "model": "...", "messages": [...], "match": ["substring", ...],
 //    "reply": {"text", "outcome", "prompt_tokens", "completion_tokens", "finish_reason", "error"}}
 // where a hand-written line may leave out everything but "reply", and "reply" may be a plain
-// string (an OK reply with that text).
+// string (a reply with that text: OK, or empty_reply when it is blank).
 #pragma once
 
 #include <cstddef>
