@@ -8,6 +8,7 @@
 
 #include "compiler/codegen/triton_pointwise.h"
 #include "compiler/ir/import_graph.h"
+#include "compiler/passes/pipeline.h"
 #include "core/files.h"
 #include "golden_files.h"
 #include "ir_test_util.h"
@@ -25,9 +26,8 @@ bool UpdateGolden() {
   return flag != nullptr && std::string(flag) == "1";
 }
 
-void ExpectGolden(const ir::Graph& graph, const std::string& name) {
+void ExpectGoldenSource(const Result<std::string>& source, const std::string& name) {
   SCOPED_TRACE(name);
-  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph));
   ASSERT_TRUE(source.ok()) << source.status().ToString();
   std::filesystem::path golden = std::filesystem::path(KFORGE_CODEGEN_GOLDEN_DIR) / (name + ".py");
   if (UpdateGolden()) {
@@ -39,6 +39,10 @@ void ExpectGolden(const ir::Graph& graph, const std::string& name) {
   EXPECT_EQ(*source, *expected);
 }
 
+void ExpectGolden(const ir::Graph& graph, const std::string& name) {
+  ExpectGoldenSource(WriteModelNew(graph, passes::PlanFusion(graph)), name);
+}
+
 ir::Graph Import(const std::string& name) {
   std::filesystem::path path = ir::testing::GoldenDir() / (name + ".json");
   return std::move(ir::ImportGraphText(ReadFile(path).value(), path.string())).value();
@@ -46,6 +50,16 @@ ir::Graph Import(const std::string& name) {
 
 TEST(ModelWriterGoldenTest, Relu) { ExpectGolden(Import("relu"), "relu"); }
 TEST(ModelWriterGoldenTest, LinearRelu) { ExpectGolden(Import("linear_relu"), "linear_relu"); }
+
+// What a GPU gets: the autotune space (its results cached on disk) and three-pass TF32 dots.
+TEST(ModelWriterGoldenTest, LinearReluForTheGpu) {
+  ModelWriterOptions options;
+  options.kernel.autotune = true;
+  options.kernel.dot_precision = "tf32x3";
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("linear_relu"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan, options), "linear_relu_gpu");
+}
 
 TEST(ModelWriterGoldenTest, GeluTanhWithBroadcastBias) {
   ir::GraphBuilder b("hand/gelu_tanh_bias");
