@@ -285,7 +285,10 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--out", flags->out, "folder for <task>/model_new.py and report.json")->capture_default_str();
   app.add_option("--timeout", flags->settings.timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();
   app.add_flag("--json", flags->json, "print the report as JSON");
-  app.add_option("--disable-pass", flags->settings.disabled_passes, "skip a compiler pass (decompose, dead_code, fuse); repeatable");
+  // One pass per occurrence, so the option never swallows the task file that follows it.
+  app.add_option("--disable-pass", flags->settings.disabled_passes, "skip a compiler pass (decompose, dead_code, fuse); repeatable")
+      ->expected(1)
+      ->allow_extra_args(false);
   app.add_flag("--dump-ir", flags->settings.dump_ir, "write the IR after each pass to <out>/<task>/ir/");
   app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
                "do not time torch.compile of the reference (it is timed on a GPU by default)");
