@@ -18,6 +18,7 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "eval/roofline.h"
 #include "llm/limited_provider.h"
 #include "llm/llm_config.h"
 #include "llm/provider_factory.h"
@@ -219,6 +220,11 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   brief.task = task;
   brief.device = workspace.device();
   brief.target = TargetDescription(workspace.device(), workspace.gpu_name());
+  if (auto peaks = PeaksFor(workspace.gpu_name(), eval_options.precision)) {
+    // The numbers the roofline check uses: what a kernel can hope for, and what is too good to be true.
+    brief.target += fmt::format(", with about {:.1f} TB/s of memory bandwidth and {:.0f} TFLOP/s of peak matrix math "
+                                "at this precision policy", peaks->bytes_per_s / 1e12, peaks->flops_per_s / 1e12);
+  }
   brief.mode = ToString(eval_options.mode);
   brief.precision = ToString(eval_options.precision);
   brief.ir_summary = start.ir_summary;
