@@ -190,7 +190,7 @@ Result<std::vector<Route>> RouteOrder(const AgentSettings& settings, const Agent
 
 bool Faster(const Evaluation& candidate, const std::optional<Candidate>& best) {
   if (!best) return true;
-  if (!candidate.speedup || !best->evaluation.speedup) return false;
+  if (!candidate.timings_meaningful || !candidate.speedup || !best->evaluation.speedup) return false;
   return candidate.speedup->speedup > best->evaluation.speedup->speedup;
 }
 

@@ -96,11 +96,11 @@ std::string IrSummary(const Compiled& compiled) {
 }
 
 // Whether the LLM stage's best should replace the compiler's candidate: it is accepted, and the
-// compiler's is not or is slower.
+// compiler's is not or is measurably slower (timings that mean nothing, on the CPU, decide nothing).
 bool AgentsWin(const Evaluation& agents, const Evaluation& compiler) {
   if (!agents.verdict.accepted()) return false;
   if (!compiler.verdict.accepted()) return true;
-  if (!agents.speedup || !compiler.speedup) return false;
+  if (!agents.timings_meaningful || !compiler.timings_meaningful || !agents.speedup || !compiler.speedup) return false;
   return agents.speedup->speedup > compiler.speedup->speedup;
 }
 
