@@ -43,6 +43,14 @@ def test_writer_repairs_a_compile_error_and_a_cheat_until_accepted(tmp_path):
     assert "has no attribute 'relu'" in second  # the real compiler error went back to the model
     assert "writer 1 round 3: accepted" in log
     assert report["llm"]["usage"]["calls"] == 3
+    # Every call is in the store under the stage's run, prompt and reply included.
+    listed = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", "--json", "--run",
+                             report["llm"]["run_id"]], capture_output=True, text=True, timeout=60)
+    calls = json.loads(listed.stdout)
+    assert [c["status"] for c in calls] == ["ok", "ok", "ok"] and calls[0]["provider"] == "replay"
+    one = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", str(calls[-1]["id"])],
+                         capture_output=True, text=True, timeout=60)
+    assert "# Task: write ModelNew for level1/01_relu" in one.stdout and "== reply" in one.stdout
 
 
 def test_command_provider_writes_the_kernel(tmp_path):

@@ -14,8 +14,58 @@ struct ShowFlags {
   int limit = 20;
   std::string task;
   std::string verdict;
+  bool llm = false;     // LLM calls instead of evaluations
+  std::string run;      // with --llm: only this run's calls
   bool json = false;
 };
+
+Json LlmCallJson(const LlmCallRecord& call, bool texts) {
+  Json json = {{"id", call.id}, {"created_at", call.created_at}, {"run_id", call.run_id ? Json(*call.run_id) : Json()},
+               {"provider", call.provider}, {"model", call.model}, {"status", call.status},
+               {"prompt_tokens", call.prompt_tokens}, {"completion_tokens", call.completion_tokens},
+               {"cost_usd", call.cost_usd}, {"latency_s", call.latency_s}};
+  if (texts) {
+    json["prompt"] = call.prompt;
+    json["reply"] = call.reply;
+  }
+  return json;
+}
+
+int ShowLlmCall(Store& store, const ShowFlags& flags) {
+  auto call = store.GetLlmCall(flags.id);
+  if (!call.ok()) return UsageError(call.status().message());
+  if (flags.json) {
+    std::printf("%s\n", LlmCallJson(*call, true).dump(2).c_str());
+    return 0;
+  }
+  std::printf("LLM call %lld, %s, run %s\n%s %s: %s, %lld+%lld tokens, $%.4f, %.1f s\n\n== prompt\n%s\n\n== reply\n%s\n",
+              static_cast<long long>(call->id), call->created_at.c_str(), call->run_id.value_or("-").c_str(),
+              call->provider.c_str(), call->model.c_str(), call->status.c_str(),
+              static_cast<long long>(call->prompt_tokens), static_cast<long long>(call->completion_tokens), call->cost_usd,
+              call->latency_s, call->prompt.c_str(), call->reply.c_str());
+  return 0;
+}
+
+int ShowLlmCalls(Store& store, const ShowFlags& flags) {
+  auto calls = store.ListLlmCalls(flags.run, flags.limit);
+  if (!calls.ok()) return UsageError(calls.status().message());
+  if (flags.json) {
+    Json list = Json::array();
+    for (const auto& call : *calls) list.push_back(LlmCallJson(call, false));
+    std::printf("%s\n", list.dump(2).c_str());
+    return 0;
+  }
+  std::printf("%-5s %-20s %-28s %-24s %-16s %9s %9s %7s\n", "id", "when", "run", "model", "status", "tokens", "cost",
+              "s");
+  for (const auto& call : *calls) {
+    std::printf("%-5lld %-20s %-28s %-24s %-16s %9lld %9s %7.1f\n", static_cast<long long>(call.id),
+                call.created_at.c_str(), call.run_id.value_or("-").c_str(), (call.provider + ":" + call.model).c_str(),
+                call.status.c_str(), static_cast<long long>(call.prompt_tokens + call.completion_tokens),
+                fmt::format("${:.4f}", call.cost_usd).c_str(), call.latency_s);
+  }
+  if (calls->empty()) std::printf("(no LLM calls stored%s)\n", flags.run.empty() ? "" : " for that run");
+  return 0;
+}
 
 std::string Optional(const std::optional<double>& value, const char* format) {
   return value ? fmt::format(fmt::runtime(format), *value) : "-";
@@ -64,6 +114,7 @@ int RunShow(const ShowFlags& flags, const CommonOptions& common) {
   if (!workspace.ok()) return UsageError(workspace.status().message());
   Store* store = (*workspace)->store();
   if (!store) return UsageError("the workspace's store could not be opened");
+  if (flags.llm) return flags.id > 0 ? ShowLlmCall(*store, flags) : ShowLlmCalls(*store, flags);
   return flags.id > 0 ? ShowOne(*store, flags) : ShowList(*store, flags);
 }
 
@@ -71,7 +122,9 @@ int RunShow(const ShowFlags& flags, const CommonOptions& common) {
 
 CommandRunner AttachShow(CLI::App& app, const CommonOptions& common) {
   auto flags = std::make_shared<ShowFlags>();
-  app.add_option("id", flags->id, "an evaluation to show in full; without it, list recent ones");
+  app.add_option("id", flags->id, "an evaluation (or, with --llm, a model call) to show in full; without it, list recent ones");
+  app.add_flag("--llm", flags->llm, "model calls (prompt, reply, tokens, cost, latency) instead of evaluations");
+  app.add_option("--run", flags->run, "with --llm: only the calls of this run (report.json's llm.run_id)");
   app.add_option("--limit", flags->limit, "how many to list")->capture_default_str();
   app.add_option("--task", flags->task, "only tasks whose name contains this");
   app.add_option("--verdict", flags->verdict, "only this verdict kind (accepted, wrong_output, ...)");

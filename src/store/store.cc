@@ -204,30 +204,54 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   return db_.LastInsertRowId();
 }
 
+namespace {
+
+constexpr char kLlmCallColumns[] =
+    "id, created_at, run_id, provider, model, prompt, reply, prompt_tokens, completion_tokens, cost_usd, latency_s, "
+    "status";
+
+LlmCallRecord ReadLlmCall(const SqliteStatement& statement) {
+  LlmCallRecord record;
+  record.id = statement.ColumnInt64(0);
+  record.created_at = statement.ColumnText(1);
+  record.run_id = statement.ColumnOptionalText(2);
+  record.provider = statement.ColumnText(3);
+  record.model = statement.ColumnText(4);
+  record.prompt = statement.ColumnText(5);
+  record.reply = statement.ColumnText(6);
+  record.prompt_tokens = statement.ColumnInt64(7);
+  record.completion_tokens = statement.ColumnInt64(8);
+  record.cost_usd = statement.ColumnDouble(9);
+  record.latency_s = statement.ColumnDouble(10);
+  record.status = statement.ColumnText(11);
+  return record;
+}
+
+}  // namespace
+
 Result<LlmCallRecord> Store::GetLlmCall(int64_t id) {
   std::lock_guard<std::mutex> lock(mutex_);
-  ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare(R"sql(
-SELECT created_at, run_id, provider, model, prompt, reply, prompt_tokens, completion_tokens, cost_usd,
-       latency_s, status
-FROM llm_calls WHERE id = ?
-)sql"));
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare(std::string("SELECT ") + kLlmCallColumns + " FROM llm_calls WHERE id = ?"));
   RETURN_IF_ERROR(statement.BindAll(id));
   ASSIGN_OR_RETURN(bool has_row, statement.Step());
   if (!has_row) return Status::NotFound("no LLM call with id " + std::to_string(id));
-  LlmCallRecord record;
-  record.id = id;
-  record.created_at = statement.ColumnText(0);
-  record.run_id = statement.ColumnOptionalText(1);
-  record.provider = statement.ColumnText(2);
-  record.model = statement.ColumnText(3);
-  record.prompt = statement.ColumnText(4);
-  record.reply = statement.ColumnText(5);
-  record.prompt_tokens = statement.ColumnInt64(6);
-  record.completion_tokens = statement.ColumnInt64(7);
-  record.cost_usd = statement.ColumnDouble(8);
-  record.latency_s = statement.ColumnDouble(9);
-  record.status = statement.ColumnText(10);
-  return record;
+  return ReadLlmCall(statement);
+}
+
+Result<std::vector<LlmCallRecord>> Store::ListLlmCalls(const std::string& run_id, int limit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare(std::string("SELECT ") + kLlmCallColumns +
+                               " FROM llm_calls WHERE (? = '' OR run_id = ?) ORDER BY id DESC LIMIT ?"));
+  RETURN_IF_ERROR(statement.BindAll(run_id, run_id, static_cast<int64_t>(limit)));
+  std::vector<LlmCallRecord> calls;
+  while (true) {
+    ASSIGN_OR_RETURN(bool has_row, statement.Step());
+    if (!has_row) break;
+    calls.push_back(ReadLlmCall(statement));
+  }
+  return calls;
 }
 
 }  // namespace kforge

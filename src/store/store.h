@@ -68,6 +68,8 @@ class Store {
 
   Result<int64_t> RecordLlmCall(const LlmCallRecord& record);
   Result<LlmCallRecord> GetLlmCall(int64_t id);
+  // Newest first, at most `limit`; only run `run_id`'s when given (an empty id: every run's).
+  Result<std::vector<LlmCallRecord>> ListLlmCalls(const std::string& run_id, int limit);
 
  private:
   Store(SqliteDb db, const Clock& clock) : clock_(clock), db_(std::move(db)) {}

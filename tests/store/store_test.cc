@@ -133,6 +133,29 @@ TEST_F(StoreTest, LlmCallRoundTrips) {
   EXPECT_EQ(store_->RecordLlmCall(call).status().code(), StatusCode::kInvalidArgument);
 }
 
+TEST_F(StoreTest, LlmCallsAreListedNewestFirstByRun) {
+  ASSERT_TRUE(store_->StartRun("run-a", "kforge optimize", Json::object()).ok());
+  ASSERT_TRUE(store_->StartRun("run-b", "kforge optimize", Json::object()).ok());
+  for (const char* run : {"run-a", "run-b", "run-a"}) {
+    LlmCallRecord call;
+    call.run_id = run;
+    call.provider = "openai";
+    call.model = "m";
+    call.status = "ok";
+    ASSERT_TRUE(store_->RecordLlmCall(call).ok());
+  }
+  auto all = store_->ListLlmCalls("", 10);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_GT((*all)[0].id, (*all)[2].id);
+  auto a = store_->ListLlmCalls("run-a", 10);
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->size(), 2u);
+  EXPECT_EQ((*a)[0].run_id, std::optional<std::string>("run-a"));
+  EXPECT_EQ(store_->ListLlmCalls("", 1)->size(), 1u);
+  EXPECT_TRUE(store_->ListLlmCalls("no-such-run", 10)->empty());
+}
+
 TEST_F(StoreTest, AwkwardTextRoundTripsExactly) {
   auto candidate = store_->RecordCandidate(kAwkwardText, kAwkwardText);
   ASSERT_TRUE(candidate.ok()) << candidate.status().ToString();
