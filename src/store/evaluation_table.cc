@@ -172,13 +172,7 @@ LIMIT ?4
 )sql"));
   int64_t limit = filter.limit > 0 ? filter.limit : -1;  // a negative LIMIT means none
   RETURN_IF_ERROR(statement.BindAll(filter.task_name_contains, filter.verdict_kind, filter.run_id, limit));
-  std::vector<EvaluationSummary> summaries;
-  while (true) {
-    ASSIGN_OR_RETURN(bool has_row, statement.Step());
-    if (!has_row) break;
-    summaries.push_back(ReadSummaryRow(statement));
-  }
-  return summaries;
+  return statement.ReadAll(ReadSummaryRow);
 }
 
 Result<std::optional<EvaluationRecord>> SelectLatestEvaluation(SqliteDb& db, const EvaluationKey& key) {

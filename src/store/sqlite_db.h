@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 
@@ -50,6 +52,17 @@ class SqliteStatement {
   Result<bool> Step();
   // Steps a statement that returns no rows (INSERT, UPDATE, ...).
   Status Run();
+  // Steps through every remaining row and returns `read(*this)` for each, in order.
+  template <typename Read>
+  auto ReadAll(Read read) -> Result<std::vector<decltype(read(std::declval<const SqliteStatement&>()))>> {
+    std::vector<decltype(read(std::declval<const SqliteStatement&>()))> rows;
+    while (true) {
+      ASSIGN_OR_RETURN(bool has_row, Step());
+      if (!has_row) break;
+      rows.push_back(read(*this));
+    }
+    return rows;
+  }
 
   bool IsNull(int column) const;
   int64_t ColumnInt64(int column) const;

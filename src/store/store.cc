@@ -243,15 +243,9 @@ Result<std::vector<LlmCallRecord>> Store::ListLlmCalls(const std::string& run_id
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(SqliteStatement statement,
                    db_.Prepare(std::string("SELECT ") + kLlmCallColumns +
-                               " FROM llm_calls WHERE (? = '' OR run_id = ?) ORDER BY id DESC LIMIT ?"));
-  RETURN_IF_ERROR(statement.BindAll(run_id, run_id, static_cast<int64_t>(limit)));
-  std::vector<LlmCallRecord> calls;
-  while (true) {
-    ASSIGN_OR_RETURN(bool has_row, statement.Step());
-    if (!has_row) break;
-    calls.push_back(ReadLlmCall(statement));
-  }
-  return calls;
+                               " FROM llm_calls WHERE (?1 = '' OR run_id = ?1) ORDER BY id DESC LIMIT ?2"));
+  RETURN_IF_ERROR(statement.BindAll(run_id, static_cast<int64_t>(limit)));
+  return statement.ReadAll(ReadLlmCall);
 }
 
 }  // namespace kforge
