@@ -22,7 +22,6 @@
 #include "llm/limited_provider.h"
 #include "llm/llm_config.h"
 #include "llm/provider_factory.h"
-#include "llm/recording_provider.h"
 #include "sandbox/environment.h"
 
 namespace kforge {
@@ -33,17 +32,18 @@ namespace {
 Result<std::unique_ptr<LimitedProvider>> MakeStageProvider(const AgentSettings& settings, Store* store,
                                                            const std::string& run_id) {
   ASSIGN_OR_RETURN(LlmConfig config, LoadLlmConfig(settings.llm_config, ProcessEnvironment()));
-  ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(settings.llm));
-  ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, MakeProvider(settings.llm, config));
-  if (!settings.record.empty()) {
-    ASSIGN_OR_RETURN(auto recording, RecordingProvider::Open(settings.record, std::move(provider)));
-    provider = std::move(recording);
-  }
-  LimitOptions limits;
-  limits.pool = std::make_shared<ConcurrencyPool>("llm:" + spec.kind, config.ConcurrencyFor(spec.kind));
-  limits.store = store;
-  limits.run_id = run_id;
-  return std::make_unique<LimitedProvider>(std::move(provider), limits);
+  return MakeLimitedProvider(settings.llm, config, store, run_id, settings.record);
+}
+
+// The prompt templates shipped with kforge (or KFORGE_PROMPTS's).
+Result<PromptLibrary> LoadShippedPrompts() {
+  ASSIGN_OR_RETURN(std::filesystem::path prompt_dir, FindPromptDir(ProcessEnvironment()));
+  return PromptLibrary::Load(prompt_dir);
+}
+
+// Starts `run_id` in the store unless a run by that id exists (a resumed stage keeps its run).
+void StartRunOnce(Store* store, const std::string& run_id, const std::string& command, const Json& config) {
+  if (store != nullptr && !store->GetRun(run_id).ok()) (void)store->StartRun(run_id, command, config);
 }
 
 void PrintProgress(const std::string& label, const AttemptRecord& attempt, const PoolProgress& progress, bool quiet) {
@@ -188,12 +188,6 @@ Result<std::vector<Route>> RouteOrder(const AgentSettings& settings, const Agent
   return std::vector<Route>{first, second};
 }
 
-bool Faster(const Evaluation& candidate, const std::optional<Candidate>& best) {
-  if (!best) return true;
-  if (!candidate.timings_meaningful || !candidate.speedup || !best->evaluation.speedup) return false;
-  return candidate.speedup->speedup > best->evaluation.speedup->speedup;
-}
-
 }  // namespace
 
 Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, const AgentSettings& settings,
@@ -201,8 +195,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
                                    const std::filesystem::path& folder, const CommonOptions& common) {
   if (settings.workers < 1 || settings.rounds < 1) return Status::InvalidArgument("--workers and --rounds must be at least 1");
   ASSIGN_OR_RETURN(std::vector<Route> routes, RouteOrder(settings, start));
-  ASSIGN_OR_RETURN(std::filesystem::path prompt_dir, FindPromptDir(ProcessEnvironment()));
-  ASSIGN_OR_RETURN(PromptLibrary prompts, PromptLibrary::Load(prompt_dir));
+  ASSIGN_OR_RETURN(PromptLibrary prompts, LoadShippedPrompts());
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec) return Status::IoError("cannot create " + folder.string() + ": " + ec.message());
@@ -213,7 +206,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
 
   const std::string run_id = StageRunId(task, folder);
   Store* store = workspace.store();
-  if (store != nullptr && !store->GetRun(run_id).ok()) (void)store->StartRun(run_id, "optimize --llm", settings.ToJson());
+  StartRunOnce(store, run_id, "optimize --llm", settings.ToJson());
   ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider, MakeStageProvider(settings, store, run_id));
 
   WriterBrief brief;
@@ -256,7 +249,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
       outcome.report["pool"] = result->ToJson();
       outcome.report["stop_reason"] = result->stop_reason;
       summaries.push_back("whole program: " + result->Summary());
-      if (result->best && Faster(result->best->evaluation, best)) best = Candidate{result->best->source, result->best->evaluation};
+      if (result->best) best = Candidate{result->best->source, result->best->evaluation};
     } else {
       Json decomposition = Json::object();
       auto composed = RunDecomposition(stage, brief, folder, decomposition);
@@ -266,7 +259,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
                                       decomposition.contains("composed")
                                           ? JsonGet<std::string>(decomposition["composed"]["evaluation"], "verdict", "?")
                                           : "not tried"));
-      if (*composed && Faster((*composed)->evaluation, best)) best = **composed;
+      best = *composed;
     }
     if (best) break;  // the other route is the fallback, not a second try
   }
@@ -289,15 +282,14 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
 Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std::string& description,
                                                  const AgentSettings& settings, const std::filesystem::path& out_dir,
                                                  const CommonOptions& common) {
-  ASSIGN_OR_RETURN(std::filesystem::path prompt_dir, FindPromptDir(ProcessEnvironment()));
-  ASSIGN_OR_RETURN(PromptLibrary prompts, PromptLibrary::Load(prompt_dir));
+  ASSIGN_OR_RETURN(PromptLibrary prompts, LoadShippedPrompts());
   const std::string name = TaskNameFor(description);
   const std::filesystem::path path = out_dir / (name + ".py");
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   const std::string run_id = "describe-" + name;
   Store* store = workspace.store();
-  if (store != nullptr && !store->GetRun(run_id).ok()) (void)store->StartRun(run_id, "optimize --describe", settings.ToJson());
+  StartRunOnce(store, run_id, "optimize --describe", settings.ToJson());
   ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider, MakeStageProvider(settings, store, run_id));
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
   // A version passes when the trusted worker can load, run and capture it like any task.

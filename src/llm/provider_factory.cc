@@ -6,6 +6,7 @@
 #include "llm/command_provider.h"
 #include "llm/curl_transport.h"
 #include "llm/openai_provider.h"
+#include "llm/recording_provider.h"
 #include "llm/replay_provider.h"
 #include "sandbox/environment.h"
 
@@ -99,9 +100,14 @@ Result<std::unique_ptr<Provider>> MakeProvider(const std::string& text, const Ll
 }
 
 Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& text, const LlmConfig& config,
-                                                             Store* store, std::optional<std::string> run_id) {
+                                                             Store* store, std::optional<std::string> run_id,
+                                                             const std::filesystem::path& record) {
   ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(text));
   ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, MakeProvider(text, config));
+  if (!record.empty()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<RecordingProvider> recording, RecordingProvider::Open(record, std::move(provider)));
+    provider = std::move(recording);
+  }
   LimitOptions options;
   options.pool = std::make_shared<ConcurrencyPool>("llm:" + spec.kind, config.ConcurrencyFor(spec.kind));
   options.store = store;

@@ -4,6 +4,8 @@
 // set or write instead; they never contain an API key.
 #pragma once
 
+#include <filesystem>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,8 +29,10 @@ Result<ProviderSpec> ParseProviderSpec(const std::string& spec);
 Result<std::unique_ptr<Provider>> MakeProvider(const std::string& spec, const LlmConfig& config);
 
 // MakeProvider's provider behind a LimitedProvider whose pool, "llm:KIND", has the configured
-// depth; calls are recorded in `store` when it is given.
+// depth; calls are recorded in `store` when it is given, and appended to the cassette `record`
+// (replayable with replay:FILE) when that is not empty.
 Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& spec, const LlmConfig& config,
-                                                             Store* store, std::optional<std::string> run_id);
+                                                             Store* store, std::optional<std::string> run_id,
+                                                             const std::filesystem::path& record = {});
 
 }  // namespace kforge
