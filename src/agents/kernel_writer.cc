@@ -8,6 +8,7 @@
 #include "agents/feedback.h"
 #include "core/files.h"
 #include "core/json.h"
+#include "llm/cassette.h"
 
 namespace kforge {
 namespace {
@@ -34,13 +35,6 @@ bool PaidFor(const Completion& completion) {
          completion.outcome == CallOutcome::kEmptyReply;
 }
 
-Json CompletionToJson(const Completion& completion) {
-  return {{"outcome", ToString(completion.outcome)}, {"text", completion.text},     {"model", completion.model},
-          {"prompt_tokens", completion.prompt_tokens}, {"completion_tokens", completion.completion_tokens},
-          {"cost_usd", completion.cost_usd},           {"latency_s", completion.latency_s},
-          {"finish_reason", completion.finish_reason}};
-}
-
 // The reply recorded in a round's folder by an earlier, interrupted run of the same writer, so
 // that resuming it pays for no call twice; nullopt when there is none or it cannot be read.
 std::optional<Completion> RecordedReply(const std::filesystem::path& folder) {
@@ -48,17 +42,9 @@ std::optional<Completion> RecordedReply(const std::filesystem::path& folder) {
   if (!text.ok()) return std::nullopt;
   auto json = ParseJson(*text, "completion.json");
   if (!json.ok()) return std::nullopt;
-  auto outcome = ParseCallOutcome(JsonGet<std::string>(*json, "outcome", ""));
-  if (!outcome.ok()) return std::nullopt;
-  Completion completion;
-  completion.outcome = *outcome;
-  completion.text = JsonGet<std::string>(*json, "text", "");
-  completion.model = JsonGet<std::string>(*json, "model", "");
-  completion.prompt_tokens = JsonGet<int64_t>(*json, "prompt_tokens", 0);
-  completion.completion_tokens = JsonGet<int64_t>(*json, "completion_tokens", 0);
-  completion.finish_reason = JsonGet<std::string>(*json, "finish_reason", "");
-  if (!PaidFor(completion)) return std::nullopt;
-  return completion;
+  auto completion = ReplyFromJson(*json);
+  if (!completion.ok() || !PaidFor(*completion)) return std::nullopt;
+  return *completion;
 }
 
 }  // namespace
@@ -157,7 +143,7 @@ Result<Completion> KernelWriter::AskModel(const RoundContext& context, AttemptRe
   record.llm_seconds = completion.latency_s;
   budget_.Charge(completion.cost_usd, completion.prompt_tokens + completion.completion_tokens);
   RETURN_IF_ERROR(Save(record, "reply.md", ReplyText(completion)));
-  if (PaidFor(completion)) RETURN_IF_ERROR(Save(record, "completion.json", CompletionToJson(completion).dump(1) + "\n"));
+  if (PaidFor(completion)) RETURN_IF_ERROR(Save(record, "completion.json", ReplyToJson(completion).dump(1) + "\n"));
   return completion;
 }
 

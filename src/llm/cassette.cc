@@ -44,28 +44,6 @@ Status ReadCount(const Json& object, const char* key, int64_t& out) {
   return Status::Ok();
 }
 
-Result<Completion> ParseReply(const Json& reply) {
-  Completion completion;
-  completion.attempts = 1;
-  if (reply.is_string()) {
-    // A hand-written reply is what the model said: a blank one is an empty reply, as from an API.
-    completion.text = reply.get<std::string>();
-    ClassifyReplyText(completion, /*hit_token_limit=*/false);
-    return completion;
-  }
-  if (!reply.is_object()) return Status::InvalidArgument("\"reply\" must be a string or an object");
-  RETURN_IF_ERROR(CheckKeys(reply, kReplyKeys, "\"reply\""));
-  std::string outcome = "ok";
-  RETURN_IF_ERROR(ReadString(reply, "outcome", outcome));
-  ASSIGN_OR_RETURN(completion.outcome, ParseCallOutcome(outcome));
-  RETURN_IF_ERROR(ReadString(reply, "text", completion.text));
-  RETURN_IF_ERROR(ReadString(reply, "finish_reason", completion.finish_reason));
-  RETURN_IF_ERROR(ReadString(reply, "error", completion.error));
-  RETURN_IF_ERROR(ReadCount(reply, "prompt_tokens", completion.prompt_tokens));
-  RETURN_IF_ERROR(ReadCount(reply, "completion_tokens", completion.completion_tokens));
-  return completion;
-}
-
 Result<std::vector<std::string>> ParseMatch(const Json& match) {
   if (match.is_null()) return std::vector<std::string>{};
   if (match.is_string()) return std::vector<std::string>{match.get<std::string>()};
@@ -123,6 +101,37 @@ Status RepairUnfinishedLastLine(const std::filesystem::path& path) {
 
 }  // namespace
 
+Result<Completion> ReplyFromJson(const Json& reply) {
+  Completion completion;
+  completion.attempts = 1;
+  if (reply.is_string()) {
+    // A hand-written reply is what the model said: a blank one is an empty reply, as from an API.
+    completion.text = reply.get<std::string>();
+    ClassifyReplyText(completion, /*hit_token_limit=*/false);
+    return completion;
+  }
+  if (!reply.is_object()) return Status::InvalidArgument("\"reply\" must be a string or an object");
+  RETURN_IF_ERROR(CheckKeys(reply, kReplyKeys, "\"reply\""));
+  std::string outcome = "ok";
+  RETURN_IF_ERROR(ReadString(reply, "outcome", outcome));
+  ASSIGN_OR_RETURN(completion.outcome, ParseCallOutcome(outcome));
+  RETURN_IF_ERROR(ReadString(reply, "text", completion.text));
+  RETURN_IF_ERROR(ReadString(reply, "finish_reason", completion.finish_reason));
+  RETURN_IF_ERROR(ReadString(reply, "error", completion.error));
+  RETURN_IF_ERROR(ReadCount(reply, "prompt_tokens", completion.prompt_tokens));
+  RETURN_IF_ERROR(ReadCount(reply, "completion_tokens", completion.completion_tokens));
+  return completion;
+}
+
+Json ReplyToJson(const Completion& reply) {
+  return {{"text", reply.text},
+          {"outcome", ToString(reply.outcome)},
+          {"prompt_tokens", reply.prompt_tokens},
+          {"completion_tokens", reply.completion_tokens},
+          {"finish_reason", reply.finish_reason},
+          {"error", reply.error}};
+}
+
 Result<CassetteEntry> ParseCassetteLine(const std::string& line) {
   Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) return Status::InvalidArgument("not a JSON object");
@@ -135,7 +144,7 @@ Result<CassetteEntry> ParseCassetteLine(const std::string& line) {
   }
   ASSIGN_OR_RETURN(entry.match, ParseMatch(JsonField(json, "match")));
   if (!json.contains("reply")) return Status::InvalidArgument("no \"reply\"");
-  ASSIGN_OR_RETURN(entry.reply, ParseReply(json["reply"]));
+  ASSIGN_OR_RETURN(entry.reply, ReplyFromJson(json["reply"]));
   entry.reply.model = entry.model;
   return entry;
 }
@@ -146,13 +155,7 @@ std::string CassetteLine(const CompletionRequest& request, const Completion& rep
                {"temperature", request.temperature},
                {"max_tokens", request.max_tokens},
                {"messages", MessagesToJson(request.messages)},
-               {"reply",
-                {{"text", reply.text},
-                 {"outcome", ToString(reply.outcome)},
-                 {"prompt_tokens", reply.prompt_tokens},
-                 {"completion_tokens", reply.completion_tokens},
-                 {"finish_reason", reply.finish_reason},
-                 {"error", reply.error}}}};
+               {"reply", ReplyToJson(reply)}};
   return line.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 

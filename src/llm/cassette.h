@@ -28,6 +28,12 @@ struct CassetteEntry {
   Completion reply;
 };
 
+// A reply as a cassette holds it: {"text", "outcome", "prompt_tokens", "completion_tokens",
+// "finish_reason", "error"}; back from that, or from a plain string (a reply with that text: OK,
+// or empty_reply when it is blank). InvalidArgument for anything else.
+Json ReplyToJson(const Completion& reply);
+Result<Completion> ReplyFromJson(const Json& reply);
+
 // One cassette line; InvalidArgument saying what is wrong with it.
 Result<CassetteEntry> ParseCassetteLine(const std::string& line);
 // A call as one compact cassette line (no newline), with its request's hash.
