@@ -50,11 +50,16 @@ Json AcceptedCandidate::ToJson() const {
           {"evaluation", evaluation.ToJson()}};
 }
 
+bool MeasurablyFaster(const Evaluation& candidate, const Evaluation& incumbent, double min_gain) {
+  auto timed = [](const Evaluation& e) { return e.speedup.has_value() && e.timings_meaningful; };
+  return timed(candidate) && timed(incumbent) && candidate.speedup->speedup > incumbent.speedup->speedup * (1 + min_gain);
+}
+
 bool IsBetter(const AcceptedCandidate& candidate, const std::optional<AcceptedCandidate>& best, double min_gain) {
   if (!best) return true;
   if (!candidate.evaluation.speedup || !candidate.evaluation.timings_meaningful) return false;
   if (!best->evaluation.speedup || !best->evaluation.timings_meaningful) return true;
-  return candidate.speedup() > best->speedup() * (1 + min_gain);
+  return MeasurablyFaster(candidate.evaluation, best->evaluation, min_gain);
 }
 
 }  // namespace kforge

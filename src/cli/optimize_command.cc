@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "agents/attempt.h"
 #include "cli/commands.h"
 #include "cli/optimize.h"
 #include "compiler/codegen/model_writer.h"
@@ -99,9 +100,7 @@ std::string IrSummary(const Compiled& compiled) {
 // compiler's is not or is measurably slower (timings that mean nothing, on the CPU, decide nothing).
 bool AgentsWin(const Evaluation& agents, const Evaluation& compiler) {
   if (!agents.verdict.accepted()) return false;
-  if (!compiler.verdict.accepted()) return true;
-  if (!agents.timings_meaningful || !compiler.timings_meaningful || !agents.speedup || !compiler.speedup) return false;
-  return agents.speedup->speedup > compiler.speedup->speedup;
+  return !compiler.verdict.accepted() || MeasurablyFaster(agents, compiler, /*min_gain=*/0);
 }
 
 }  // namespace
