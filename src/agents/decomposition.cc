@@ -11,10 +11,16 @@ Result<std::vector<DecompositionPart>> DecomposePlan(const ir::Graph& graph, con
     if (group.kind == passes::FusionGroup::Kind::kView) continue;
     ASSIGN_OR_RETURN(codegen::GroupTask task, codegen::WriteGroupTask(graph, group));
     auto [it, fresh] = by_signature.emplace(task.signature, parts.size());
-    if (fresh) parts.push_back({std::move(task), {}});
-    parts[it->second].groups.push_back(group.name);
+    if (fresh) parts.emplace_back();
+    parts[it->second].groups.push_back(std::move(task));
   }
   return parts;
+}
+
+std::vector<std::string> DecompositionPart::GroupNames() const {
+  std::vector<std::string> names;
+  for (const codegen::GroupTask& group : groups) names.push_back(group.group);
+  return names;
 }
 
 const char* ToString(Route route) {
@@ -36,27 +42,19 @@ Result<std::string> ComposeModelNew(const ir::Graph& graph, const passes::Fusion
                                     codegen::ModelWriterOptions options, const ModuleRenamer& rename) {
   for (size_t index = 0; index < parts.size(); ++index) {
     const DecompositionPart& part = parts[index];
-    auto program = accepted.find(part.task.signature);
+    auto program = accepted.find(part.task().signature);
     if (program == accepted.end()) continue;
     // One copy of the program per part, its names under the part's prefix; every group of the
-    // part gets an instance of its ModelNew.
+    // part gets an instance of its ModelNew, called on that group's own tensors.
     const std::string prefix = fmt::format("kf_part{}_", index);
     ASSIGN_OR_RETURN(std::string renamed, rename(program->second, prefix));
-    for (size_t g = 0; g < part.groups.size(); ++g) {
-      const std::string& name = part.groups[g];
-      const passes::FusionGroup* group = nullptr;
-      for (const auto& candidate : plan.groups) {
-        if (candidate.name == name) group = &candidate;
-      }
-      if (group == nullptr) return Status::Internal("a part names group " + name + ", which the plan lacks");
+    for (const codegen::GroupTask& group : part.groups) {
       codegen::GroupSubstitute substitute;
-      substitute.module_source = g == 0 ? renamed : "";
+      substitute.module_source = &group == &part.task() ? renamed : "";
       substitute.class_name = prefix + "ModelNew";
-      substitute.inputs = passes::GroupInputs(graph, *group);
-      substitute.outputs = passes::GroupOutputs(graph, *group);
-      // Scalar constants are the part's own (inlined in its task), not arguments.
-      std::erase_if(substitute.inputs, [&graph](ir::NodeRef ref) { return graph.value(ref.value).TryAs<ir::ConstantValue>() != nullptr; });
-      options.substitutes[name] = std::move(substitute);
+      substitute.inputs = group.inputs;
+      substitute.outputs = group.outputs;
+      options.substitutes[group.group] = std::move(substitute);
     }
   }
   if (options.substitutes.empty()) return Status::InvalidArgument("no part has an accepted program to compose");

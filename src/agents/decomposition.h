@@ -19,8 +19,13 @@
 namespace kforge {
 
 struct DecompositionPart {
-  codegen::GroupTask task;          // written for the first group it serves
-  std::vector<std::string> groups;  // every group with the same signature, in plan order
+  // The task of every group with the part's signature, in plan order: the same source, each with
+  // its own group's tensors as inputs and outputs.
+  std::vector<codegen::GroupTask> groups;
+
+  // The part's task: its first group's.
+  const codegen::GroupTask& task() const { return groups.front(); }
+  std::vector<std::string> GroupNames() const;
 };
 
 // The plan's groups that compute something (views are left to the composed ModelNew), as

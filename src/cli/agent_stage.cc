@@ -141,19 +141,19 @@ Result<std::optional<Candidate>> RunDecomposition(Stage& stage, const WriterBrie
   report["parts"] = Json::array();
   for (const DecompositionPart& part : parts) {
     if (BudgetSpent(stage)) break;
-    const std::filesystem::path dir = folder / "parts" / part.groups.front();
+    const std::filesystem::path dir = folder / "parts" / part.task().group;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    RETURN_IF_ERROR(WriteFile(dir / "task.py", part.task.source));
+    RETURN_IF_ERROR(WriteFile(dir / "task.py", part.task().source));
     ASSIGN_OR_RETURN(TaskFile task, ReadTaskFile(dir / "task.py"));
     WriterBrief brief = whole;
     brief.task = task;
     brief.starting_candidate.clear();
     brief.ir_summary = fmt::format("One fused group of {} ({} of its group(s) compute exactly this).",
                                    whole.task.name, part.groups.size());
-    ASSIGN_OR_RETURN(PoolResult result, RunPool(stage, brief, dir, part.groups.front()));
-    if (result.best) accepted[part.task.signature] = result.best->source;
-    report["parts"].push_back({{"groups", part.groups}, {"signature", part.task.signature}, {"folder", dir.string()},
+    ASSIGN_OR_RETURN(PoolResult result, RunPool(stage, brief, dir, part.task().group));
+    if (result.best) accepted[part.task().signature] = result.best->source;
+    report["parts"].push_back({{"groups", part.GroupNames()}, {"signature", part.task().signature}, {"folder", dir.string()},
                                {"summary", result.Summary()}, {"accepted", result.best.has_value()},
                                {"attempts", result.ToJson()["attempts"]}});
   }

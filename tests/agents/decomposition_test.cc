@@ -33,8 +33,8 @@ TEST(DecompositionTest, GroupsComputingTheSameThingShareOnePart) {
   auto parts = DecomposePlan(graph, plan);
   ASSERT_TRUE(parts.ok()) << parts.status().ToString();
   ASSERT_EQ(parts->size(), 1u);
-  EXPECT_EQ((*parts)[0].groups, (std::vector<std::string>{plan.groups[0].name, plan.groups[1].name}));
-  const std::string& source = (*parts)[0].task.source;
+  EXPECT_EQ((*parts)[0].GroupNames(), (std::vector<std::string>{plan.groups[0].name, plan.groups[1].name}));
+  const std::string& source = (*parts)[0].task().source;
   EXPECT_NE(source.find("def forward(self, in0, in1):"), std::string::npos) << source;
   EXPECT_NE(source.find("v0 = torch.ops.aten.mm.default(in0, in1)"), std::string::npos) << source;
   EXPECT_NE(source.find("v1 = torch.ops.aten.relu.default(v0)"), std::string::npos) << source;
@@ -64,7 +64,7 @@ TEST(DecompositionTest, CompositionCallsTheVerifiedProgramInEveryGroupOfItsPart)
     prefixes.push_back(prefix);
     return "class " + prefix + "ModelNew:\n    pass\n";
   };
-  std::map<std::string, std::string> accepted = {{(*parts)[0].task.signature, "class ModelNew: ..."}};
+  std::map<std::string, std::string> accepted = {{(*parts)[0].task().signature, "class ModelNew: ..."}};
   auto composed = ComposeModelNew(graph, plan, *parts, accepted, {}, rename);
   ASSERT_TRUE(composed.ok()) << composed.status().ToString();
   EXPECT_EQ(prefixes, (std::vector<std::string>{"kf_part0_"}));  // one copy for both groups
