@@ -92,9 +92,9 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
     scale = whole[finite_whole].pow(2).mean().sqrt().item() if bool(finite_whole.any()) else 0.0
     if scale == 0.0:
         scale = 1.0
-    ref = view.double()
+    ref = view.double() if sampled else whole
     got = out.double()
-    finite = torch.isfinite(ref)
+    finite = torch.isfinite(ref) if sampled else finite_whole
     bad_nonfinite = finite & ~torch.isfinite(got)
     same_nonfinite = ~finite & ((got == ref) | (torch.isnan(got) & torch.isnan(ref)))
     diff = (got - ref).abs()

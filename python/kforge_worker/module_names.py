@@ -49,48 +49,33 @@ class _Renamer(ast.NodeTransformer):
     def _rename(self, name: str) -> str:
         return self.prefix + name if name in self.renamed and name not in self.shadowed[-1] else name
 
-    def _scoped(self, node: Any, own_name: bool) -> Any:
-        if own_name and len(self.shadowed) == 1:
+    def _scoped(self, node: Any, local_names: set[str]) -> Any:
+        """A function, class or lambda: its own name (at module level) renamed, its decorators, bases
+        and defaults visited outside it, its body inside with `local_names` shadowing globals."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and len(self.shadowed) == 1:
             node.name = self._rename(node.name)
-        for decorator in getattr(node, "decorator_list", []):
-            self.visit(decorator)
-        for base in getattr(node, "bases", []):
-            self.visit(base)
         args = getattr(node, "args", None)
-        if isinstance(args, ast.arguments):
-            for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
-                self.visit(default)
-        self.shadowed.append(self.shadowed[-1] | _local_names(node))
-        for field in ("body",):
-            value = getattr(node, field)
-            if isinstance(value, list):
-                setattr(node, field, [self.visit(child) for child in value])
-            else:
-                setattr(node, field, self.visit(value))
+        defaults = args.defaults + [d for d in args.kw_defaults if d is not None] if isinstance(args, ast.arguments) else []
+        for outside in getattr(node, "decorator_list", []) + getattr(node, "bases", []) + defaults:
+            self.visit(outside)
+        self.shadowed.append(self.shadowed[-1] | local_names)
+        node.body = [self.visit(child) for child in node.body] if isinstance(node.body, list) else self.visit(node.body)
         self.shadowed.pop()
         return node
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
-        return self._scoped(node, own_name=True)
+        return self._scoped(node, _local_names(node))
 
     def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
-        return self._scoped(node, own_name=True)
+        return self._scoped(node, _local_names(node))
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:
         # A class body's names are attributes, not globals: methods keep theirs.
-        if len(self.shadowed) == 1:
-            node.name = self._rename(node.name)
-        for decorator in node.decorator_list:
-            self.visit(decorator)
-        for base in node.bases:
-            self.visit(base)
-        self.shadowed.append(self.shadowed[-1] | {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))})
-        node.body = [self.visit(child) for child in node.body]
-        self.shadowed.pop()
-        return node
+        methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return self._scoped(node, methods)
 
     def visit_Lambda(self, node: ast.Lambda) -> Any:
-        return self._scoped(node, own_name=False)
+        return self._scoped(node, _local_names(node))
 
     def visit_Name(self, node: ast.Name) -> Any:
         node.id = self._rename(node.id)

@@ -23,8 +23,8 @@ from .errors import UserError
 from .harness import apply_precision
 from .inputs import (DISTRIBUTIONS, check_input_values, derive_distribution, flatten_outputs, is_dense, move_inputs,
                      randomize_parameters, rolled_inputs, seed_everything, tensor_bytes)
-from .task_loader import call_task_function, load_task
 from . import output_sample
+from .task_loader import call_task_function, load_task
 from .tensor_files import load_values, save_tensor, save_values
 
 
@@ -236,8 +236,8 @@ class ReferenceWorker:
     @staticmethod
     def _same_bits(later: list, earlier: list, session: Session) -> bool:
         """Whether a later call's outputs (maybe sampled) carry the earlier call's very bits."""
-        earlier = [e.values if isinstance(e, output_sample.Sampled) else e for e in earlier]
-        return bitwise_equal(output_sample.plain(later), output_sample.like(earlier, later, session.keys))
+        return bitwise_equal(output_sample.plain(later),
+                             output_sample.like(output_sample.plain(earlier), later, session.keys))
 
     def compare(self, request: dict[str, Any]) -> dict[str, Any]:
         """Judges every saved output; returns per-set reports plus the probe and repeat facts."""
