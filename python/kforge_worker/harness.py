@@ -7,13 +7,14 @@ output: the trusted worker compares the saved outputs afterwards.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -22,6 +23,7 @@ from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
 from .inputs import derive_distribution, is_dense
 from .protocol import finite_json
+from .shared_memory import Arena, aligned
 from .task_loader import import_file
 from .tensor_files import load_tensor, load_values, save_values
 
@@ -115,10 +117,12 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
 class Run:
     """One candidate's evaluation inside its process."""
 
-    def __init__(self, job: dict[str, Any], private_dir: str, result: dict[str, Any]):
+    def __init__(self, job: dict[str, Any], private_dir: str, result: dict[str, Any], arenas: dict[str, Arena]):
         self.job = job
         self.private_dir = private_dir
         self.result = result
+        self.arenas = arenas
+        self.spent: dict[str, float] = {}  # seconds per kind of work, to explain a slow evaluation
         self.device = torch.device(job["device"])
         self.exchange = job["exchange_dir"]
         self.candidate_path = os.path.join(self.exchange, "candidate.py")
@@ -127,7 +131,15 @@ class Run:
         self.loaded: dict[tuple, list] = {}
         sample = job.get("sample") or {}
         self.full_sets = set(sample.get("full_sets", []))
-        self.sample_keys = load_tensor(self.exchange, sample["keys"], self.device) if sample.get("keys") else None
+        self.sample_keys = load_tensor(self.exchange, sample["keys"], self.device, arenas) if sample.get("keys") else None
+
+    @contextlib.contextmanager
+    def timed(self, what: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent[what] = self.spent.get(what, 0.0) + time.perf_counter() - started
 
     # -- checks ---------------------------------------------------------------------------
     def finding(self, check: str, message: str) -> None:
@@ -198,14 +210,25 @@ class Run:
     def load_inputs(self, described: list[dict[str, Any]]) -> list:
         """Fresh device copies of an input set; each file is read once per process (a device-side
         clone is far cheaper than another pass over the file)."""
-        key = tuple(meta.get("file", "") for meta in described)
-        if key not in self.loaded:
-            self.loaded[key] = load_values(self.exchange, described, self.device)
-        return [v.clone() if isinstance(v, torch.Tensor) else v for v in self.loaded[key]]
+        key = tuple((meta.get("file"), meta.get("arena"), meta.get("offset")) for meta in described)
+        with self.timed("inputs"):
+            if key not in self.loaded:
+                self.loaded[key] = load_values(self.exchange, described, self.device, self.arenas)
+            return [v.clone() if isinstance(v, torch.Tensor) else v for v in self.loaded[key]]
 
     def save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
-        """Outputs of the task's seeds go whole to the trusted worker; any other call's large
-        outputs go as their values at the secret sample positions (output_sample)."""
+        with self.timed("outputs"):
+            self._save_outputs(key, outputs)
+
+    def _save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
+        """Outputs go whole to the trusted worker through the output arena while it has room.
+        Beyond it they travel as files: the task's seeds whole, any other call's large outputs as
+        their values at the secret sample positions (output_sample)."""
+        arena = self.arenas.get("outputs")
+        if arena is not None and arena.room_for(sum(aligned(t.numel() * t.element_size()) for t in outputs)):
+            self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs, arena)
+            arena.synchronize()
+            return
         if self.sample_keys is None or key in self.full_sets:
             self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs)
             return
@@ -227,10 +250,10 @@ class Run:
 
     def forward(self, inputs: list, where: str) -> Any:
         self.poison_allocator(self.job.get("output_bytes", 0))
-        with torch.no_grad():
+        with self.timed("calls"), torch.no_grad():
             outputs = run_phase("forward", self.candidate_path, lambda: self.model(*inputs))
-        if self.device.type == "cuda":
-            run_phase("forward", self.candidate_path, torch.cuda.synchronize)
+            if self.device.type == "cuda":
+                run_phase("forward", self.candidate_path, torch.cuda.synchronize)
         return outputs
 
     def checked_call(self, inputs: list, earlier: list[torch.Tensor], where: str) -> list[torch.Tensor]:
@@ -265,7 +288,7 @@ class Run:
         self.check_guards("import")
         init_inputs = self.load("init.pt")
         model = run_phase("construct", self.candidate_path, lambda: model_class(*init_inputs))
-        state_dict = {name: load_tensor(self.exchange, meta) for name, meta in self.job["state"].items()}
+        state_dict = {name: load_tensor(self.exchange, meta, "cpu", self.arenas) for name, meta in self.job["state"].items()}
         run_phase("load_state_dict", self.candidate_path, lambda: model.load_state_dict(state_dict, strict=True))
         self.model = run_phase("construct", self.candidate_path, lambda: model.to(self.device))
         self.state_tensors = [(n, t) for n, t in list(self.model.named_parameters()) + list(self.model.named_buffers())
@@ -302,6 +325,7 @@ class Run:
             del inputs
         del previous
         self.result["phase_s"]["correctness"] = time.perf_counter() - started
+        self.result["phase_s"]["correctness_detail"] = dict(self.spent)
 
         if self.job.get("timing"):
             self.time_candidate()
@@ -357,11 +381,12 @@ def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(a, b))
 
 
-def run_job(job: dict[str, Any], private_dir: str, sandbox_report: dict[str, Any]) -> None:
+def run_job(job: dict[str, Any], private_dir: str, sandbox_report: dict[str, Any],
+            open_arenas: Callable[[], dict[str, Arena]] = dict) -> None:
     """Runs one job and writes result.json into the private folder, whatever happens."""
     result: dict[str, Any] = {"sandbox": sandbox_report, "findings": [], "outputs": {}, "error": None}
     try:
-        Run(job, private_dir, result).run()
+        Run(job, private_dir, result, open_arenas()).run()
     except HackFound:
         pass
     except CandidateFailure as failure:

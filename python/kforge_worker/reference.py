@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -24,8 +26,11 @@ from .harness import apply_precision
 from .inputs import (DISTRIBUTIONS, check_input_values, derive_distribution, flatten_outputs, is_dense, move_inputs,
                      randomize_parameters, rolled_inputs, seed_everything, tensor_bytes)
 from . import output_sample
+from .shared_memory import Arena, DescriptorOffer, aligned
 from .task_loader import call_task_function, load_task
 from .tensor_files import load_values, save_tensor, save_values
+
+ARENA_LIMIT_BYTES = {"cuda": 16 << 30, "cpu": 1 << 30}  # beyond this, tensors travel as files
 
 
 @dataclass
@@ -49,6 +54,55 @@ class Session:
     keys: torch.Tensor | None = None  # where sampled outputs are looked at (output_sample)
     model64: torch.nn.Module | None = None  # the reference in fp64, made when first needed
     noise: dict[str, list | None] = field(default_factory=dict)  # per set: the fp32 reference's noise
+    exchange: "SharedExchange | None" = None
+
+
+class SharedExchange:
+    """An evaluation's shared arenas: `inputs` (what the candidate reads) and `outputs` (where it
+    writes its results), offered once to the zygote, which passes them to the candidate."""
+
+    def __init__(self, device: torch.device, input_bytes: int, output_bytes: int):
+        self.folder = tempfile.mkdtemp(prefix="kforge-arenas-")
+        self.arenas: dict[str, Arena] = {}
+        self.offer: DescriptorOffer | None = None
+        try:
+            self.arenas["inputs"] = Arena.create("inputs", device, input_bytes)
+            self.arenas["outputs"] = Arena.create("outputs", device, output_bytes)
+        except BaseException:
+            self.close()
+            raise
+
+    def publish(self) -> dict[str, Any]:
+        """Makes the arenas' contents visible and offers their descriptors; returns what the
+        zygote needs to fetch them."""
+        for arena in self.arenas.values():
+            arena.synchronize()
+        self.offer = DescriptorOffer(self.folder, [arena.descriptor for arena in self.arenas.values()])
+        return {"socket": self.offer.path, "arenas": [arena.describe() for arena in self.arenas.values()]}
+
+    def close(self) -> None:
+        if self.offer is not None:
+            self.offer.close()
+        for arena in self.arenas.values():
+            arena.close()
+        self.arenas.clear()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _shared_exchange(device: torch.device, input_bytes: int, output_bytes: int) -> SharedExchange | None:
+    """Arenas for an evaluation, unless they would be too large, KFORGE_SHARED_MEMORY=0 turns
+    them off, or the machine cannot make them (then tensors travel as files, as they always can)."""
+    if os.environ.get("KFORGE_SHARED_MEMORY", "1") == "0":
+        return None
+    limit = ARENA_LIMIT_BYTES.get(device.type, 0)
+    if device.type == "cuda":
+        limit = min(limit, torch.cuda.get_device_properties(device).total_memory // 8)
+    if input_bytes + output_bytes > limit:
+        return None
+    try:
+        return SharedExchange(device, input_bytes, output_bytes)
+    except (OSError, RuntimeError):
+        return None
 
 
 def _describe(tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
@@ -74,6 +128,7 @@ def _under_bf16_autocast(model: Any, device_type: str) -> Any:
 
 
 class ReferenceWorker:
+    PROBE_SOURCES = ("seed1", "swapped")
     def __init__(self, device: str):
         self.device = torch.device(device)
         self.sessions: dict[str, Session] = {}
@@ -138,7 +193,7 @@ class ReferenceWorker:
         values (caught: caches keyed on tensor identity) and with two elements swapped (caught:
         caches keyed on a sample of values)."""
         probes = []
-        for source in ("seed1", "swapped"):
+        for source in ReferenceWorker.PROBE_SOURCES:
             if source in sets:
                 probes.append({"name": f"probe_{source}", "target": "seed0", "source": source,
                                "set": self._describe_set(sets[source], sets["seed0"])})
@@ -171,14 +226,11 @@ class ReferenceWorker:
         state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         apply_precision("fp32")  # the reference outputs are computed in full fp32
         torch.save(init_inputs, os.path.join(exchange, "init.pt"))
-        state_files = {name: save_tensor(exchange, f"state_{index}.bin", tensor)
-                       for index, (name, tensor) in enumerate(state.items())}
 
         sets: dict[str, InputSet] = {}
         for seed in seeds:
-            inputs = self._task_inputs(task, path, seed)
             name = f"seed{len(sets)}"
-            sets[name] = InputSet(name, seed, "task", inputs, files=save_values(exchange, f"set_{name}", inputs))
+            sets[name] = InputSet(name, seed, "task", self._task_inputs(task, path, seed))
         base = sets["seed0"].inputs
         if request.get("distributions", True) and any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in base):
             for index, kind in enumerate(DISTRIBUTIONS):
@@ -194,20 +246,30 @@ class ReferenceWorker:
 
         timing_set = None
         if request.get("timing_seed") is not None:
-            timing_inputs = self._task_inputs(task, path, int(request["timing_seed"]))
-            timing_set = InputSet("timing", int(request["timing_seed"]), "task", timing_inputs,
-                                  files=save_values(exchange, "set_timing", timing_inputs))
+            timing_set = InputSet("timing", int(request["timing_seed"]), "task",
+                                  self._task_inputs(task, path, int(request["timing_seed"])))
 
         first = sets["seed0"]
         device_inputs = move_inputs(first.inputs, self.device)
         flops = _count_flops(model, device_inputs)
         param_bytes = sum(t.numel() * t.element_size() for t in state.values())
         keys = output_sample.make_keys()
-        self.sessions[request["eval_id"]] = Session(path, self.device, precision, model, sets, timing_set,
-                                                    keys=keys.to(self.device))
+        session = Session(path, self.device, precision, model, sets, timing_set, keys=keys.to(self.device))
+        self.sessions[request["eval_id"]] = session
+        calls = len(sets) + 1 + len(self.PROBE_SOURCES) + timing.TimingConfig().kept_outputs  # at most
+        session.exchange = self._make_exchange(state, sets, timing_set, keys, calls)
+        arena = session.exchange.arenas["inputs"] if session.exchange else None
+        state_files = {name: save_tensor(exchange, f"state_{index}.bin", tensor, arena)
+                       for index, (name, tensor) in enumerate(state.items())}
+        for entry in sets.values():
+            if entry.distribution == "task":
+                entry.files = save_values(exchange, f"set_{entry.name}", entry.inputs, arena)
+        if timing_set is not None:
+            timing_set.files = save_values(exchange, "set_timing", timing_set.inputs, arena)
+        sample_keys = save_tensor(exchange, "sample_keys.bin", keys, arena)
         return {
-            "sample": {"keys": save_tensor(exchange, "sample_keys.bin", keys),
-                       "full_sets": self._full_sets(sets)},
+            "shared": session.exchange.publish() if session.exchange else None,
+            "sample": {"keys": sample_keys, "full_sets": self._full_sets(sets)},
             "sets": [self._describe_set(s, sets["seed0"]) for s in sets.values()],
             "probes": self._probes(sets),
             "state": state_files,
@@ -222,16 +284,30 @@ class ReferenceWorker:
             "prepare_s": time.perf_counter() - started,
         }
 
+    def _make_exchange(self, state: dict[str, torch.Tensor], sets: dict[str, InputSet], timing_set: InputSet | None,
+                       keys: torch.Tensor, calls: int) -> SharedExchange | None:
+        """Arenas sized for every tensor a candidate reads and the outputs of `calls` calls."""
+        given = list(state.values()) + [keys] + [v for entry in sets.values() if entry.distribution == "task"
+                                                 for v in entry.inputs]
+        if timing_set is not None:
+            given += timing_set.inputs
+        input_bytes = sum(aligned(t.numel() * t.element_size()) for t in given if isinstance(t, torch.Tensor))
+        per_call = sum(aligned(t.numel() * t.element_size()) for t in sets["seed0"].outputs)
+        return _shared_exchange(self.device, input_bytes, per_call * calls)
+
     def _session(self, request: dict[str, Any]) -> Session:
         session = self.sessions.get(request["eval_id"])
         if session is None:
             raise KeyError(f"no prepared evaluation {request['eval_id']}")
         return session
 
-    def _load_outputs(self, folder: str, described: Any) -> list:
+    @staticmethod
+    def _load_outputs(session: Session, folder: str, described: Any) -> list:
+        """A candidate's saved outputs, copied out of the output arena or read from its files."""
         if not isinstance(described, list) or not all(isinstance(meta, dict) for meta in described):
             raise ValueError("malformed description of candidate outputs")
-        return output_sample.wrap_loaded(load_values(folder, described, self.device), described)
+        arenas = {"outputs": session.exchange.arenas["outputs"]} if session.exchange else {}
+        return output_sample.wrap_loaded(load_values(folder, described, session.device, arenas), described)
 
     @staticmethod
     def _same_bits(later: list, earlier: list, session: Session) -> bool:
@@ -249,20 +325,20 @@ class ReferenceWorker:
         for name, entry in session.sets.items():
             if name not in files:
                 continue
-            loaded[name] = self._load_outputs(folder, files[name])
+            loaded[name] = self._load_outputs(session, folder, files[name])
             reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance, self._set_noise(session, name),
                                             session.keys)
         result: dict[str, Any] = {"sets": reports, "probes": {}}
         repeat_set = request.get("repeat_set")
         if "repeat" in files and repeat_set in session.sets:
-            again = self._load_outputs(folder, files["repeat"])
+            again = self._load_outputs(session, folder, files["repeat"])
             result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance,
                                                self._set_noise(session, repeat_set), session.keys)
             result["repeat"]["bitwise_equal_to_first"] = self._same_bits(again, loaded.get(repeat_set, []), session)
         for probe in request.get("probes", []):
             if probe["name"] not in files or probe["source"] not in session.sets:
                 continue
-            probed = self._load_outputs(folder, files[probe["name"]])
+            probed = self._load_outputs(session, folder, files[probe["name"]])
             expected = session.sets[probe["source"]].outputs
             report = compare_outputs(probed, expected, tolerance, self._set_noise(session, probe["source"]),
                                      session.keys)
@@ -274,7 +350,7 @@ class ReferenceWorker:
         for kept in request.get("timed", []):
             if session.timing_set is None:
                 break
-            outputs = self._load_outputs(folder, files[kept["key"]])
+            outputs = self._load_outputs(session, folder, files[kept["key"]])
             rolled = rolled_inputs(session.timing_set.inputs, kept["shift"])
             expected = self._reference_outputs(session.model, rolled, f"timed call {kept['call']}")
             noise = lambda rolled=rolled, expected=expected: self._noise(session, rolled, expected)  # noqa: E731
@@ -310,7 +386,9 @@ class ReferenceWorker:
         return measured
 
     def release(self, request: dict[str, Any]) -> dict[str, Any]:
-        self.sessions.pop(request["eval_id"], None)
+        session = self.sessions.pop(request["eval_id"], None)
+        if session is not None and session.exchange is not None:
+            session.exchange.close()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         return {"released": True}

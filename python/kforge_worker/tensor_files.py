@@ -1,17 +1,16 @@
-"""Tensors between processes as raw files: one file of contiguous bytes per tensor plus a small
-JSON description (shape, dtype). No pickling, so loading cannot run code; device tensors move
-through one reused page-locked buffer, so a large tensor costs a DMA and one write (or read).
-Non-tensor values (numbers, None) travel in the description. Not thread-safe."""
+"""Tensors between processes: in a shared arena (shared_memory) when the evaluation has one with
+room, else as raw files: one file of contiguous bytes per tensor plus a small JSON description
+(shape, dtype). No pickling, so loading cannot run code; device tensors move through one reused
+page-locked buffer, so a large tensor costs a DMA and one write (or read). Non-tensor values
+(numbers, None) travel in the description. Not thread-safe."""
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Mapping
 
 import torch
 
-_DTYPES = {str(d).replace("torch.", ""): d for d in (
-    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int16,
-    torch.int32, torch.int64, torch.bool, torch.complex64)}
+from .shared_memory import Arena, dtype_name, dtype_named
 
 
 _staging: list[torch.Tensor] = []  # one pinned host buffer per process, grown on demand
@@ -29,10 +28,11 @@ def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
 
 
-def save_tensor(folder: str, name: str, tensor: torch.Tensor) -> dict[str, Any]:
-    dtype = str(tensor.dtype).replace("torch.", "")
-    if dtype not in _DTYPES:
-        raise ValueError(f"unsupported dtype {tensor.dtype}")
+def save_tensor(folder: str, name: str, tensor: torch.Tensor, arena: Arena | None = None) -> dict[str, Any]:
+    """The tensor in `arena` when it has room there, else in folder/name."""
+    dtype = dtype_name(tensor.dtype)
+    if arena is not None and arena.room_for(tensor.numel() * tensor.element_size()):
+        return arena.put(tensor)
     path = os.path.join(folder, name)
     raw = _as_bytes(tensor) if tensor.numel() else torch.empty(0, dtype=torch.uint8)
     if raw.is_cuda:
@@ -45,8 +45,15 @@ def save_tensor(folder: str, name: str, tensor: torch.Tensor) -> dict[str, Any]:
     return {"file": name, "shape": list(tensor.shape), "dtype": dtype}
 
 
-def load_tensor(folder: str, meta: dict[str, Any], device: torch.device | str = "cpu") -> torch.Tensor:
-    dtype = _DTYPES[meta["dtype"]]
+def load_tensor(folder: str, meta: dict[str, Any], device: torch.device | str = "cpu",
+                arenas: Mapping[str, Arena] | None = None) -> torch.Tensor:
+    """A tensor of this process's own (never a view of shared memory) from its description."""
+    if "arena" in meta:
+        arena = (arenas or {}).get(str(meta["arena"]))
+        if arena is None:
+            raise ValueError(f"no shared arena {meta['arena']!r} in this evaluation")
+        return arena.view(meta).to(device, copy=True)
+    dtype = dtype_named(str(meta["dtype"]))
     shape = [int(s) for s in meta["shape"]]
     count = 1
     for size in shape:
@@ -70,12 +77,13 @@ def load_tensor(folder: str, meta: dict[str, Any], device: torch.device | str = 
     return raw.view(dtype).reshape(shape)
 
 
-def save_values(folder: str, stem: str, values: list) -> list[dict[str, Any]]:
-    """A list of tensors and plain values as files named <stem>_<index>.bin plus descriptions."""
+def save_values(folder: str, stem: str, values: list, arena: Arena | None = None) -> list[dict[str, Any]]:
+    """A list of tensors and plain values as descriptions: tensors in `arena` while it has room,
+    else as files named <stem>_<index>.bin."""
     described = []
     for index, value in enumerate(values):
         if isinstance(value, torch.Tensor):
-            described.append(save_tensor(folder, f"{stem}_{index}.bin", value))
+            described.append(save_tensor(folder, f"{stem}_{index}.bin", value, arena))
         elif value is None or isinstance(value, (bool, int, float)):
             described.append({"value": value})
         else:
@@ -83,5 +91,7 @@ def save_values(folder: str, stem: str, values: list) -> list[dict[str, Any]]:
     return described
 
 
-def load_values(folder: str, described: list[dict[str, Any]], device: torch.device | str = "cpu") -> list:
-    return [load_tensor(folder, meta, device) if "file" in meta else meta.get("value") for meta in described]
+def load_values(folder: str, described: list[dict[str, Any]], device: torch.device | str = "cpu",
+                arenas: Mapping[str, Arena] | None = None) -> list:
+    return [load_tensor(folder, meta, device, arenas) if "file" in meta or "arena" in meta else meta.get("value")
+            for meta in described]

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -21,7 +22,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from . import harness, sandbox
+from . import harness, sandbox, shared_memory
 from .protocol import read_message, write_message
 
 RESULT_LIMIT_BYTES = 32 << 20
@@ -31,7 +32,7 @@ TAIL_BYTES = 8192
 @dataclass
 class Spare:
     pid: int
-    job_fd: int
+    job_fd: int  # our end of a Unix socket pair: the job, then the shared arenas' descriptors
     private_dir: str
 
 
@@ -87,6 +88,19 @@ def _fingerprint(paths: list[str]) -> dict[str, Any]:
     return prints
 
 
+def _channel() -> tuple[int, int]:
+    """A Unix socket pair (ours, the child's): it carries the job and then file descriptors."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return ours.detach(), theirs.detach()
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def redirect_output(private_dir: str) -> None:
     for stream, name in ((1, "stdout.txt"), (2, "stderr.txt")):
         fd = os.open(os.path.join(private_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -127,7 +141,20 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
     job = read_message(job_fd)
     if job is None:
         return
-    harness.run_job(job, private_dir, report)
+    harness.run_job(job, private_dir, report, lambda: _open_arenas(job, job_fd, device))
+
+
+def _open_arenas(job: dict[str, Any], job_fd: int, device: str) -> dict[str, shared_memory.Arena]:
+    """The evaluation's shared arenas, from the descriptors that follow the job."""
+    shared = job.get("shared")
+    if not shared:
+        return {}
+    import torch
+
+    described = shared["arenas"]
+    descriptors = shared_memory.receive_descriptors(job_fd, len(described))
+    return {entry["name"]: shared_memory.Arena.open(entry["name"], torch.device(device), descriptor, int(entry["bytes"]))
+            for entry, descriptor in zip(described, descriptors)}
 
 
 class Zygote:
@@ -168,7 +195,7 @@ class Zygote:
         sandbox.prepare_private_dir(private_dir, self.config.user)
         if self.config.isolation == "spawn":
             return self._spawn_fresh(private_dir)
-        read_fd, write_fd = os.pipe()
+        write_fd, read_fd = _channel()
         pid = os.fork()
         if pid == 0:
             code = 0
@@ -191,7 +218,7 @@ class Zygote:
         config_path = os.path.join(private_dir, "sandbox.json")
         with open(config_path, "w", encoding="utf-8") as handle:
             json.dump(dataclasses.asdict(self.config), handle)
-        read_fd, write_fd = os.pipe()
+        write_fd, read_fd = _channel()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         process = subprocess.Popen([sys.executable, "-m", "kforge_worker.fresh_child", config_path, private_dir,
@@ -207,18 +234,24 @@ class Zygote:
             raise RuntimeError("the zygote was asked to run a candidate before it was configured")
         spare = self.spare or self._fork_spare()
         self.spare = None
-        job = request["job"]
+        job = dict(request["job"])
         protected = list(request.get("protected_paths", []))
         before = _fingerprint(protected)
         started = time.monotonic()
+        descriptors = self._fetch_arenas(job)
         try:
             write_message(spare.job_fd, job)
+            if descriptors:
+                shared_memory.send_descriptors(spare.job_fd, descriptors)
         except OSError:
             pass  # the spare died already; waiting below reports how
         finally:
             os.close(spare.job_fd)
+            for descriptor in descriptors:
+                os.close(descriptor)
         ended = self._wait(spare.pid, float(request.get("timeout_s", 120.0)),
                            int(request.get("memory_limit_bytes", 0)), started)
+        _kill_group(spare.pid)  # nothing the candidate started may outlive it and touch its outputs
         for process in self.fresh_processes:
             if process.pid == spare.pid:
                 process.returncode = ended["exit_code"] if ended["exit_code"] is not None else -1  # reaped above
@@ -231,6 +264,19 @@ class Zygote:
         after = _fingerprint(protected)
         ended["tampered_paths"] = [path for path in protected if before.get(path) != after.get(path)]
         return ended
+
+    @staticmethod
+    def _fetch_arenas(job: dict[str, Any]) -> list[int]:
+        """The shared arenas' descriptors from the trusted worker; without them the job goes out
+        without arenas and its tensors travel as files."""
+        shared = job.get("shared")
+        if not shared:
+            return []
+        try:
+            return shared_memory.fetch_descriptors(shared["socket"], len(shared["arenas"]))
+        except (OSError, KeyError, TypeError):
+            job["shared"] = None
+            return []
 
     def _wait(self, pid: int, timeout_s: float, memory_limit: int, started: float) -> dict[str, Any]:
         peak_rss = 0
@@ -248,10 +294,7 @@ class Zygote:
             elif memory_limit and rss > memory_limit:
                 reason = "memory_limit"
             if reason:
-                try:
-                    os.killpg(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                _kill_group(pid)
                 _, status = os.waitpid(pid, 0)
                 return self._exit_report(status, peak_rss, reason)
             time.sleep(pause)

@@ -144,6 +144,7 @@ class EvaluationRun {
                                            : Json()}};
     job["probes"] = JsonField(prepare_, "probes");
     job["sample"] = JsonField(prepare_, "sample");
+    job["shared"] = JsonField(prepare_, "shared");  // the arenas the zygote fetches and hands to the candidate
     return job;
   }
 
