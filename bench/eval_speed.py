@@ -55,7 +55,9 @@ def main() -> int:
                                "phase_s": [r["evidence"].get("process", {}).get("phase_s") for r in warm],
                                "timing": [{k: v for k, v in r["evidence"].get("timing", {}).items()
                                            if k not in ("candidate_samples_ms", "reference_samples_ms")} for r in warm],
-                               "step_s": [r["evidence"].get("step_s") for r in warm]}
+                               "step_s": [r["evidence"].get("step_s") for r in warm],
+                               "process": [{k: r["evidence"].get("process", {}).get("sandbox", {}).get(k)
+                                            for k in ("warmup_s", "job_waited_s")} for r in warm]}
         fork, spawn = case.get("fork", {}), case.get("spawn", {})
         if "median_s" in fork and "median_s" in spawn:
             medians = fork["candidate_medians_ms"]
@@ -69,7 +71,42 @@ def main() -> int:
     with open(os.path.join(args.out, "eval_speed.json"), "w", encoding="utf-8") as handle:
         json.dump(report, handle, indent=1)
     print_table(["task", "eval s (fork)", "eval s (fresh interp.)", "ratio", "cand. ms", "spread over evals", "verdicts"], rows)
+    print()
+    print_table(["task", "isolation"] + [name for name, _ in BREAKDOWN], breakdown_rows(report))
     return 0
+
+
+# Where an evaluation's time goes: (column, how to read it from one evaluation's record).
+BREAKDOWN = [
+    ("prepare", lambda step, phase, process: step.get("prepare")),
+    ("waited for process", lambda step, phase, process: process.get("job_waited_s")),
+    ("first call", lambda step, phase, process: phase.get("correctness_detail", {}).get("first_call")),
+    ("other calls", lambda step, phase, process: phase.get("correctness_detail", {}).get("calls")),
+    ("correctness", lambda step, phase, process: phase.get("correctness")),
+    ("cand. timing", lambda step, phase, process: phase.get("timing")),
+    ("profile", lambda step, phase, process: phase.get("profile")),
+    ("candidate step", lambda step, phase, process: step.get("candidate")),
+    ("compare", lambda step, phase, process: step.get("compare")),
+    ("ref. timing", lambda step, phase, process: step.get("reference_timing")),
+]
+
+
+def breakdown_rows(report: dict) -> list[list[str]]:
+    """Median seconds per part of an evaluation, per task and isolation."""
+    rows = []
+    for case in report["cases"]:
+        for isolation in ("fork", "spawn"):
+            run = case.get(isolation, {})
+            records = zip(run.get("step_s", []), run.get("phase_s", []), run.get("process", []))
+            columns = [[] for _ in BREAKDOWN]
+            for step, phase, process in records:
+                for index, (_, read) in enumerate(BREAKDOWN):
+                    value = read(step or {}, phase or {}, process or {})
+                    if value is not None:
+                        columns[index].append(value)
+            rows.append([case["task"].split("/")[-1], isolation] +
+                        [f"{statistics.median(c):.3f}" if c else "-" for c in columns])
+    return rows
 
 
 if __name__ == "__main__":

@@ -33,12 +33,12 @@ MAX_BACKLOG_MS = 0.2
 @dataclass(frozen=True)
 class TimingConfig:
     warmup_calls: int = 3
-    warmup_ms: float = 200.0
+    warmup_ms: float = 100.0
     max_warmup_ms: float = 1000.0
     max_warmup_calls: int = 5000
     min_calls: int = 10
-    max_calls: int = 200
-    budget_ms: float = 400.0
+    max_calls: int = 100
+    budget_ms: float = 200.0
     kept_outputs: int = 2
 
     @staticmethod

@@ -1,10 +1,12 @@
 """The zygote: a warm process (torch and triton imported, CUDA untouched) that forks one
 short-lived, sandboxed child per candidate.
 
-A spare child is forked ahead of time: it enters its sandbox, initialises CUDA and waits for a
-job on a pipe, so a candidate pays neither for importing torch nor for creating a CUDA context.
-The zygote enforces the time and memory limits, kills the child's whole process group when they
-are exceeded, and reports how the child ended together with the result file the child wrote.
+Spare children are forked ahead of time: each enters its sandbox, initialises CUDA and waits for a
+job on a socket, so a candidate pays neither for importing torch nor for creating a CUDA context.
+On a GPU two spares wait, so the one a candidate gets has had at least a whole evaluation to
+warm up. The zygote enforces the time and memory limits, kills the child's whole process group
+when they are exceeded and when the child ends, and reports how the child ended together with
+the result file the child wrote.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from . import harness, sandbox, shared_memory
+from . import harness, runtime_warmup, sandbox, shared_memory
 from .protocol import read_message, write_message
 
 RESULT_LIMIT_BYTES = 32 << 20
@@ -109,9 +111,10 @@ def redirect_output(private_dir: str) -> None:
 
 
 def _warm_cuda(device: str, memory_fraction: float) -> None:
-    """Creates the CUDA context and starts the profiler's tracing library once, while the process
-    waits for its job, so neither is paid for inside an evaluation. The candidate may allocate at
-    most `memory_fraction` of the GPU, so the trusted worker beside it keeps room to judge it."""
+    """Creates the CUDA context and starts the profiler's tracing library and Triton's runtime
+    once, while the process waits for its job, so none of them is paid for inside an evaluation.
+    The candidate may allocate at most `memory_fraction` of the GPU, so the trusted worker beside
+    it keeps room to judge it."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -122,6 +125,10 @@ def _warm_cuda(device: str, memory_fraction: float) -> None:
     with profile(activities=[ProfilerActivity.CUDA]):
         probe.add_(1)
         torch.cuda.synchronize()
+    try:
+        runtime_warmup.after_cuda(device)
+    except Exception:  # only a head start: the candidate's own first call does the same work
+        traceback.print_exc()
 
 
 def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str) -> None:
@@ -135,12 +142,17 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
             except OSError:
                 pass
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    started = time.time()
     report = sandbox.enter_sandbox(private_dir, config.env, config.user, config.isolate_network, config.max_file_bytes)
     if device.startswith("cuda"):
         _warm_cuda(device, config.gpu_memory_fraction)
+    ready = time.time()
     job = read_message(job_fd)
     if job is None:
         return
+    # How long this process took to get ready, and how long its job waited for that.
+    report["warmup_s"] = ready - started
+    report["job_waited_s"] = max(0.0, ready - float(job.get("sent_at", ready)))
     harness.run_job(job, private_dir, report, lambda: _open_arenas(job, job_fd, device))
 
 
@@ -160,12 +172,14 @@ def _open_arenas(job: dict[str, Any], job_fd: int, device: str) -> dict[str, sha
 class Zygote:
     def __init__(self, device: str):
         self.device = device
+        if device.startswith("cuda"):
+            runtime_warmup.before_fork()
         self.config: SandboxConfig | None = None
-        self.spare: Spare | None = None
+        self.spares: list[Spare] = []
         self.fresh_processes: list[subprocess.Popen] = []  # kept so Popen does not reap them behind our back
 
     def configure(self, request: dict[str, Any]) -> dict[str, Any]:
-        self.discard_spare()
+        self.discard_spares()
         self.config = SandboxConfig.from_json(request["sandbox"])
         os.makedirs(self.config.root, exist_ok=True)
         os.chmod(self.config.root, 0o711)  # the sandbox user must reach its own folder inside
@@ -173,21 +187,23 @@ class Zygote:
 
     # -- spares ---------------------------------------------------------------------------
     def ensure_spare(self) -> None:
-        """Prepares the next candidate's process ahead of time (not for fresh interpreters, whose
+        """Prepares the next candidates' processes ahead of time (not for fresh interpreters, whose
         point is to start from nothing when the candidate arrives)."""
-        if self.spare is None and self.config is not None and self.config.isolation == "fork":
-            self.spare = self._fork_spare()
-
-    def discard_spare(self) -> None:
-        if self.spare is None:
+        if self.config is None or self.config.isolation != "fork":
             return
-        os.close(self.spare.job_fd)  # the child reads end-of-file and exits
-        try:
-            os.waitpid(self.spare.pid, 0)
-        except ChildProcessError:
-            pass
-        shutil.rmtree(self.spare.private_dir, ignore_errors=True)
-        self.spare = None
+        wanted = 2 if self.device.startswith("cuda") else 1
+        while len(self.spares) < wanted:
+            self.spares.append(self._fork_spare())
+
+    def discard_spares(self) -> None:
+        for spare in self.spares:
+            os.close(spare.job_fd)  # the child reads end-of-file and exits
+            try:
+                os.waitpid(spare.pid, 0)
+            except ChildProcessError:
+                pass
+            shutil.rmtree(spare.private_dir, ignore_errors=True)
+        self.spares = []
 
     def _fork_spare(self) -> Spare:
         assert self.config is not None
@@ -232,9 +248,8 @@ class Zygote:
     def run_candidate(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.config is None:
             raise RuntimeError("the zygote was asked to run a candidate before it was configured")
-        spare = self.spare or self._fork_spare()
-        self.spare = None
-        job = dict(request["job"])
+        spare = self.spares.pop(0) if self.spares else self._fork_spare()
+        job = dict(request["job"], sent_at=time.time())
         protected = list(request.get("protected_paths", []))
         before = _fingerprint(protected)
         started = time.monotonic()

@@ -19,11 +19,11 @@ namespace kforge {
 
 struct TimingBudget {
   int warmup_calls = 3;
-  double warmup_ms = 200;      // at least this long, and until per-call times settle (GPU clocks ramp)
+  double warmup_ms = 100;      // at least this long, and until per-call times settle (GPU clocks ramp)
   double max_warmup_ms = 1000;
   int min_calls = 10;
-  int max_calls = 200;
-  double budget_ms = 400;
+  int max_calls = 100;
+  double budget_ms = 200;
   Json ToJson() const;
 };
 
