@@ -3,8 +3,8 @@ short-lived, sandboxed child per candidate.
 
 Spare children are forked ahead of time: each enters its sandbox, initialises CUDA and waits for a
 job on a socket, so a candidate pays neither for importing torch nor for creating a CUDA context.
-On a GPU two spares wait, so the one a candidate gets has had at least a whole evaluation to
-warm up. The zygote enforces the time and memory limits, kills the child's whole process group
+Once candidates come one after another on a GPU, three spares wait, so the one a candidate gets
+has had two whole evaluations to warm up. The zygote enforces the time and memory limits, kills the child's whole process group
 when they are exceeded and when the child ends, and reports how the child ended together with
 the result file the child wrote.
 """
@@ -176,6 +176,7 @@ class Zygote:
             runtime_warmup.before_fork()
         self.config: SandboxConfig | None = None
         self.spares: list[Spare] = []
+        self.candidates_run = 0
         self.fresh_processes: list[subprocess.Popen] = []  # kept so Popen does not reap them behind our back
 
     def configure(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +192,9 @@ class Zygote:
         point is to start from nothing when the candidate arrives)."""
         if self.config is None or self.config.isolation != "fork":
             return
-        wanted = 2 if self.device.startswith("cuda") else 1
+        # One spare for a single candidate; once a second may follow, on a GPU, enough that each
+        # has had two evaluations' time to get ready.
+        wanted = 3 if self.device.startswith("cuda") and self.candidates_run else 1
         while len(self.spares) < wanted:
             self.spares.append(self._fork_spare())
 
@@ -249,6 +252,7 @@ class Zygote:
         if self.config is None:
             raise RuntimeError("the zygote was asked to run a candidate before it was configured")
         spare = self.spares.pop(0) if self.spares else self._fork_spare()
+        self.candidates_run += 1
         job = dict(request["job"], sent_at=time.time())
         protected = list(request.get("protected_paths", []))
         before = _fingerprint(protected)

@@ -23,29 +23,36 @@ def _manifest() -> list[dict]:
 CPU_ENTRIES = [e for e in _manifest() if not e.get("gpu_only")]
 
 
-@pytest.fixture(scope="session")
-def verdicts(tmp_path_factory) -> dict[tuple[str, str], dict]:
+def _judge(entries: list[dict], workspace: str, environment: dict[str, str]) -> dict[tuple[str, str], dict]:
     """Runs kforge once per (task, mode) over all of that group's candidates."""
     if not os.access(BINARY, os.X_OK):
         pytest.fail(f"kforge binary not found at {BINARY}; build first (scripts/bootstrap)")
-    workspace = tmp_path_factory.mktemp("workspace")
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for entry in CPU_ENTRIES:
+    for entry in entries:
         groups[(entry["task"], entry.get("mode", "strict"))].append(entry["path"])
     results: dict[tuple[str, str], dict] = {}
     for (task, mode), paths in groups.items():
-        command = [BINARY, "--quiet", "--workspace", str(workspace), "--device", "cpu", "eval", "--json",
+        command = [BINARY, "--quiet", "--workspace", workspace, "--device", "cpu", "eval", "--json",
                    "--mode", mode, "--timeout", "30", "--memory-limit", "3",
                    os.path.join(REPO, task)] + [os.path.join(CORPUS, p) for p in paths]
-        # Outputs at CPU sizes are small; a tiny sample makes every non-seed call take the
-        # sampled path, which the verdicts below must survive.
-        environment = {**os.environ, "KFORGE_OUTPUT_SAMPLE_COUNT": "64"}
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, env={**os.environ, **environment})
         lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         assert len(lines) == len(paths), f"{command}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
         for path, result in zip(paths, lines):
             results[(path, mode)] = result
     return results
+
+
+@pytest.fixture(scope="session")
+def verdicts(tmp_path_factory) -> dict[tuple[str, str], dict]:
+    return _judge(CPU_ENTRIES, str(tmp_path_factory.mktemp("workspace")), {})
+
+
+# Without shared memory tensors travel as files, and outputs beyond the seeds as a secret sample
+# (here a tiny one, so every such call takes the sampled path): the verdicts must not change.
+FILE_EXCHANGE_PATHS = ("honest_relu.py", "memo_data_ptr.py", "memo_sampled_values.py", "identity_copy_kernel.py",
+                       "hardcoded_element_count.py", "honest_softmax_rowwise.py", "hardcoded_first_row_only.py",
+                       "input_scratch_clobber.py", "file_tamper_input_files_hidden.py")
 
 
 @pytest.mark.parametrize("entry", CPU_ENTRIES, ids=[f"{e['path']}[{e.get('mode', 'strict')}]" for e in CPU_ENTRIES])
@@ -55,6 +62,21 @@ def test_candidate_gets_its_expected_verdict(entry, verdicts):
         f"{entry['path']}: expected {entry['expect']} ({entry.get('why', '')}), got {result['verdict']}: "
         f"{result['message']}")
     assert result["message"], "every verdict carries a message a developer can act on"
+
+
+def test_verdicts_come_through_shared_memory(verdicts):
+    assert {result["evidence"].get("exchange") for result in verdicts.values() if "seeds" in result["evidence"]} == {
+        "shared_memory"}
+
+
+def test_verdicts_hold_when_tensors_travel_as_files(tmp_path):
+    entries = [e for e in CPU_ENTRIES if os.path.basename(e["path"]) in FILE_EXCHANGE_PATHS]
+    assert len(entries) == len(FILE_EXCHANGE_PATHS)
+    results = _judge(entries, str(tmp_path), {"KFORGE_SHARED_MEMORY": "0", "KFORGE_OUTPUT_SAMPLE_COUNT": "64"})
+    for entry in entries:
+        result = results[(entry["path"], entry.get("mode", "strict"))]
+        assert result["evidence"].get("exchange") == "files"
+        assert result["verdict"] == entry["expect"], f"{entry['path']}: got {result['verdict']}: {result['message']}"
 
 
 def test_corpus_covers_every_hack_class_twice():

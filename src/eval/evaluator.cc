@@ -124,6 +124,7 @@ class EvaluationRun {
               task_.name);
     }
     result_.evidence["seeds"] = seeds;
+    result_.evidence["exchange"] = JsonField(prepare_, "shared").is_null() ? "files" : "shared_memory";
     result_.evidence["input_sets"] = prepare_["sets"];
     result_.evidence["reference"] = {{"outputs", prepare_["outputs"]}, {"flops", prepare_["flops"]},
                                      {"input_bytes", prepare_["input_bytes"]}, {"output_bytes", prepare_["output_bytes"]},
