@@ -278,7 +278,9 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   params.push_back("numel");
   const size_t rank = kernel.shape.size();
   if (kernel.uses_sizes) {
-    for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("size_{}", d));
+    // Compile-time sizes (the model checks its input shapes): unravelling the flat index then
+    // divides by constants, not by runtime values, which cost more than the memory traffic.
+    for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("size_{}: tl.constexpr", d));
   }
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
     if (!kernel.strided[i]) continue;

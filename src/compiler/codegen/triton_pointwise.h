@@ -14,7 +14,8 @@
 namespace kforge::codegen {
 
 // What the launcher needs to know about an emitted kernel. Its arguments are, in order: a pointer
-// per input, a pointer per output, numel, then (when `uses_sizes`) size_0.. of the output shape,
+// per input, a pointer per output, numel, then (when `uses_sizes`) size_0.. of the output shape
+// (compile-time constants),
 // then stride_0.. (one per output dim, 0 where broadcast) of each input marked `strided`, then
 // BLOCK_SIZE.
 struct PointwiseKernel {

@@ -31,6 +31,74 @@ bool Flag(const ir::OpNode& op, ir::ArgSlot slot) {
   return arg != nullptr && arg->Is<bool>() && arg->As<bool>();
 }
 
+// The depthwise convolution's taps, one element per output and tap.
+void EmitDepthwiseTaps(SourceWriter& out, const ir::Graph& graph, ir::NodeRef weight, int64_t window_h, int64_t window_w,
+                       const std::vector<int64_t>& sx, const ir::IntList& dilation, int64_t in_h, int64_t in_w) {
+  const std::vector<int64_t>& sw = graph.TypeOf(weight)->stride;
+  out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
+  out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
+  out.Line(fmt::format("kf_h = kf_h0 + kf_i * {}", dilation[0]));
+  out.Line(fmt::format("kf_w = kf_w0 + kf_j * {}", dilation[1]));
+  out.Line(fmt::format("kf_in = kf_mask & (kf_h >= 0) & (kf_h < {}) & (kf_w >= 0) & (kf_w < {})", in_h, in_w));
+  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_base + kf_h * {} + kf_w * {}, mask=kf_in, other=0.0)", sx[2], sx[3]));
+  out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
+                       sw[0], sw[2], sw[3]));
+  out.Close();
+  out.Close();
+}
+
+int64_t NextPowerOfTwo(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+struct PoolRows {
+  bool is_max, adaptive, count_include_pad;
+  int64_t window_h, window_w, in_h, in_w;
+  ir::IntList padding, dilation;
+  std::vector<int64_t> sx;
+};
+
+// A pooling window one row at a time: each output's taps along the row load together as one
+// [outputs, taps] tile (contiguous in memory when the input's rows are), then reduce along the
+// taps. Loading tap by tap instead made neighbouring lanes read addresses a stride apart.
+void EmitPoolRows(SourceWriter& out, const PoolRows& p) {
+  out.Line(fmt::format("kf_taps = tl.arange(0, {})[None, :]", NextPowerOfTwo(p.window_w)));
+  out.Open(fmt::format("for kf_i in tl.static_range({}):", p.window_h));
+  std::string row_in, tap_in;
+  if (p.adaptive) {
+    out.Line("kf_h = kf_h0 + kf_i");
+    out.Line("kf_w = kf_w0[:, None] + kf_taps");
+    row_in = "kf_mask & (kf_h < kf_h1)";
+    tap_in = "(kf_w < kf_w1[:, None])";
+  } else {
+    out.Line(fmt::format("kf_h = kf_h0 + kf_i * {}", p.dilation[0]));
+    out.Line(fmt::format("kf_w = kf_w0[:, None] + kf_taps * {}", p.dilation[1]));
+    row_in = fmt::format("kf_mask & (kf_h >= 0) & (kf_h < {})", p.in_h);
+    tap_in = fmt::format("(kf_w >= 0) & (kf_w < {})", p.in_w);
+  }
+  out.Line(fmt::format("kf_in = ({})[:, None] & (kf_taps < {}) & {}", row_in, p.window_w, tap_in));
+  const char* other = p.is_max ? "float('-inf')" : "0.0";
+  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + (kf_base + kf_h * {})[:, None] + kf_w * {}, mask=kf_in, other={})",
+                       p.sx[2], p.sx[3], other));
+  if (p.is_max) {
+    out.Line("kf_row = tl.max(kf_v, axis=1)");
+    out.Line("kf_acc = tl.where(kf_row > kf_acc, kf_row, kf_acc)");
+    out.Close();
+    return;
+  }
+  out.Line("kf_acc += tl.sum(kf_v, axis=1)");
+  if (p.adaptive || !p.count_include_pad) {
+    out.Line("kf_count += tl.sum(tl.where(kf_in, 1.0, 0.0), axis=1)");
+  } else {
+    // count_include_pad: the window clipped to the padded input counts, padding included.
+    out.Line(fmt::format("kf_count += tl.sum(tl.where(kf_mask[:, None] & (kf_h < {})[:, None] & (kf_taps < {}) & "
+                         "(kf_w < {}), 1.0, 0.0), axis=1)",
+                         p.in_h + p.padding[0], p.window_w, p.in_w + p.padding[1]));
+  }
+  out.Close();
+}
 
 }  // namespace
 
@@ -110,9 +178,10 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   out.Line(fmt::format("kf_base = kf_img * {} + kf_c * {}", sx[0], sx[1]));
   int64_t window_h, window_w;
   if (adaptive) {
-    // Window [floor(o * in / out), ceil((o + 1) * in / out)); at most ceil(in / out) + 1 long.
-    window_h = (in_h + out_h - 1) / out_h + 1;
-    window_w = (in_w + out_w - 1) / out_w + 1;
+    // Window [floor(o * in / out), ceil((o + 1) * in / out)): exactly in / out long when out divides
+    // in, else at most ceil(in / out) + 1.
+    window_h = in_h % out_h == 0 ? in_h / out_h : (in_h + out_h - 1) / out_h + 1;
+    window_w = in_w % out_w == 0 ? in_w / out_w : (in_w + out_w - 1) / out_w + 1;
     out.Line(fmt::format("kf_h0 = (kf_oh * {}) // {}", in_h, out_h));
     out.Line(fmt::format("kf_h1 = ((kf_oh + 1) * {} + {}) // {}", in_h, out_h - 1, out_h));
     out.Line(fmt::format("kf_w0 = (kf_ow * {}) // {}", in_w, out_w));
@@ -125,37 +194,12 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   }
   out.Line(fmt::format("kf_acc = tl.full([BLOCK_SIZE], {}, tl.float32)", is_max ? "float('-inf')" : "0.0"));
   if (!is_max && !depthwise) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
-  std::vector<int64_t> sw = weight ? graph.TypeOf(*weight)->stride : std::vector<int64_t>{};
-  out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
-  out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
-  if (adaptive) {
-    out.Line("kf_h = kf_h0 + kf_i");
-    out.Line("kf_w = kf_w0 + kf_j");
-    out.Line("kf_in = kf_mask & (kf_h < kf_h1) & (kf_w < kf_w1)");
-  } else {
-    out.Line(fmt::format("kf_h = kf_h0 + kf_i * {}", dilation[0]));
-    out.Line(fmt::format("kf_w = kf_w0 + kf_j * {}", dilation[1]));
-    out.Line(fmt::format("kf_in = kf_mask & (kf_h >= 0) & (kf_h < {}) & (kf_w >= 0) & (kf_w < {})", in_h, in_w));
-  }
-  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_base + kf_h * {} + kf_w * {}, mask=kf_in, other={})", sx[2], sx[3],
-                       is_max ? "float('-inf')" : "0.0"));
   if (depthwise) {
-    out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
-                         sw[0], sw[2], sw[3]));
-  } else if (is_max) {
-    out.Line("kf_acc = tl.where(kf_v > kf_acc, kf_v, kf_acc)");
+    EmitDepthwiseTaps(out, graph, *weight, window_h, window_w, sx, dilation, in_h, in_w);
   } else {
-    out.Line("kf_acc += kf_v");
-    if (adaptive || !count_include_pad) {
-      out.Line("kf_count += tl.where(kf_in, 1.0, 0.0)");
-    } else {
-      // count_include_pad: the window clipped to the padded input counts, padding included.
-      out.Line(fmt::format("kf_count += tl.where(kf_mask & (kf_h < {}) & (kf_w < {}), 1.0, 0.0)", in_h + padding[0],
-                           in_w + padding[1]));
-    }
+    PoolRows rows{is_max, adaptive, count_include_pad, window_h, window_w, in_h, in_w, padding, dilation, sx};
+    EmitPoolRows(out, rows);
   }
-  out.Close();
-  out.Close();
   if (depthwise && bias) out.Line("kf_acc += tl.load(kf_bias_ptr + kf_c, mask=kf_mask, other=0.0)");
   if (!is_max && !depthwise) out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
   out.Line(fmt::format("{} = kf_acc", VarName(graph, pool.ref())));
@@ -171,8 +215,12 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
     args.push_back(VarName(graph, ref));
   }
-  args.push_back(fmt::format("BLOCK_SIZE={}", block_size));
-  kernel.launch.push_back(fmt::format("{}[(triton.cdiv({}, {}),)]({})", kernel.name, numel, block_size, fmt::join(args, ", ")));
+  // A pooling program holds a [outputs, taps] tile: as many elements as a pointwise block.
+  const int64_t outputs_per_program =
+      depthwise ? block_size : std::max<int64_t>(32, block_size / NextPowerOfTwo(window_w));
+  args.push_back(fmt::format("BLOCK_SIZE={}", outputs_per_program));
+  kernel.launch.push_back(
+      fmt::format("{}[(triton.cdiv({}, {}),)]({})", kernel.name, numel, outputs_per_program, fmt::join(args, ", ")));
   return kernel;
 }
 

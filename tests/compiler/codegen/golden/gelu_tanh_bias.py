@@ -26,7 +26,7 @@ def _kf_tanh(x):
 
 
 @triton.jit
-def fused_add_gelu(x_ptr, bias_ptr, gelu_ptr, numel, size_0, size_1, bias_stride_0, bias_stride_1, BLOCK_SIZE: tl.constexpr):
+def fused_add_gelu(x_ptr, bias_ptr, gelu_ptr, numel, size_0: tl.constexpr, size_1: tl.constexpr, bias_stride_0, bias_stride_1, BLOCK_SIZE: tl.constexpr):
     # Computes %add, %gelu over [4, 8] elements.
     pid = tl.program_id(0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
