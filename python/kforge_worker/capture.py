@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import operator
 import traceback
-from typing import Any
+from typing import Any, Sequence
 
 import torch
 
@@ -68,16 +68,18 @@ class _Encoder:
         return {"str": repr(value)}
 
 
-def _export(model: torch.nn.Module, inputs: list, path: str) -> Any:
-    try:
-        program = torch.export.export(model, tuple(inputs))
-        return program.run_decompositions()
-    except Exception as error:
-        frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path]
-        where = f"{path}:{frames[-1].lineno}" if frames else path
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UserError(f"{where}: torch.export could not capture the Model ({type(error).__name__}: "
-                        f"{first_line[:500]})") from None
+def export_program(module: torch.nn.Module, inputs: Sequence[Any]) -> Any:
+    """`module` exported on `inputs` and lowered to core ATen; raises whatever torch.export raises."""
+    return torch.export.export(module, tuple(inputs)).run_decompositions()
+
+
+def describe_export_failure(error: Exception, path: str, what: str) -> str:
+    """`path:line: torch.export could not capture <what> (Kind: first line of the message)`, the
+    line being the last frame of the task file in the traceback (the statement that failed)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == path]
+    where = f"{path}:{frames[-1].lineno}" if frames else path
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return f"{where}: torch.export could not capture {what} ({type(error).__name__}: {first_line[:500]})"
 
 
 def _signature_entries(program: Any) -> list[dict[str, Any]]:
@@ -134,9 +136,12 @@ def export_graph(program: Any, task_name: str) -> dict[str, Any]:
 
 
 def capture(request: dict[str, Any], device: torch.device) -> dict[str, Any]:
-    """The task's Model captured on its own inputs (the CPU sizes when asked for)."""
+    """The task's Model captured on its own inputs (the CPU sizes when asked for). When torch.export
+    cannot capture it whole, a UserError naming the line and the reason; or, with "fallback" in
+    the request, the largest submodules it can capture (submodule_capture.capture_submodules)."""
     path = request["task_path"]
-    task = load_task(path, cpu_sizes=bool(request.get("cpu_sizes", False)))
+    cpu_sizes = bool(request.get("cpu_sizes", False))
+    task = load_task(path, cpu_sizes=cpu_sizes)
     seed_everything(int(request.get("seed", 0)))
     init_inputs = call_task_function(task, path, "get_init_inputs")
     try:
@@ -144,5 +149,14 @@ def capture(request: dict[str, Any], device: torch.device) -> dict[str, Any]:
     except Exception as error:
         raise UserError(f"{path}: Model(*get_init_inputs()) raised {type(error).__name__}: {error}") from None
     inputs = move_inputs(call_task_function(task, path, "get_inputs"), device)
-    program = _export(model, inputs, path)
-    return export_graph(program, request.get("task_name", path))
+    task_name = request.get("task_name", path)
+    try:
+        program = export_program(model, inputs)
+    except Exception as error:
+        failure = describe_export_failure(error, path, "the Model")
+        if not request.get("fallback"):
+            raise UserError(failure) from None
+        from .submodule_capture import capture_submodules  # it imports this module
+
+        return capture_submodules(task, path, model, inputs, failure, task_name, cpu_sizes)
+    return export_graph(program, task_name)

@@ -1,4 +1,5 @@
-"""Capture of every task in the corpus as core-ATen graph JSON (CPU sizes)."""
+"""Capture of every task in the corpus as core-ATen graph JSON (CPU sizes), and the fallback to the
+largest exportable submodules when a Model does not export whole."""
 from __future__ import annotations
 
 import glob
@@ -10,6 +11,8 @@ import torch
 
 from kforge_worker.capture import FORMAT, capture
 from kforge_worker.errors import UserError
+from kforge_worker.forward_source import forward_source
+from kforge_worker.submodule_capture import NOT_CALLED, PARTIAL_FORMAT
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASKS = sorted(glob.glob(os.path.join(REPO, "tasks", "level*", "*.py")))
@@ -69,3 +72,97 @@ def test_data_dependent_control_flow_is_a_clear_error(tmp_path):
         "def get_init_inputs():\n    return []\n")
     with pytest.raises(UserError, match="torch.export could not capture"):
         capture({"task_path": str(task)}, torch.device("cpu"))
+
+
+BRANCHY = os.path.join(REPO, "python", "tests", "tasks", "branchy_submodules.py")
+
+
+def test_without_a_whole_graph_the_fallback_captures_the_largest_exportable_submodules():
+    partial = capture({"task_path": BRANCHY, "cpu_sizes": True, "fallback": True, "task_name": "branchy"},
+                      torch.device("cpu"))
+    assert partial["format"] == PARTIAL_FORMAT
+    assert "branchy_submodules.py:16: torch.export could not capture the Model" in partial["export_error"]
+    assert [s["name"] for s in partial["submodules"]] == ["mlp", "norm"]
+    mlp = partial["submodules"][0]["graph"]
+    assert mlp["format"] == FORMAT and mlp["task"] == "branchy:mlp"
+    assert {p["target"] for p in mlp["parameters"]} == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    assert [i["shape"] for i in mlp["inputs"]] == [[4, 8]]  # the CPU sizes, as the Model called it
+    assert partial["kept"] == []
+    assert partial["forward"]["class"] == "kf_task_Model"
+
+
+SEARCH_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return y if y.sum() > 0 else -y
+
+
+class Scale(nn.Module):
+    def forward(self, x, factor):
+        return x * factor
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gate()
+        self.blocks = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+        self.shared = nn.Linear(8, 8)
+        self.scale = Scale()
+        self.unused = nn.Linear(8, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x):
+        x = self.gate(x)
+        for block in self.blocks:
+            x = block(x)
+        x = self.shared(x) + self.shared(x[:2]).sum()
+        x = self.scale(x, 0.5)
+        return self.norm(input=x)
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_the_search_runs_top_down_and_says_why_each_part_stays_pytorch(tmp_path):
+    task = tmp_path / "search.py"
+    task.write_text(SEARCH_TASK)
+    partial = capture({"task_path": str(task), "fallback": True}, torch.device("cpu"))
+    # A child that exports is taken whole; one that fails is searched; a never-called container
+    # (the ModuleList) is searched without being listed.
+    assert [s["name"] for s in partial["submodules"]] == ["gate.linear", "blocks.0", "blocks.1"]
+    kept = {k["name"]: k["reason"] for k in partial["kept"]}
+    assert list(kept) == ["gate", "shared", "scale", "unused", "norm"]
+    assert f"{task}:13: torch.export could not capture gate" in kept["gate"]
+    assert kept["shared"].startswith("called with 2 different input shapes")
+    assert kept["scale"] == "called with a float as argument 1, not a tensor"
+    assert kept["unused"] == NOT_CALLED
+    assert kept["norm"] == "called with keyword arguments (input)"
+
+
+def test_without_the_fallback_a_model_that_does_not_export_whole_stays_an_error(tmp_path):
+    with pytest.raises(UserError, match=r"branchy_submodules.py:16: torch.export could not capture the Model"):
+        capture({"task_path": BRANCHY, "cpu_sizes": True}, torch.device("cpu"))
+
+
+def test_the_task_code_a_partial_candidate_carries_renames_model_and_drops_the_input_generators():
+    with open(BRANCHY, encoding="utf-8") as handle:
+        source = forward_source(handle.read(), {"batch": 4, "features": 8, "hidden": 16})
+    assert "class kf_task_Model(nn.Module):" in source and "super(kf_task_Model, self).__init__()" in source
+    assert "get_inputs" not in source and "get_init_inputs" not in source and "KFORGE_CPU_SIZES" not in source
+    assert source.endswith("kf_task_batch = 4\nkf_task_features = 8\nkf_task_hidden = 16\n")

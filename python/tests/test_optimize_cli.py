@@ -12,10 +12,15 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BINARY = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
 
 
-def optimize(task: str, tmp_path, *extra: str) -> tuple[int, dict]:
-    done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--json",
+def run_optimize(task: str, tmp_path, *extra: str) -> subprocess.CompletedProcess:
+    """`kforge optimize` on the CPU; `task` is under tasks/ unless absolute."""
+    return subprocess.run([BINARY, "-q", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize",
                            "--out", str(tmp_path / "out"), *extra, os.path.join(REPO, "tasks", task)],
                           capture_output=True, text=True, timeout=600)
+
+
+def optimize(task: str, tmp_path, *extra: str) -> tuple[int, dict]:
+    done = run_optimize(task, tmp_path, "--json", *extra)
     assert done.stdout.strip(), done.stderr[-3000:]
     return done.returncode, json.loads(done.stdout)
 
@@ -75,3 +80,31 @@ def test_generated_model_refuses_shapes_it_was_not_generated_for(tmp_path):
     spec.loader.exec_module(module)
     with pytest.raises(ValueError, match="regenerate it for these shapes"):
         module.ModelNew()(torch.randn(3, 5))
+
+
+# torch.export cannot capture it whole: `if y.mean() > 0:` between an MLP and a LayerNorm.
+BRANCHY = os.path.join(REPO, "python", "tests", "tasks", "branchy_submodules.py")
+
+
+def test_partial_mode_compiles_the_submodules_of_a_model_that_does_not_export_whole(tmp_path):
+    done = run_optimize(BRANCHY, tmp_path, "--mode", "partial")
+    folder = tmp_path / "out" / "branchy_submodules"
+    report = json.loads((folder / "report.json").read_text())
+    assert done.returncode == 0 and report["evaluation"]["verdict"] == "accepted", report["evaluation"]["message"]
+    partial = report["compile"]["partial"]
+    assert partial["compiled"] == ["mlp", "norm"] and partial["pytorch"] == []
+    assert "branchy_submodules.py:16: torch.export could not capture the Model" in partial["export_error"]
+    assert {g["submodule"] for g in report["compile"]["groups"]} == {"mlp", "norm"}
+    assert "partial      the Model was not captured whole: " in done.stdout
+    assert "compiled     mlp, norm (generated kernels)" in done.stdout
+    source = (folder / "model_new.py").read_text()
+    assert "class ModelNew(kf_task_Model):" in source and "@triton.jit" in source
+    assert 'self.add_module("mlp", ModelNew_mlp())' in source
+
+
+def test_strict_mode_refuses_a_model_that_does_not_export_whole_and_says_what_partial_mode_would_do(tmp_path):
+    done = run_optimize(BRANCHY, tmp_path)
+    assert done.returncode == 2
+    assert "branchy_submodules.py:16: torch.export could not capture the Model" in done.stderr
+    assert "cannot be captured whole" in done.stderr
+    assert "--mode partial would compile its submodules mlp, norm on their own" in done.stderr

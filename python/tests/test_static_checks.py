@@ -1100,3 +1100,47 @@ def test_module_has_no_mutable_global_state():
     mutable = [name for name, value in vars(static_checks).items()
                if not name.startswith("__") and isinstance(value, (list, set))]
     assert mutable == []
+
+
+# -- partial mode: a candidate carries the task's own code, its Model under another name
+
+KERNELBENCH_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super(Model, self).__init__()
+        self.norm = nn.LayerNorm(features)
+
+    def forward(self, x):
+        if x.mean() > 0:
+            x = x * 2.0
+        return self.norm(x)
+
+
+features = 64
+
+
+def get_inputs():
+    return [torch.randn(8, features)]
+
+
+def get_init_inputs():
+    return [features]
+'''
+
+
+def test_a_partial_candidate_carrying_the_task_code_under_another_name_has_no_findings():
+    from kforge_worker.forward_source import forward_source
+
+    source = PREFIX + forward_source(KERNELBENCH_TASK, None) + '''
+
+class ModelNew(kf_task_Model):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_module("norm", nn.Identity())
+'''
+    assert analyze_candidate(source) == []
+    # The same code under the reference's own names would be refused.
+    assert "reference_model" in {f.check for f in analyze_candidate(PREFIX + KERNELBENCH_TASK)}

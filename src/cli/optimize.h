@@ -25,8 +25,10 @@ struct OptimizeSettings {
 // Captures, compiles and writes model_new.py, evaluates it, stores the evaluation and writes
 // report.json. With an LLM stage, kernel writers then start from the compiler's candidate and
 // model_new.py becomes the best accepted candidate of either (the report says which, "source"). Returns the report (task, model_new, mode, compile, evaluation) plus "text", the
-// evaluation as printed. InvalidArgument for a broken task or a bad setting; a candidate's
-// failure is a verdict inside the report, not an error.
+// evaluation as printed. A Model torch.export cannot capture whole is compiled by submodules in
+// partial mode (compile.partial says which; see task_compiler.h). InvalidArgument for a broken
+// task, a bad setting, or such a Model in strict mode; a candidate's failure is a verdict inside
+// the report, not an error.
 Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const OptimizeSettings& settings,
                           const CommonOptions& common);
 

@@ -10,10 +10,8 @@
 #include "agents/attempt.h"
 #include "cli/commands.h"
 #include "cli/optimize.h"
+#include "cli/task_compiler.h"
 #include "compiler/codegen/model_writer.h"
-#include "compiler/ir/import_graph.h"
-#include "compiler/ir/printer.h"
-#include "compiler/passes/pipeline.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -30,35 +28,6 @@ struct OptimizeFlags {
   bool json = false;
   OptimizeSettings settings;
 };
-
-struct Compiled {
-  ir::Graph graph;
-  passes::FusionPlan plan;
-  Json summary;  // groups and the time each stage took
-  std::vector<passes::PassRecord> passes;
-};
-
-// Capture (worker), import and fusion planning: everything before code generation.
-Result<Compiled> Compile(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes,
-                         const passes::PipelineOptions& pipeline_options) {
-  const Clock& clock = RealClock();
-  double started = clock.NowSeconds();
-  ASSIGN_OR_RETURN(Json captured, trusted.Call("capture", Json{{"task_path", task.path.string()}, {"task_name", task.name},
-                                                              {"cpu_sizes", cpu_sizes}}, 600));
-  double captured_at = clock.NowSeconds();
-  ASSIGN_OR_RETURN(ir::Graph imported, ir::ImportGraph(captured));
-  ASSIGN_OR_RETURN(passes::PipelineResult pipeline, passes::RunPipeline(std::move(imported), pipeline_options));
-  Json groups = Json::array();
-  for (const auto& group : pipeline.plan.groups) {
-    groups.push_back({{"name", group.name}, {"kind", passes::ToString(group.kind)}, {"nodes", group.nodes.size()}});
-  }
-  Json pass_times = Json::object();
-  for (const auto& record : pipeline.passes) pass_times[record.name] = record.ran ? Json(record.seconds) : Json("disabled");
-  return Compiled{std::move(pipeline.graph), std::move(pipeline.plan),
-                  {{"groups", groups}, {"capture_s", captured_at - started}, {"passes_s", clock.NowSeconds() - captured_at},
-                   {"pass_s", pass_times}},
-                  std::move(pipeline.passes)};
-}
 
 // tl.dot's input precision for a task's policy. Under fp32 on a GPU the first try is three-pass
 // TF32 (each operand split into a TF32 head and tail, the tail-by-tail product dropped): tensor
@@ -79,21 +48,20 @@ codegen::ModelWriterOptions WriterOptions(bool on_cpu, const std::string& dot_pr
   return writer_options;
 }
 
-Result<std::string> Emit(const Compiled& compiled, const TaskFile& task, bool on_cpu, const std::string& dot_precision) {
-  auto source = codegen::WriteModelNew(compiled.graph, compiled.plan, WriterOptions(on_cpu, dot_precision));
-  if (!source.ok()) return source.status().WithContext("generating code for " + task.name);
-  return *source;
-}
-
 bool UsesDot(const std::string& source) { return source.find("tl.dot(") != std::string::npos; }
 
-// The graph after the passes, then its fusion groups: what the kernel writers are told.
-std::string IrSummary(const Compiled& compiled) {
-  std::string summary = "```\n" + ir::PrintGraph(compiled.graph) + "```\n\nFusion groups:\n";
-  for (const auto& group : compiled.plan.groups) {
-    summary += fmt::format("- {} ({}, {} node(s))\n", group.name, passes::ToString(group.kind), group.nodes.size());
+// Each graph's IR after every pass, under <folder>/ir/ (a submodule's under ir/<submodule>/).
+void DumpIr(const CompiledTask& compiled, const std::filesystem::path& folder) {
+  for (const CompiledGraph& graph : compiled.graphs) {
+    std::filesystem::path dir = graph.submodule.empty() ? folder / "ir" : folder / "ir" / graph.submodule;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    int index = 0;
+    for (const auto& record : graph.passes) {
+      if (!record.ran) continue;
+      (void)WriteFile(dir / fmt::format("{:02d}_{}.txt", ++index, record.name), record.dump);
+    }
   }
-  return summary;
 }
 
 // Whether the LLM stage's best should replace the compiler's candidate: it is accepted, and the
@@ -113,22 +81,17 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   if (!mode) return Status::InvalidArgument("--mode must be strict or partial");
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
   if (!common.quiet) LogInfo("compiling {}", task.name);
-  passes::PipelineOptions pipeline_options;
-  pipeline_options.disabled.insert(settings.disabled_passes.begin(), settings.disabled_passes.end());
-  pipeline_options.dump = settings.dump_ir;
   bool on_cpu = workspace.device() == "cpu";
-  ASSIGN_OR_RETURN(Compiled compiled, Compile(*trusted, task, on_cpu, pipeline_options));
+  CompileOptions compile_options;
+  compile_options.cpu_sizes = on_cpu;
+  compile_options.allow_partial = *mode == ProvenanceMode::kPartial;
+  compile_options.pipeline.disabled.insert(settings.disabled_passes.begin(), settings.disabled_passes.end());
+  compile_options.pipeline.dump = settings.dump_ir;
+  ASSIGN_OR_RETURN(CompiledTask compiled, CompileTask(*trusted, task, compile_options));
   const std::filesystem::path& folder = settings.folder;
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
-  if (settings.dump_ir) {
-    std::filesystem::create_directories(folder / "ir", ec);
-    int index = 0;
-    for (const auto& record : compiled.passes) {
-      if (!record.ran) continue;
-      (void)WriteFile(folder / "ir" / fmt::format("{:02d}_{}.txt", ++index, record.name), record.dump);
-    }
-  }
+  if (settings.dump_ir) DumpIr(compiled, folder);
 
   EvalOptions options;
   options.device = workspace.device();
@@ -149,7 +112,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   for (const std::string& dot_precision : DotPrecisionsToTry(*precision, on_cpu)) {
     emitted_precision = dot_precision;
     double emit_started = clock.NowSeconds();
-    ASSIGN_OR_RETURN(source, Emit(compiled, task, on_cpu, dot_precision));
+    ASSIGN_OR_RETURN(source, WriteCandidate(compiled, task, WriterOptions(on_cpu, dot_precision)));
     compiled.summary["codegen_s"] = clock.NowSeconds() - emit_started;
     RETURN_IF_ERROR(WriteFile(folder / "model_new.py", source));
     if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
@@ -168,8 +131,10 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     AgentStart start;
     start.ir_summary = IrSummary(compiled);
     start.compiler_candidate = source;
-    start.graph = &compiled.graph;
-    start.plan = &compiled.plan;
+    if (compiled.whole()) {  // decomposition works on one graph; a partial candidate is improved whole
+      start.graph = &compiled.graphs.front().graph;
+      start.plan = &compiled.graphs.front().plan;
+    }
     start.writer_options = WriterOptions(on_cpu, emitted_precision);
     ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
     report["llm"] = agents.report;
@@ -188,6 +153,19 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
 
 namespace {
 
+// Which submodules run generated kernels and what stays PyTorch, for a Model not captured whole.
+void PrintPartial(const Json& partial) {
+  std::vector<std::string> compiled;
+  for (const Json& name : JsonField(partial, "compiled")) compiled.push_back(name.get<std::string>());
+  std::printf("partial      the Model was not captured whole: %s\n", JsonGet<std::string>(partial, "export_error", "").c_str());
+  std::printf("compiled     %s (generated kernels)\n", fmt::format("{}", fmt::join(compiled, ", ")).c_str());
+  std::printf("pytorch      the Model's own forward\n");
+  for (const Json& kept : JsonField(partial, "pytorch")) {
+    std::printf("             %s: %s\n", JsonGet<std::string>(kept, "name", "").c_str(),
+                JsonGet<std::string>(kept, "reason", "").c_str());
+  }
+}
+
 // Prints the report (or its JSON) and returns the exit status of its verdict.
 int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool json) {
   std::string text = JsonGet<std::string>(report, "text", "");
@@ -200,6 +178,7 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
     std::printf("kernels      %zu fused group(s); capture %.2f s, passes and codegen %.3f s\n", compile["groups"].size(),
                 JsonGet<double>(compile, "capture_s", 0),
                 JsonGet<double>(compile, "passes_s", 0) + JsonGet<double>(compile, "codegen_s", 0));
+    if (compile.contains("partial")) PrintPartial(compile["partial"]);
     if (report.contains("llm")) {
       const Json& usage = report["llm"]["usage"];
       std::printf("llm          %s; %lld call(s), %lld tokens, $%.4f\n", JsonGet<std::string>(report["llm"], "summary", "").c_str(),
@@ -279,7 +258,8 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--describe", flags->describe,
                  "instead of a task file, a plain-language description (\"row-wise softmax over 4096x8192 fp32\"): "
                  "the --llm model writes the task to <out>/<name>.py, then optimize proceeds");
-  app.add_option("--mode", flags->settings.mode, "strict: every FLOP in generated kernels; partial: library GEMM/convolution allowed")
+  app.add_option("--mode", flags->settings.mode, "strict: every FLOP in generated kernels; partial: library calls allowed, and a Model torch.export "
+                 "cannot capture whole is compiled by its exportable submodules, the rest staying PyTorch")
       ->capture_default_str();
   app.add_option("--out", flags->out, "folder for <task>/model_new.py and report.json")->capture_default_str();
   app.add_option("--timeout", flags->settings.timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();

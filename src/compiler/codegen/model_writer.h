@@ -5,12 +5,12 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
-#include <string>
-
 #include "compiler/codegen/emitted_kernel.h"
+#include "compiler/codegen/source_writer.h"
 #include "compiler/ir/graph.h"
 #include "compiler/passes/fusion_plan.h"
 #include "core/status.h"
@@ -41,5 +41,22 @@ struct ModelWriterOptions {
 // and on a constant it cannot inline (a non-scalar tensor).
 Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPlan& plan,
                                   const ModelWriterOptions& options = {});
+
+// One planned graph's share of a generated file, for writers that put several in one file: the
+// top-level definitions it needs (kernels, substitute modules; kernel names come from group
+// names, which must therefore be unique in the file), the helpers those kernels call, and the
+// nn.Module class `class_name` that runs the graph. Fails as WriteModelNew does.
+struct GraphModule {
+  std::set<std::string> helpers;  // written once per file by WriteFileHeader
+  std::string definitions;
+  std::string module_class;
+};
+Result<GraphModule> WriteGraphModule(const ir::Graph& graph, const passes::FusionPlan& plan, const std::string& class_name,
+                                     const ModelWriterOptions& options);
+
+// The start of a generated file: `comments` (each a "# " line), the imports (torch and triton
+// only), BLOCK_SIZE and the pointwise helpers.
+void WriteFileHeader(SourceWriter& out, const std::vector<std::string>& comments, const std::set<std::string>& helpers,
+                     int block_size);
 
 }  // namespace kforge::codegen

@@ -1,5 +1,6 @@
 #include "compiler/codegen/python_names.h"
 
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -8,6 +9,14 @@
 #include "compiler/ir/printer.h"
 
 namespace kforge::codegen {
+
+bool IsPythonIdentifier(const std::string& text) {
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text[0]))) return false;
+  for (char c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
 
 std::string VarName(const ir::Graph& graph, ir::NodeRef ref) {
   static const std::set<std::string> kReserved = {

@@ -11,6 +11,8 @@ namespace kforge::codegen {
 // multi-output node, with "_" appended when it would clash with a name the emitters use (kernels
 // name their own variables kf_*, idx_*, size_*).
 std::string VarName(const ir::Graph& graph, ir::NodeRef ref);
+// Whether `text` can be a Python name (ASCII letters, digits, underscores; not led by a digit).
+bool IsPythonIdentifier(const std::string& text);
 // A float literal Python reads back exactly: "0.01", "20.0", "1e-05", "float('inf')".
 std::string FloatLiteral(double value);
 // "torch.float32".

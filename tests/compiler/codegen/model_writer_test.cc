@@ -2,8 +2,6 @@
 // reporting of ops the pointwise emitter cannot translate.
 #include "compiler/codegen/model_writer.h"
 
-#include <cstdlib>
-
 #include <gtest/gtest.h>
 
 #include "compiler/codegen/triton_pointwise.h"
@@ -11,6 +9,7 @@
 #include "compiler/passes/pipeline.h"
 #include "core/files.h"
 #include "golden_files.h"
+#include "golden_source.h"
 #include "ir_test_util.h"
 
 namespace kforge::codegen {
@@ -20,24 +19,7 @@ using ir::testing::AddInputOk;
 using ir::testing::AddOk;
 using ir::testing::F32;
 using ir::testing::Ref;
-
-bool UpdateGolden() {
-  const char* flag = std::getenv("KFORGE_UPDATE_GOLDEN");
-  return flag != nullptr && std::string(flag) == "1";
-}
-
-void ExpectGoldenSource(const Result<std::string>& source, const std::string& name) {
-  SCOPED_TRACE(name);
-  ASSERT_TRUE(source.ok()) << source.status().ToString();
-  std::filesystem::path golden = std::filesystem::path(KFORGE_CODEGEN_GOLDEN_DIR) / (name + ".py");
-  if (UpdateGolden()) {
-    ASSERT_TRUE(WriteFile(golden, *source).ok());
-    return;
-  }
-  Result<std::string> expected = ReadFile(golden);
-  ASSERT_TRUE(expected.ok()) << "missing " << golden << "; run with KFORGE_UPDATE_GOLDEN=1";
-  EXPECT_EQ(*source, *expected);
-}
+using testing::ExpectGoldenSource;
 
 void ExpectGolden(const ir::Graph& graph, const std::string& name) {
   ExpectGoldenSource(WriteModelNew(graph, passes::PlanFusion(graph)), name);
