@@ -54,9 +54,20 @@ Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::Fus
 
 Result<std::vector<ir::NodeRef>> EpilogueInputs(const ir::Graph& graph, const passes::FusionGroup& group,
                                                 const std::vector<ir::NodeRef>& operands, const ir::Shape& out_shape) {
+  // An operand is loaded again in the epilogue only when the epilogue itself reads it (a residual
+  // of the product's own input: x + f(x @ w)).
+  std::vector<ir::NodeRef> read_by_epilogue;
+  for (size_t i = 1; i < group.nodes.size(); ++i) {
+    for (const ir::NodeRef& ref : passes::TensorInputs(graph.value(group.nodes[i]).As<ir::OpNode>())) {
+      read_by_epilogue.push_back(ref);
+    }
+  }
+  auto contains = [](const std::vector<ir::NodeRef>& refs, const ir::NodeRef& ref) {
+    return std::find(refs.begin(), refs.end(), ref) != refs.end();
+  };
   std::vector<ir::NodeRef> inputs;
   for (const ir::NodeRef& ref : passes::GroupInputs(graph, group)) {
-    if (std::find(operands.begin(), operands.end(), ref) != operands.end()) continue;
+    if (contains(operands, ref) && !contains(read_by_epilogue, ref)) continue;
     const ir::TensorType& type = *graph.TypeOf(ref);
     if (!ir::IsFloatingPoint(type.dtype) || !passes::BroadcastsTo(type.shape, out_shape)) {
       return Status::InvalidArgument(fmt::format("{}: epilogue input {} does not broadcast to {}", ir::PrintRef(graph, ref),

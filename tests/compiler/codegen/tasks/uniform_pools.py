@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Pooling windows in row tiles: uniform adaptive windows, padding counted and not, dilated max."""
+
+    def __init__(self):
+        super().__init__()
+        self.adaptive = nn.AdaptiveAvgPool2d(4)
+        self.counted = nn.AvgPool2d(3, stride=2, padding=1)
+        self.uncounted = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
+        self.dilated = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)
+
+    def forward(self, x):
+        return self.adaptive(x), self.counted(x) + self.uncounted(x), self.dilated(x)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 16, 12)]
+
+
+def get_init_inputs():
+    return []
