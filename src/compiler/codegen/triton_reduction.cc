@@ -72,7 +72,7 @@ class ReductionEmitter {
         cols_ = columns;
         single_ = true;
         block_ = rows;
-      } else if (!HasIndexOrScan()) {
+      } else if (!HasWholeRowOp()) {
         cols_ = columns;
         single_ = false;
         block_ = std::max<int64_t>(kMaxSingleBlock / 4 / columns, 8);
@@ -86,7 +86,7 @@ class ReductionEmitter {
     }
     for (ir::ValueId id : group_.nodes) {
       const std::string& op = graph_.value(id).As<ir::OpNode>().op;
-      if (!single_ && (op == "aten.argmax.default" || op == "aten.max.dim" || op == "aten.cumsum.default")) {
+      if (!single_ && (op == "aten.max.dim" || op == "aten.cumsum.default")) {
         return Status::InvalidArgument(fmt::format("%{}: an index reduction or scan over rows of {} elements (at most {})",
                                                    graph_.value(id).name, reduced_, kMaxSingleBlock));
       }
@@ -190,10 +190,12 @@ class ReductionEmitter {
   }
 
   // -- emission ------------------------------------------------------------------------------
-  bool HasIndexOrScan() const {
+  // Ops that need a whole row in registers at once (a scan; max.dim's two outputs); argmax folds
+  // a row R_BLOCK at a time like the plain reductions.
+  bool HasWholeRowOp() const {
     for (ir::ValueId id : group_.nodes) {
       const std::string& op = graph_.value(id).As<ir::OpNode>().op;
-      if (op == "aten.argmax.default" || op == "aten.max.dim" || op == "aten.cumsum.default") return true;
+      if (op == "aten.max.dim" || op == "aten.cumsum.default") return true;
     }
     return false;
   }
@@ -468,6 +470,9 @@ class ReductionEmitter {
           out.Line(fmt::format("kf_acc_{} = tl.full([R_BLOCK{}], {}, tl.float32)", Name(op->ref(i)), cols_ ? ", C_BLOCK" : "",
                                Identity(*op)));
         }
+        if (op->op == "aten.argmax.default") {
+          out.Line(fmt::format("kf_at_{} = tl.zeros([R_BLOCK{}], tl.int64)", Name(op->ref()), cols_ ? ", C_BLOCK" : ""));
+        }
       }
       out.Open(fmt::format("for kf_r0 in range({}):", loop_range_.empty() ? fmt::format("0, {}, R_BLOCK", reduced_) : loop_range_));
       EmitReducedIndex(out, "(kf_r0 + tl.arange(0, R_BLOCK))");
@@ -499,6 +504,8 @@ class ReductionEmitter {
       std::string x = Name(passes::TensorInputs(*op).front());
       if (single_) {
         EmitSingleReduction(out, *op, x);
+      } else if (op->op == "aten.argmax.default") {
+        EmitArgmaxStep(out, *op, x);
       } else {
         std::string acc = "kf_acc_" + Name(op->ref());
         std::string masked = fmt::format("tl.where(kf_rmask, {}, {})", x, Identity(*op));
@@ -509,7 +516,9 @@ class ReductionEmitter {
     if (!single_) {
       out.Close();
       for (const ir::OpNode* op : reductions) {
-        if (split_) {
+        if (op->op == "aten.argmax.default") {
+          EmitArgmaxFinish(out, *op);
+        } else if (split_) {
           out.Line(fmt::format("tl.store(kf_part_{0}_ptr + kf_pid, {1}(kf_acc_{0}, axis=0))", Name(op->ref()), Finalize(*op)));
         } else {
           out.Line(fmt::format("{0} = {1}(kf_acc_{0}, axis=0)", Name(op->ref()), Finalize(*op)));
@@ -521,6 +530,31 @@ class ReductionEmitter {
       for (int32_t i = 0; i < op->num_outputs(); ++i) available_.insert(Key(op->ref(i)));
     }
     return EmitKeptNodes(out, kernel);
+  }
+
+  // A looped argmax keeps, per lane of the tile, the largest value seen and where: a later step
+  // takes over only when strictly larger (or NaN over a number, as torch.argmax ranks NaN highest),
+  // so each lane keeps the first occurrence of its maximum.
+  void EmitArgmaxStep(SourceWriter& out, const ir::OpNode& op, const std::string& x) {
+    const std::string name = Name(op.ref());
+    out.Line(fmt::format("kf_v_{0} = tl.where(kf_rmask, {1}, float('-inf'))", name, x));
+    out.Line(fmt::format("kf_take_{0} = (kf_v_{0} > kf_acc_{0}) | ((kf_v_{0} != kf_v_{0}) & (kf_acc_{0} == kf_acc_{0}))",
+                         name));
+    out.Line(fmt::format("kf_acc_{0} = tl.where(kf_take_{0}, kf_v_{0}, kf_acc_{0})", name));
+    out.Line(fmt::format("kf_at_{0} = tl.where(kf_take_{0}, kf_r.to(tl.int64), kf_at_{0})", name));
+  }
+
+  // The row's answer from the lanes: the smallest position among the lanes holding the maximum
+  // (among the NaN lanes when there are any).
+  void EmitArgmaxFinish(SourceWriter& out, const ir::OpNode& op) {
+    const std::string name = Name(op.ref());
+    const std::string across = cols_ ? "[None, :]" : "";
+    out.Line(fmt::format("kf_nan_{0} = tl.max(tl.where(kf_acc_{0} != kf_acc_{0}, 1, 0), axis=0)", name));
+    out.Line(fmt::format("kf_best_{0} = tl.max(tl.where(kf_acc_{0} != kf_acc_{0}, float('-inf'), kf_acc_{0}), axis=0)",
+                         name));
+    out.Line(fmt::format("kf_pick_{0} = tl.where(kf_nan_{0}{1} > 0, kf_acc_{0} != kf_acc_{0}, kf_acc_{0} == kf_best_{0}{1})",
+                         name, across));
+    out.Line(fmt::format("{0} = tl.min(tl.where(kf_pick_{0}, kf_at_{0}, {1}), axis=0)", name, reduced_));
   }
 
   void EmitSingleReduction(SourceWriter& out, const ir::OpNode& op, const std::string& x) {

@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level2/10_conv2d_avgpool_tanh_channel_sum", "level3/03_resnet_basic_block",
                              // kernel forms the tasks' CPU sizes do not reach
                              "codegen/split_loss", "codegen/split_norm", "codegen/column_sum", "codegen/column_argmax", "codegen/column_index_long", "codegen/conv_taps", "codegen/conv_flat_taps",
-                             "codegen/conv_transpose_taps", "codegen/linear_residual", "codegen/uniform_pools",
+                             "codegen/conv_transpose_taps", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax",
                              "level2/07_conv_transpose2d_add_hardswish"),
                          [](const auto& info) {
                            std::string name = info.param;
