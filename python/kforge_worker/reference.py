@@ -315,9 +315,36 @@ class ReferenceWorker:
         return bitwise_equal(output_sample.plain(later),
                              output_sample.like(output_sample.plain(earlier), later, session.keys))
 
+    @staticmethod
+    def _missing_outputs(session: Session, request: dict[str, Any]) -> list[str]:
+        """Calls whose outputs the candidate's process should have reported and did not. Its
+        harness reports every one after a clean run, so a gap means the report was tampered with
+        (dropping the outputs of the calls that would fail is a way to pass)."""
+        files = request["outputs"] if isinstance(request.get("outputs"), dict) else {}
+        expected = list(session.sets) + [probe["name"] for probe in request.get("probes", [])]
+        if request.get("repeat_set") in session.sets:
+            expected.append("repeat")
+        missing = [name for name in expected if name not in files]
+        kept = timing.TimingConfig().kept_outputs
+        if request.get("timing_ran") and len(request.get("timed", [])) < kept:
+            missing.append(f"timed calls ({len(request.get('timed', []))} of {kept})")
+        return missing
+
     def compare(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Judges every saved output; returns per-set reports plus the probe and repeat facts."""
+        """Judges every saved output; returns per-set reports plus the probe and repeat facts, or
+        `tampered` when the candidate's report of its outputs is incomplete or malformed."""
         session = self._session(request)
+        missing = self._missing_outputs(session, request)
+        if missing:
+            return {"tampered": f"the candidate's process reported no outputs for {', '.join(missing)}; its harness "
+                                "reports every call, so the report was changed"}
+        try:
+            return self._compare(session, request)
+        except (ValueError, KeyError, TypeError, OSError) as error:
+            return {"tampered": f"the candidate's process described its outputs in a way that cannot be read "
+                                f"({type(error).__name__}: {error})"}
+
+    def _compare(self, session: Session, request: dict[str, Any]) -> dict[str, Any]:
         tolerance = Tolerance.from_json(request["tolerance"])
         folder, files = request["private_dir"], request["outputs"]
         reports: dict[str, Any] = {}

@@ -52,7 +52,8 @@ def verdicts(tmp_path_factory) -> dict[tuple[str, str], dict]:
 # (here a tiny one, so every such call takes the sampled path): the verdicts must not change.
 FILE_EXCHANGE_PATHS = ("honest_relu.py", "memo_data_ptr.py", "memo_sampled_values.py", "identity_copy_kernel.py",
                        "hardcoded_element_count.py", "honest_softmax_rowwise.py", "hardcoded_first_row_only.py",
-                       "input_scratch_clobber.py", "file_tamper_input_files_hidden.py")
+                       "input_scratch_clobber.py", "file_tamper_input_files_hidden.py",
+                       "result_drop_failing_calls_hidden.py", "result_forged_description_hidden.py")
 
 
 @pytest.mark.parametrize("entry", CPU_ENTRIES, ids=[f"{e['path']}[{e.get('mode', 'strict')}]" for e in CPU_ENTRIES])

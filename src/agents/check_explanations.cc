@@ -74,6 +74,9 @@ const std::map<std::string, std::string>& Explanations() {
       {"file_tamper",
        "A candidate may not touch files outside its own folder: the inputs, the reference and the evaluator's "
        "files are off limits."},
+      {"result_tamper",
+       "The evaluator's report of the candidate's outputs must reach it as the harness wrote it: every checked "
+       "call's outputs, well described. Dropping or rewriting them hides the calls that would fail."},
   };
   return explanations;
 }

@@ -190,7 +190,8 @@ class EvaluationRun {
     Tolerance tolerance = ToleranceFor(options_.precision);
     Json request = {{"eval_id", eval_id_}, {"private_dir", private_dir_}, {"outputs", result["outputs"]},
                     {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}}}, {"repeat_set", "seed0"},
-                    {"timed", result.contains("timing") ? JsonField(result["timing"], "kept") : Json::array()}};
+                    {"timed", result.contains("timing") ? JsonField(result["timing"], "kept") : Json::array()},
+                    {"timing_ran", result.contains("timing") && !result["timing"].is_null()}};
     request["probes"] = JsonField(prepare_, "probes");
     auto comparison = trusted_->Call("compare", request, kWorkerCallTimeoutS);
     if (!comparison.ok()) return InfraError("comparing outputs", comparison.status());

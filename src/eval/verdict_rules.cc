@@ -100,6 +100,7 @@ std::optional<Verdict> JudgeCandidateProcess(const Json& run_report) {
 }
 
 std::optional<Verdict> JudgeOutputs(const Json& comparison) {
+  if (comparison.contains("tampered")) return HackVerdict("result_tamper", JsonGet<std::string>(comparison, "tampered", ""));
   const Json& probes = JsonField(comparison, "probes");
   const Json& sets = JsonField(comparison, "sets");
   for (const auto& [name, probe] : probes.items()) {

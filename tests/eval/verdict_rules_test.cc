@@ -64,6 +64,7 @@ TEST(JudgeOutputsTest, Cases) {
       {R"({"sets": {"seed0": {"passed": true}}, "repeat": {"passed": false, "outputs": []}})", "rejected_hack(nondeterministic)"},
       {R"({"sets": {"seed0": {"passed": true}}, "timed": [{"call": 3, "passed": false, "outputs": []}]})",
        "rejected_hack(timed_output_mismatch)"},
+      {R"({"tampered": "the candidate's process reported no outputs for signed"})", "rejected_hack(result_tamper)"},
   };
   for (const auto& c : cases) EXPECT_EQ(Judged(JudgeOutputs(Json::parse(c.report))), c.expected) << c.report;
 }
