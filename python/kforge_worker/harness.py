@@ -23,7 +23,7 @@ from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
 from .inputs import derive_distribution, is_dense
 from .protocol import finite_json
-from .shared_memory import Arena, aligned
+from .shared_memory import Arena, arena_bytes
 from .task_loader import import_file
 from .tensor_files import load_tensor, load_values, save_values
 
@@ -225,7 +225,7 @@ class Run:
         Beyond it they travel as files: the task's seeds whole, any other call's large outputs as
         their values at the secret sample positions (output_sample)."""
         arena = self.arenas.get("outputs")
-        if arena is not None and arena.room_for(sum(aligned(t.numel() * t.element_size()) for t in outputs)):
+        if arena is not None and arena.room_for(arena_bytes(outputs)):
             self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs, arena)
             arena.synchronize()
             return

@@ -26,7 +26,7 @@ from .harness import apply_precision
 from .inputs import (DISTRIBUTIONS, check_input_values, derive_distribution, flatten_outputs, is_dense, move_inputs,
                      randomize_parameters, rolled_inputs, seed_everything, tensor_bytes)
 from . import output_sample
-from .shared_memory import Arena, DescriptorOffer, aligned
+from .shared_memory import Arena, DescriptorOffer, arena_bytes
 from .task_loader import call_task_function, load_task
 from .tensor_files import load_values, save_tensor, save_values
 
@@ -129,6 +129,7 @@ def _under_bf16_autocast(model: Any, device_type: str) -> Any:
 
 class ReferenceWorker:
     PROBE_SOURCES = ("seed1", "swapped")
+
     def __init__(self, device: str):
         self.device = torch.device(device)
         self.sessions: dict[str, Session] = {}
@@ -192,12 +193,12 @@ class ReferenceWorker:
         """In-place rewrites of seed0's input tensors after its call: with all of another seed's
         values (caught: caches keyed on tensor identity) and with two elements swapped (caught:
         caches keyed on a sample of values)."""
-        probes = []
-        for source in ReferenceWorker.PROBE_SOURCES:
-            if source in sets:
-                probes.append({"name": f"probe_{source}", "target": "seed0", "source": source,
-                               "set": self._describe_set(sets[source], sets["seed0"])})
-        return probes
+        return [{"name": f"probe_{source}", "target": "seed0", "source": source,
+                 "set": self._describe_set(sets[source], sets["seed0"])} for source in self._probe_sources(sets)]
+
+    @classmethod
+    def _probe_sources(cls, sets: dict[str, InputSet]) -> list[str]:
+        return [source for source in cls.PROBE_SOURCES if source in sets]
 
     @staticmethod
     def _full_sets(sets: dict[str, InputSet]) -> list[str]:
@@ -252,11 +253,12 @@ class ReferenceWorker:
         first = sets["seed0"]
         device_inputs = move_inputs(first.inputs, self.device)
         flops = _count_flops(model, device_inputs)
-        param_bytes = sum(t.numel() * t.element_size() for t in state.values())
+        param_bytes = tensor_bytes(list(state.values()))
         keys = output_sample.make_keys()
         session = Session(path, self.device, precision, model, sets, timing_set, keys=keys.to(self.device))
         self.sessions[request["eval_id"]] = session
-        calls = len(sets) + 1 + len(self.PROBE_SOURCES) + timing.TimingConfig().kept_outputs  # at most
+        # Checked calls (each set, the repeat, each probe) and kept timed calls.
+        calls = len(sets) + 1 + len(self._probe_sources(sets)) + timing.TimingConfig().kept_outputs
         session.exchange = self._make_exchange(state, sets, timing_set, keys, calls)
         arena = session.exchange.arenas["inputs"] if session.exchange else None
         state_files = {name: save_tensor(exchange, f"state_{index}.bin", tensor, arena)
@@ -291,9 +293,7 @@ class ReferenceWorker:
                                                  for v in entry.inputs]
         if timing_set is not None:
             given += timing_set.inputs
-        input_bytes = sum(aligned(t.numel() * t.element_size()) for t in given if isinstance(t, torch.Tensor))
-        per_call = sum(aligned(t.numel() * t.element_size()) for t in sets["seed0"].outputs)
-        return _shared_exchange(self.device, input_bytes, per_call * calls)
+        return _shared_exchange(self.device, arena_bytes(given), arena_bytes(sets["seed0"].outputs) * calls)
 
     def _session(self, request: dict[str, Any]) -> Session:
         session = self.sessions.get(request["eval_id"])
@@ -350,20 +350,18 @@ class ReferenceWorker:
         reports: dict[str, Any] = {}
         loaded: dict[str, list] = {}
         for name, entry in session.sets.items():
-            if name not in files:
-                continue
             loaded[name] = self._load_outputs(session, folder, files[name])
             reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance, self._set_noise(session, name),
                                             session.keys)
         result: dict[str, Any] = {"sets": reports, "probes": {}}
         repeat_set = request.get("repeat_set")
-        if "repeat" in files and repeat_set in session.sets:
+        if repeat_set in session.sets:
             again = self._load_outputs(session, folder, files["repeat"])
             result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance,
                                                self._set_noise(session, repeat_set), session.keys)
             result["repeat"]["bitwise_equal_to_first"] = self._same_bits(again, loaded.get(repeat_set, []), session)
         for probe in request.get("probes", []):
-            if probe["name"] not in files or probe["source"] not in session.sets:
+            if probe["source"] not in session.sets:
                 continue
             probed = self._load_outputs(session, folder, files[probe["name"]])
             expected = session.sets[probe["source"]].outputs

@@ -44,6 +44,26 @@ def dtype_name(dtype: torch.dtype) -> str:
     return name
 
 
+def as_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's values as a flat uint8 tensor (contiguous; empty for an empty tensor)."""
+    if not tensor.numel():
+        return torch.empty(0, dtype=torch.uint8, device=tensor.device)
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def described_nbytes(shape: list[int], dtype: torch.dtype) -> int:
+    """Bytes a dense tensor of `shape` and `dtype` holds."""
+    count = 1
+    for size in shape:
+        count *= size
+    return count * torch.empty(0, dtype=dtype).element_size()
+
+
+def arena_bytes(values: list) -> int:
+    """Room the tensors among `values` take in an arena, each range aligned."""
+    return sum(aligned(v.numel() * v.element_size()) for v in values if isinstance(v, torch.Tensor))
+
+
 # -- the CUDA driver's virtual memory API, through ctypes -----------------------------------------
 class _Location(ctypes.Structure):
     _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
@@ -229,12 +249,12 @@ class Arena:
 
     def put(self, tensor: torch.Tensor) -> dict[str, Any]:
         """Copies `tensor` into the next free range; returns its description."""
-        raw = tensor.detach().contiguous().reshape(-1).view(torch.uint8) if tensor.numel() else None
-        nbytes = 0 if raw is None else raw.numel()
+        raw = as_bytes(tensor)
+        nbytes = raw.numel()
         if not self.room_for(nbytes):
             raise MemoryError(f"shared arena {self.name} is full")
         offset = self.used
-        if raw is not None:
+        if nbytes:
             self.mapping.tensor[offset:offset + nbytes].copy_(raw, non_blocking=True)
         self.used += aligned(nbytes)
         return {"arena": self.name, "offset": offset, "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype)}
@@ -247,10 +267,7 @@ class Arena:
         offset = int(meta.get("offset", -1))
         if any(s < 0 for s in shape) or offset < 0 or offset % ALIGNMENT:
             raise ValueError(f"malformed shared tensor description {meta}")
-        count = 1
-        for size in shape:
-            count *= size
-        nbytes = count * torch.empty(0, dtype=dtype).element_size()
+        nbytes = described_nbytes(shape, dtype)
         if offset + nbytes > self.nbytes:
             raise ValueError(f"shared tensor description {meta} lies outside arena {self.name}")
         return self.mapping.tensor[offset:offset + nbytes].view(dtype).reshape(shape)

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 import torch
 
-from .shared_memory import Arena, dtype_name, dtype_named
+from .shared_memory import Arena, as_bytes, described_nbytes, dtype_name, dtype_named
 
 
 _staging: list[torch.Tensor] = []  # one pinned host buffer per process, grown on demand
@@ -24,17 +24,13 @@ def _staging_buffer(nbytes: int) -> torch.Tensor:
     return _staging[0][:nbytes]
 
 
-def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
-
-
 def save_tensor(folder: str, name: str, tensor: torch.Tensor, arena: Arena | None = None) -> dict[str, Any]:
     """The tensor in `arena` when it has room there, else in folder/name."""
     dtype = dtype_name(tensor.dtype)
     if arena is not None and arena.room_for(tensor.numel() * tensor.element_size()):
         return arena.put(tensor)
     path = os.path.join(folder, name)
-    raw = _as_bytes(tensor) if tensor.numel() else torch.empty(0, dtype=torch.uint8)
+    raw = as_bytes(tensor)
     if raw.is_cuda:
         staged = _staging_buffer(raw.numel())
         staged.copy_(raw)
@@ -55,13 +51,10 @@ def load_tensor(folder: str, meta: dict[str, Any], device: torch.device | str = 
         return arena.view(meta).to(device, copy=True)
     dtype = dtype_named(str(meta["dtype"]))
     shape = [int(s) for s in meta["shape"]]
-    count = 1
-    for size in shape:
-        count *= size
-    if count == 0:
+    nbytes = described_nbytes(shape, dtype)
+    if nbytes == 0:
         return torch.empty(shape, dtype=dtype, device=device)
     path = os.path.join(folder, os.path.basename(meta["file"]))
-    nbytes = count * torch.empty(0, dtype=dtype).element_size()
     if os.path.getsize(path) != nbytes:
         raise ValueError(f"{meta['file']} holds {os.path.getsize(path)} bytes; {shape} {meta['dtype']} needs {nbytes}")
     on_device = torch.device(device).type == "cuda"

@@ -4,9 +4,9 @@ short-lived, sandboxed child per candidate.
 Spare children are forked ahead of time: each enters its sandbox, initialises CUDA and waits for a
 job on a socket, so a candidate pays neither for importing torch nor for creating a CUDA context.
 Once candidates come one after another on a GPU, three spares wait, so the one a candidate gets
-has had two whole evaluations to warm up. The zygote enforces the time and memory limits, kills the child's whole process group
-when they are exceeded and when the child ends, and reports how the child ended together with
-the result file the child wrote.
+has had two whole evaluations to warm up. The zygote enforces the time and memory limits, kills
+the child's whole process group when they are exceeded and when the child ends, and reports how
+the child ended together with the result file the child wrote.
 """
 from __future__ import annotations
 

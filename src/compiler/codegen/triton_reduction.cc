@@ -38,7 +38,7 @@ std::string Offset(const std::vector<std::pair<std::string, int64_t>>& terms) {
   return parts.empty() ? "0" : fmt::format("{}", fmt::join(parts, " + "));
 }
 
-// Fewest neighbouring kept elements worth a column-mode program for an index reduction or scan.
+// Fewest neighbouring kept elements worth a column-mode program for a scan or max.dim.
 constexpr int64_t kMinIndexColumns = 4;
 
 class ReductionEmitter {
@@ -77,17 +77,16 @@ class ReductionEmitter {
         single_ = false;
         block_ = std::max<int64_t>(kMaxSingleBlock / 4 / columns, 8);
       } else if (rows * kMinIndexColumns <= kMaxSingleBlock) {
-        // An index reduction or scan needs its whole row in registers: as many columns as fit,
-        // so each reduced step still loads a contiguous run instead of one strided element.
+        // A scan or max.dim needs its whole row in registers: as many columns as fit, so each
+        // reduced step still loads a contiguous run instead of one strided element.
         cols_ = std::min(columns, kMaxSingleBlock / rows);
         single_ = true;
         block_ = rows;
       }
     }
     for (ir::ValueId id : group_.nodes) {
-      const std::string& op = graph_.value(id).As<ir::OpNode>().op;
-      if (!single_ && (op == "aten.max.dim" || op == "aten.cumsum.default")) {
-        return Status::InvalidArgument(fmt::format("%{}: an index reduction or scan over rows of {} elements (at most {})",
+      if (!single_ && NeedsWholeRow(graph_.value(id).As<ir::OpNode>().op)) {
+        return Status::InvalidArgument(fmt::format("%{}: a scan or max.dim over rows of {} elements (at most {})",
                                                    graph_.value(id).name, reduced_, kMaxSingleBlock));
       }
     }
@@ -192,10 +191,10 @@ class ReductionEmitter {
   // -- emission ------------------------------------------------------------------------------
   // Ops that need a whole row in registers at once (a scan; max.dim's two outputs); argmax folds
   // a row R_BLOCK at a time like the plain reductions.
+  static bool NeedsWholeRow(const std::string& op) { return op == "aten.max.dim" || op == "aten.cumsum.default"; }
   bool HasWholeRowOp() const {
     for (ir::ValueId id : group_.nodes) {
-      const std::string& op = graph_.value(id).As<ir::OpNode>().op;
-      if (op == "aten.max.dim" || op == "aten.cumsum.default") return true;
+      if (NeedsWholeRow(graph_.value(id).As<ir::OpNode>().op)) return true;
     }
     return false;
   }
