@@ -3,6 +3,7 @@
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
 #   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|probe|all]
+# (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_GPUS, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -29,12 +30,35 @@ esac
 case "$what" in
   compiler|all)
     # kforge bench over the project's tasks (or KFORGE_BENCH_SUITE), resumable: the run folder
-    # bench/runs/h200 is carried between calls, so a call cut by its time limit continues.
+    # bench/runs/h200 is carried between calls, so a call cut by its time limit continues. On a
+    # machine with several GPUs (KFORGE_BENCH_GPUS=N) the tasks are dealt round-robin to N bench
+    # processes, one per GPU, writing their reports into the same run folder; a last bench
+    # --no-run summarizes them all. Each task's eager, torch.compile and candidate timings are
+    # still measured side by side, on one GPU.
     suite="${KFORGE_BENCH_SUITE:-tasks}"
+    gpus="${KFORGE_BENCH_GPUS:-1}"
     mkdir -p bench/runs/h200
-    timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace /tmp/kforge-bench bench "$suite" --out bench/runs/h200 \
-      --timeout "${KFORGE_BENCH_TIMEOUT:-300}" \
-      2>&1 | tee "$out/bench.log"
+    bench_shard() {  # GPU, suite folder, log
+      CUDA_VISIBLE_DEVICES="$1" timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace "/tmp/kforge-bench-$1" \
+        bench "$2" --out bench/runs/h200 --timeout "${KFORGE_BENCH_TIMEOUT:-300}" >"$3" 2>&1
+    }
+    if [ "$gpus" -le 1 ]; then
+      bench_shard 0 "$suite" "$out/bench.log"
+      cat "$out/bench.log"
+    else
+      rm -rf /tmp/kforge-shards
+      i=0
+      (cd "$suite" && find . -name '*.py' -not -path '*/__pycache__/*' | sort) | while read -r task; do
+        shard="/tmp/kforge-shards/$((i % gpus))"
+        mkdir -p "$shard/$(dirname "$task")"
+        cp "$suite/$task" "$shard/$task"
+        i=$((i + 1))
+      done
+      for ((g = 0; g < gpus; g++)); do bench_shard "$g" "/tmp/kforge-shards/$g" "$out/bench-gpu$g.log" & done
+      wait
+      tail -n 3 "$out"/bench-gpu*.log
+      "$kforge" --workspace /tmp/kforge-bench-0 bench "$suite" --out bench/runs/h200 --no-run 2>&1 | tee "$out/bench.log"
+    fi
     mkdir -p "$out/bench"
     cp bench/runs/h200/bench.json "$out/bench/" 2>/dev/null
     (cd bench/runs && tar czf "$out/bench/runs.tgz" h200) ;;

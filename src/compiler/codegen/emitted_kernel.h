@@ -20,6 +20,12 @@ struct KernelOptions {
   // Wrap kernels that have a configuration space in @triton.autotune (GPU); else one fixed
   // configuration (the CPU interpreter, where autotuning measures nothing).
   bool autotune = false;
+  // A convolution with at least this many FLOPs (and 16 or more input channels per group) reads
+  // its input channels-last and its weight taps-outside, rewritten by two small kernels first;
+  // below it, the two extra launches cost more than the contiguous loads save. On the H200
+  // (tf32x3) the rewrite made 13-39 GFLOP convolutions 2.3-2.7x faster, and a 2.3 GFLOP one
+  // 1.5x slower (bench/conv_probe.py).
+  double relayout_min_flops = 4e9;
 };
 
 struct EmittedKernel {

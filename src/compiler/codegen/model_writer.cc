@@ -269,6 +269,7 @@ void WriteFileHeader(SourceWriter& out, const std::vector<std::string>& comments
   out.Blank();
   out.Blank();
   EmitPointwiseHelpers(helpers, out);
+  EmitLayoutHelpers(helpers, out);
 }
 
 Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPlan& plan,

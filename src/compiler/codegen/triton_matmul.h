@@ -4,6 +4,9 @@
 // with the precision KernelOptions names ("ieee" under the fp32 policy).
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "compiler/codegen/emitted_kernel.h"
 #include "compiler/ir/graph.h"
 #include "compiler/passes/fusion_plan.h"
@@ -15,5 +18,9 @@ namespace kforge::codegen {
 // broadcast to the product's shape).
 Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group,
                                        const KernelOptions& options);
+
+// The relayout kernels convolutions launch before their GEMM (_kf_channels_last,
+// _kf_taps_outside), those of `helpers` only.
+void EmitLayoutHelpers(const std::set<std::string>& helpers, SourceWriter& out);
 
 }  // namespace kforge::codegen
