@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from . import output_sample, provenance, timing
+from . import output_sample, provenance, timing, tuning
 from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
 from .inputs import derive_distribution, is_dense
@@ -328,6 +328,7 @@ class Run:
             self.time_candidate()
         if self.job.get("profile"):
             self.profile(module, launches)
+        self.result["tuning"] = tuning.autotune_choices(module)
         self.check_guards("the whole run")
 
     def time_candidate(self) -> None:

@@ -40,6 +40,7 @@ def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[
     return {
         "hello": lambda request: env_info.fingerprint(device),
         "capture": lambda request: capture.capture(request, torch.device(device)),
+        "warm_capture": lambda request: capture.warm_up(torch.device(device)),
         "static_check": static_check,
         "prefix_names": lambda request: {"source": module_names.prefix_module_names(request["source"], request["prefix"])},
         "prepare": worker.prepare,

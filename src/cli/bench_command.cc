@@ -113,7 +113,9 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
                            JsonField(JsonField(JsonField(evaluation, "evidence"), "roofline"), "fraction_of_roofline")},
                           {"compile_s", JsonGet<double>(JsonField(entry, "compile"), "capture_s", 0) +
                                             JsonGet<double>(JsonField(entry, "compile"), "passes_s", 0) +
-                                            JsonGet<double>(JsonField(entry, "compile"), "codegen_s", 0)}});
+                                            JsonGet<double>(JsonField(entry, "compile"), "codegen_s", 0)},
+                          {"startup_s", JsonGet<double>(JsonField(entry, "compile"), "startup_s", 0)},
+                          {"tuning", JsonField(JsonField(entry, "compile"), "tuning")}});
   }
   summary["tasks"] = tasks_json;
   summary["not_run"] = not_run;

@@ -9,6 +9,7 @@
 
 #include "agents/attempt.h"
 #include "cli/commands.h"
+#include "cli/kernel_tuning.h"
 #include "cli/optimize.h"
 #include "cli/task_compiler.h"
 #include "compiler/codegen/model_writer.h"
@@ -107,23 +108,58 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
 
   const Clock& clock = RealClock();
   Json attempts = Json::array();
+  Json tuning = Json::object();
   std::optional<Evaluation> evaluation;
   std::string source, emitted_precision;
+  auto evaluate = [&](const std::string& candidate) -> Result<Evaluation> {
+    RETURN_IF_ERROR(WriteFile(folder / "model_new.py", candidate));
+    if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
+    ASSIGN_OR_RETURN(Evaluation result, evaluator.Evaluate(task, folder / "model_new.py"));
+    (void)workspace.Record(task, candidate, "codegen:triton", result, common.precision, settings.mode);
+    return result;
+  };
   for (const std::string& dot_precision : DotPrecisionsToTry(*precision, on_cpu)) {
     emitted_precision = dot_precision;
     double emit_started = clock.NowSeconds();
-    ASSIGN_OR_RETURN(source, WriteCandidate(compiled, task, WriterOptions(on_cpu, dot_precision)));
+    codegen::ModelWriterOptions writer = WriterOptions(on_cpu, dot_precision);
+    ASSIGN_OR_RETURN(source, WriteCandidate(compiled, task, writer));
+    // Kernels measured earlier on this GPU get their configuration baked in: no tuning.
+    const size_t autotuned = TuningKeys(source).size();
+    writer.kernel.tuned = StoredTunings(workspace.store(), workspace.gpu_name(), source);
+    if (!writer.kernel.tuned.empty()) {
+      ASSIGN_OR_RETURN(source, WriteCandidate(compiled, task, writer));
+    }
     compiled.summary["codegen_s"] = clock.NowSeconds() - emit_started;
-    RETURN_IF_ERROR(WriteFile(folder / "model_new.py", source));
-    if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
-    ASSIGN_OR_RETURN(evaluation, evaluator.Evaluate(task, folder / "model_new.py"));
-    (void)workspace.Record(task, source, "codegen:triton", *evaluation, common.precision, settings.mode);
+    tuning = {{"kernels", autotuned}, {"from_store", writer.kernel.tuned.size()}, {"measured", 0}, {"tuning_s", 0.0}};
+    ASSIGN_OR_RETURN(evaluation, evaluate(source));
+    // The kernels still autotuned were measured in that evaluation: bake in what they chose and
+    // verify that source in turn, keeping the autotuned one if it does not pass.
+    if (evaluation->verdict.accepted() && !TuningKeys(source).empty()) {
+      tuning["tuning_s"] = evaluation->duration_s;
+      auto measured = MeasuredTunings(workspace.store(), workspace.gpu_name(), source, JsonField(evaluation->evidence, "tuning"));
+      tuning["measured"] = measured.size();
+      writer.kernel.tuned.insert(measured.begin(), measured.end());
+      ASSIGN_OR_RETURN(std::string baked, WriteCandidate(compiled, task, writer));
+      if (!measured.empty() && baked != source) {
+        if (!common.quiet) LogInfo("  baking the measured tile configurations of {} kernel(s) in", measured.size());
+        ASSIGN_OR_RETURN(Evaluation verified, evaluate(baked));
+        attempts.push_back({{"baked", true}, {"verdict", ToString(verified.verdict.kind)}});
+        if (verified.verdict.accepted()) {
+          source = std::move(baked);
+          evaluation = std::move(verified);
+        } else {
+          RETURN_IF_ERROR(WriteFile(folder / "model_new.py", source));
+        }
+      }
+    }
+    tuning["baked"] = TuningKeys(source).empty() && autotuned > 0;
     bool uses_dot = UsesDot(source);
     attempts.push_back({{"dot_precision", uses_dot ? dot_precision : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});
     // Only a dot that lost accuracy is worth another precision; anything else would fail again.
     if (!uses_dot || evaluation->verdict.kind != VerdictKind::kWrongOutput) break;
     if (!common.quiet) LogInfo("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), dot_precision);
   }
+  compiled.summary["tuning"] = tuning;
   compiled.summary["attempts"] = attempts;
   Json report = {{"task", task.name}, {"model_new", (folder / "model_new.py").string()}, {"mode", settings.mode},
                  {"compile", compiled.summary}, {"source", "compiler"}};
@@ -166,6 +202,17 @@ void PrintPartial(const Json& partial) {
   }
 }
 
+// How the GEMM-shaped kernels got their tile configurations (nothing without any).
+void PrintTuning(const Json& tuning) {
+  const int64_t kernels = JsonGet<int64_t>(tuning, "kernels", 0);
+  if (kernels == 0) return;
+  std::printf("tuning       %lld kernel(s): %lld from the store, %lld measured in %.1f s; %s\n", static_cast<long long>(kernels),
+              static_cast<long long>(JsonGet<int64_t>(tuning, "from_store", 0)),
+              static_cast<long long>(JsonGet<int64_t>(tuning, "measured", 0)), JsonGet<double>(tuning, "tuning_s", 0),
+              JsonGet<bool>(tuning, "baked", false) ? "configurations baked into model_new.py"
+                                                    : "model_new.py still autotunes on its first call");
+}
+
 // Prints the report (or its JSON) and returns the exit status of its verdict.
 int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool json) {
   std::string text = JsonGet<std::string>(report, "text", "");
@@ -179,6 +226,7 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
                 JsonGet<double>(compile, "capture_s", 0),
                 JsonGet<double>(compile, "passes_s", 0) + JsonGet<double>(compile, "codegen_s", 0));
     if (compile.contains("partial")) PrintPartial(compile["partial"]);
+    PrintTuning(JsonField(compile, "tuning"));
     if (report.contains("llm")) {
       const Json& usage = report["llm"]["usage"];
       std::printf("llm          %s; %lld call(s), %lld tokens, $%.4f\n", JsonGet<std::string>(report["llm"], "summary", "").c_str(),

@@ -51,6 +51,7 @@ class EvaluationRun {
     if (!Finished()) Step("compare", [&] { CompareOutputs(); });
     if (!Finished() && options_.timing) Step("reference_timing", [&] { TimeAgainstReference(); });
     if (!Finished()) CheckProvenance();
+    if (!Finished()) KeepTuning();
     if (!Finished()) Finish(MakeVerdict(VerdictKind::kAccepted, AcceptedMessage()));
     result_.duration_s = clock_.NowSeconds() - started_;
     result_.evidence["duration_s"] = result_.duration_s;
@@ -264,6 +265,13 @@ class EvaluationRun {
     result_.evidence["provenance"] = provenance;
     result_.authored_share = JsonGet<double>(provenance, "authored_share", 0);
     if (auto verdict = JudgeProvenance(provenance, options_.mode)) Finish(*verdict);
+  }
+
+  // The configurations the candidate's autotuned kernels chose, as its own process reports them:
+  // a hint for baking, which is only trusted after the baked source is evaluated in turn.
+  void KeepTuning() {
+    Json tuning = JsonField(run_["result"], "tuning");
+    if (tuning.is_object() && !tuning.empty()) result_.evidence["tuning"] = tuning;
   }
 
   std::string AcceptedMessage() const {

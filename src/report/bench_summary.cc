@@ -38,8 +38,20 @@ struct Level {
   int faster_than_compile[3] = {0, 0, 0};
   int compile_timed = 0;
   std::vector<double> speedups, compile_speedups, compile_over_eager, roofline;
+  std::vector<double> roofline_memory_bound;  // tasks whose floor is their bytes, not their FLOPs
+  std::vector<double> compile_s;              // capture, passes and codegen per task
+  double startup_s = 0;                       // torch.export's one-time start-up, in whichever task paid it
   Json failed = Json::array();
 };
+
+// Whether a roofline record's floor is set by memory traffic rather than arithmetic.
+bool MemoryBound(const Json& roofline) {
+  const double bytes = JsonGet<double>(roofline, "bytes", 0), flops = JsonGet<double>(roofline, "flops", 0);
+  const double bandwidth = JsonGet<double>(roofline, "peak_bytes_per_s", 0), peak = JsonGet<double>(roofline, "peak_flops_per_s", 0);
+  return bandwidth > 0 && peak > 0 && bytes / bandwidth >= flops / peak;
+}
+
+double Max(const std::vector<double>& values) { return values.empty() ? 0 : *std::max_element(values.begin(), values.end()); }
 
 Json LevelToJson(const Level& level) {
   auto share = [&level](int count) { return level.tasks ? static_cast<double>(count) / level.tasks : 0.0; };
@@ -53,6 +65,11 @@ Json LevelToJson(const Level& level) {
                {"geomean_speedup_vs_compile", GeometricMean(level.compile_speedups)},
                {"median_fraction_of_roofline", Median(level.roofline)},
                {"roofline_tasks", level.roofline.size()},
+               {"median_fraction_of_roofline_memory_bound", Median(level.roofline_memory_bound)},
+               {"memory_bound_tasks", level.roofline_memory_bound.size()},
+               {"median_compile_s", Median(level.compile_s)},
+               {"max_compile_s", Max(level.compile_s)},
+               {"startup_s", level.startup_s},
                {"failed", level.failed}};
   for (int i = 0; i < 3; ++i) {
     std::string p = fmt::format("{:g}", kThresholds[i]);
@@ -70,6 +87,12 @@ Json SummarizeBench(const std::vector<Json>& entries) {
     std::string name = JsonGet<std::string>(entry, "level", "suite");
     for (Level* level : {&levels[name], &levels["all"]}) {
       ++level->tasks;
+      const Json compile = JsonField(entry, "compile");
+      if (compile.is_object()) {
+        level->compile_s.push_back(JsonGet<double>(compile, "capture_s", 0) + JsonGet<double>(compile, "passes_s", 0) +
+                                   JsonGet<double>(compile, "codegen_s", 0));
+        level->startup_s += JsonGet<double>(compile, "startup_s", 0);
+      }
       const Json evaluation = JsonField(entry, "evaluation");
       std::string verdict = JsonGet<std::string>(evaluation, "verdict", "");
       if (verdict != "accepted") {
@@ -98,8 +121,10 @@ Json SummarizeBench(const std::vector<Json>& entries) {
         for (int i = 0; i < 3; ++i) level->faster_than_compile[i] += *versus > kThresholds[i];
       }
       if (eager_ms && compile_ms && *eager_ms > 0 && *compile_ms > 0) level->compile_over_eager.push_back(*eager_ms / *compile_ms);
-      std::optional<double> fraction = Number(JsonField(JsonField(evaluation, "evidence"), "roofline"), "fraction_of_roofline");
+      const Json roofline = JsonField(JsonField(evaluation, "evidence"), "roofline");
+      std::optional<double> fraction = Number(roofline, "fraction_of_roofline");
       if (fraction) level->roofline.push_back(*fraction);
+      if (fraction && MemoryBound(roofline)) level->roofline_memory_bound.push_back(*fraction);
     }
   }
   Json summary = {{"levels", Json::object()}};
@@ -108,9 +133,9 @@ Json SummarizeBench(const std::vector<Json>& entries) {
 }
 
 std::string FormatBenchSummary(const Json& summary) {
-  std::string out = fmt::format("{:<8} {:>5} {:>7} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}\n", "level", "tasks",
-                                "fast_0", "fast_1", "fast_1.5", "fast_2", "fast_1/tc", "fast_2/tc", "geo/eager",
-                                "tc/eager", "geo/tc", "roofline");
+  std::string out = fmt::format("{:<8} {:>5} {:>7} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10}\n", "level",
+                                "tasks", "fast_0", "fast_1", "fast_1.5", "fast_2", "fast_1/tc", "fast_2/tc", "geo/eager",
+                                "tc/eager", "geo/tc", "roofline", "roof/mem", "compile_s");
   const Json levels = JsonField(summary, "levels");
   for (auto it = levels.begin(); it != levels.end(); ++it) {
     const Json& l = it.value();
@@ -119,15 +144,20 @@ std::string FormatBenchSummary(const Json& summary) {
       double value = JsonGet<double>(l, key, 0);
       return value > 0 ? fmt::format("{:.2f}x", value) : std::string("-");
     };
-    out += fmt::format("{:<8} {:>5} {:>7} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}\n", it.key(),
+    out += fmt::format("{:<8} {:>5} {:>7} {:>7} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10}\n", it.key(),
                        JsonGet<int>(l, "tasks", 0), pct("fast_0"), pct("fast_1_vs_eager"), pct("fast_1.5_vs_eager"),
                        pct("fast_2_vs_eager"), pct("fast_1_vs_compile"), pct("fast_2_vs_compile"),
                        times("geomean_speedup_vs_eager"), times("geomean_compile_vs_eager"),
                        times("geomean_speedup_vs_compile"),
-                       JsonGet<int>(l, "roofline_tasks", 0) ? pct("median_fraction_of_roofline") : std::string("-"));
+                       JsonGet<int>(l, "roofline_tasks", 0) ? pct("median_fraction_of_roofline") : std::string("-"),
+                       JsonGet<int>(l, "memory_bound_tasks", 0) ? pct("median_fraction_of_roofline_memory_bound") : std::string("-"),
+                       fmt::format("{:.2f}/{:.2f}", JsonGet<double>(l, "median_compile_s", 0), JsonGet<double>(l, "max_compile_s", 0)));
   }
   out += "fast_p: accepted and more than p times faster (vs eager; /tc: vs torch.compile), as a share of the level's tasks;\n"
-         "geo/eager, tc/eager, geo/tc: geometric means over accepted timed tasks; roofline: median fraction of the floor.\n";
+         "geo/eager, tc/eager, geo/tc: geometric means over accepted timed tasks; roofline: median fraction of the floor\n"
+         "(roof/mem: over the memory-bound tasks); compile_s: median/max seconds of capture, passes and codegen per task";
+  const double startup = JsonGet<double>(JsonField(levels, "all"), "startup_s", 0);
+  out += startup > 0 ? fmt::format(", besides torch.export's one-time start-up ({:.1f} s).\n", startup) : std::string(".\n");
   const Json all = JsonField(levels, "all");
   const Json failed = JsonField(all, "failed");
   if (!failed.empty()) {

@@ -98,6 +98,18 @@ CREATE TABLE llm_calls (
 CREATE INDEX llm_calls_run_id ON llm_calls(run_id);
 )sql";
 
+// Configurations measured on a GPU for a generated kernel, so that a second compile bakes them in
+// without tuning: the key is the sha256 of the kernel's source and configuration space.
+const char kSchemaV2[] = R"sql(
+CREATE TABLE tuning (
+  kernel_key TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  config TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (kernel_key, gpu)
+) STRICT;
+)sql";
+
 // Refuses a file that holds some other program's tables, before any migration touches it.
 Status CheckIsKforgeDatabase(SqliteDb& db, int version) {
   ASSIGN_OR_RETURN(int64_t application_id, db.QueryInt64("PRAGMA application_id"));
@@ -130,6 +142,7 @@ Status ApplyMigration(SqliteDb& db, const Migration& migration) {
 const std::vector<Migration>& StoreMigrations() {
   static const std::vector<Migration> migrations = {
       {1, "environments, candidates, tasks, runs, evaluations, measurements, llm_calls", kSchemaV1},
+      {2, "tuning", kSchemaV2},
   };
   return migrations;
 }

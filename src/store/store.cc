@@ -190,6 +190,27 @@ Result<std::optional<EvaluationRecord>> Store::LatestEvaluation(const Evaluation
 
 // ---- LLM calls ----
 
+Status Store::RecordTuning(const std::string& kernel_key, const std::string& gpu, const Json& config) {
+  if (!config.is_object()) return Status::InvalidArgument("a tuning record's configuration must be a JSON object");
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("INSERT INTO tuning (kernel_key, gpu, config, recorded_at) VALUES (?, ?, ?, ?) "
+                               "ON CONFLICT (kernel_key, gpu) DO UPDATE SET config = excluded.config, "
+                               "recorded_at = excluded.recorded_at"));
+  RETURN_IF_ERROR(statement.BindAll(kernel_key, gpu, config.dump(), clock_.NowIso8601()));
+  return statement.Run().WithContext("recording the tuning of kernel " + kernel_key);
+}
+
+Result<std::optional<Json>> Store::GetTuning(const std::string& kernel_key, const std::string& gpu) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare("SELECT config FROM tuning WHERE kernel_key = ? AND gpu = ?"));
+  RETURN_IF_ERROR(statement.BindAll(kernel_key, gpu));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return std::optional<Json>();
+  ASSIGN_OR_RETURN(Json config, ParseJson(statement.ColumnText(0), "tuning of kernel " + kernel_key));
+  return std::optional<Json>(std::move(config));
+}
+
 Result<int64_t> Store::RecordLlmCall(const LlmCallRecord& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare(R"sql(

@@ -66,6 +66,12 @@ class Store {
   // kforge's fault, never a candidate's, so they are skipped. nullopt when there is none.
   Result<std::optional<EvaluationRecord>> LatestEvaluation(const EvaluationKey& key);
 
+  // The configuration (a JSON object) measured best for generated kernel `kernel_key` on `gpu`;
+  // a later record for the same pair replaces it.
+  Status RecordTuning(const std::string& kernel_key, const std::string& gpu, const Json& config);
+  // nullopt when none is recorded.
+  Result<std::optional<Json>> GetTuning(const std::string& kernel_key, const std::string& gpu);
+
   Result<int64_t> RecordLlmCall(const LlmCallRecord& record);
   Result<LlmCallRecord> GetLlmCall(int64_t id);
   // Newest first, at most `limit`; only run `run_id`'s when given (an empty id: every run's).

@@ -47,6 +47,29 @@ TEST(BenchSummaryTest, CountsFastPSharesOfAllTasksAndGeometricMeansOfAcceptedOne
   EXPECT_EQ(summary["levels"]["level2"]["accepted"], 1);
 }
 
+TEST(BenchSummaryTest, MemoryBoundRooflineAndCompileTimesAreSummarized) {
+  // Peaks 1 byte/s and 10 FLOP/s: a task is memory-bound when bytes >= flops / 10.
+  auto with = [](Json report, double bytes, double flops, double compile_s, double startup_s) {
+    report["evaluation"]["evidence"]["roofline"].update(
+        {{"bytes", bytes}, {"flops", flops}, {"peak_bytes_per_s", 1.0}, {"peak_flops_per_s", 10.0}});
+    report["compile"] = {{"capture_s", compile_s}, {"passes_s", 0.0}, {"codegen_s", 0.0}, {"startup_s", startup_s}};
+    return report;
+  };
+  Json summary = SummarizeBench({with(Report("level1/a", "level1", "accepted", 1, 1, 1, 1, 0.9), 100, 10, 0.5, 6.0),
+                                 with(Report("level1/b", "level1", "accepted", 1, 1, 1, 1, 0.7), 100, 100, 1.5, 0.0),
+                                 with(Report("level1/c", "level1", "accepted", 1, 1, 1, 1, 0.1), 1, 1000, 0.7, 0.0)});
+  const Json& l1 = summary["levels"]["level1"];
+  EXPECT_EQ(l1["memory_bound_tasks"], 2);
+  EXPECT_NEAR(l1["median_fraction_of_roofline_memory_bound"].get<double>(), 0.8, 1e-12);
+  EXPECT_NEAR(l1["median_fraction_of_roofline"].get<double>(), 0.7, 1e-12);
+  EXPECT_NEAR(l1["median_compile_s"].get<double>(), 0.7, 1e-12);
+  EXPECT_NEAR(l1["max_compile_s"].get<double>(), 1.5, 1e-12);
+  EXPECT_NEAR(l1["startup_s"].get<double>(), 6.0, 1e-12);
+  std::string table = FormatBenchSummary(summary);
+  EXPECT_NE(table.find("0.70/1.50"), std::string::npos) << table;
+  EXPECT_NE(table.find("one-time start-up (6.0 s)"), std::string::npos) << table;
+}
+
 TEST(BenchSummaryTest, TimingsThatMeanNothingCountForCorrectnessOnly) {
   Json summary = SummarizeBench({Report("level1/a", "level1", "accepted", 5.0, 5.0, 1.0, 1.0, 0.9, false)});
   const Json& l1 = summary["levels"]["level1"];

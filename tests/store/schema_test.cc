@@ -45,6 +45,17 @@ TEST_F(SchemaTest, MigratingTwiceIsANoOp) {
   EXPECT_EQ(Version(), LatestSchemaVersion());
 }
 
+TEST_F(SchemaTest, AVersionOneStoreGainsTheTuningTable) {
+  const std::vector<Migration> first = {StoreMigrations().front()};
+  ASSERT_TRUE(MigrateSchema(*db_, first).ok());
+  EXPECT_EQ(Version(), 1);
+  EXPECT_FALSE(HasTable("tuning"));
+  ASSERT_TRUE(MigrateSchema(*db_).ok());
+  EXPECT_EQ(Version(), LatestSchemaVersion());
+  EXPECT_TRUE(HasTable("tuning"));
+  EXPECT_TRUE(HasTable("evaluations"));
+}
+
 TEST_F(SchemaTest, MigrationsApplyInOrderAndAFailedOneLeavesNoTrace) {
   std::vector<Migration> migrations = {
       {1, "first", "CREATE TABLE a (x INTEGER);"},

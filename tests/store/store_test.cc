@@ -251,4 +251,23 @@ TEST_F(StoreFileTest, FileThatIsNotSqliteIsAnError) {
 }
 
 }  // namespace
+
+TEST_F(StoreTest, TuningIsKeptPerKernelAndGpuAndReplacedByALaterRecord) {
+  auto missing = store_->GetTuning("k1", "NVIDIA H200");
+  ASSERT_TRUE(missing.ok()) << missing.status().ToString();
+  EXPECT_FALSE(missing->has_value());
+
+  const Json first = {{"kwargs", {{"BLOCK_M", 128}, {"BLOCK_N", 64}}}, {"num_warps", 4}, {"num_stages", 4}};
+  const Json second = {{"kwargs", {{"BLOCK_M", 64}, {"BLOCK_N", 32}}}, {"num_warps", 4}, {"num_stages", 3}};
+  ASSERT_TRUE(store_->RecordTuning("k1", "NVIDIA H200", first).ok());
+  ASSERT_TRUE(store_->RecordTuning("k1", "NVIDIA H100", second).ok());
+  EXPECT_EQ(store_->GetTuning("k1", "NVIDIA H200")->value(), first);
+  EXPECT_EQ(store_->GetTuning("k1", "NVIDIA H100")->value(), second);
+  EXPECT_FALSE(store_->GetTuning("k2", "NVIDIA H200")->has_value());
+
+  ASSERT_TRUE(store_->RecordTuning("k1", "NVIDIA H200", second).ok());
+  EXPECT_EQ(store_->GetTuning("k1", "NVIDIA H200")->value(), second);
+  EXPECT_FALSE(store_->RecordTuning("k1", "NVIDIA H200", Json::array()).ok());
+}
+
 }  // namespace kforge

@@ -2,6 +2,7 @@
 // allocate its outputs and launch it, and the shared helpers it calls.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,6 +12,12 @@
 #include "compiler/passes/fusion_plan.h"
 
 namespace kforge::codegen {
+
+// One tile configuration of a GEMM-shaped kernel (a matmul, an implicit-GEMM convolution).
+struct TileChoice {
+  int block_m = 32, block_n = 32, block_k = 32, group_m = 8, warps = 4, stages = 2;
+  bool operator==(const TileChoice&) const = default;
+};
 
 // Choices every emitter honours.
 struct KernelOptions {
@@ -26,6 +33,10 @@ struct KernelOptions {
   // (tf32x3) the rewrite made 13-39 GFLOP convolutions 2.3-2.7x faster, and a 2.3 GFLOP one
   // 1.5x slower (bench/conv_probe.py).
   double relayout_min_flops = 4e9;
+  // Configurations measured on this GPU, by tuning key (the sha256 of a kernel's autotuned
+  // source, which the source states in a comment): a kernel found here is emitted with its
+  // configuration baked in and no @triton.autotune.
+  std::map<std::string, TileChoice> tuned;
 };
 
 struct EmittedKernel {

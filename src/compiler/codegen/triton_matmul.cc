@@ -1,7 +1,6 @@
 #include "compiler/codegen/triton_matmul.h"
 
 #include <algorithm>
-#include <array>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -15,20 +14,20 @@
 #include "compiler/codegen/triton_pointwise.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/fusion_rules.h"
+#include "core/hash.h"
 
 namespace kforge::codegen {
 namespace {
 
-struct TileConfig {
-  int block_m, block_n, block_k, warps, stages;
-};
+using TileConfig = TileChoice;
 
 // The configuration space @triton.autotune measures on the GPU (fp32 tiles: register-bound).
-constexpr std::array<TileConfig, 5> kTileConfigs = {{
-    {128, 128, 32, 8, 3}, {128, 64, 32, 4, 4}, {64, 128, 32, 4, 4}, {64, 64, 32, 4, 4}, {32, 32, 32, 4, 2}}};
+const std::vector<TileConfig> kTileConfigs = {
+    {128, 128, 32, 8, 8, 3}, {128, 64, 32, 8, 4, 4}, {64, 128, 32, 8, 4, 4}, {64, 64, 32, 8, 4, 4}, {32, 32, 32, 8, 4, 2}};
 // The space of convolutions with at most 32 output channels per group, where a wider tile would
 // compute masked columns (the H200 chose 64 x 32 x 16 for 32-channel convolutions).
-constexpr std::array<TileConfig, 4> kNarrowTileConfigs = {{{64, 32, 16, 4, 4}, {128, 32, 32, 4, 4}, {64, 32, 32, 4, 4}, {32, 32, 32, 4, 2}}};
+const std::vector<TileConfig> kNarrowTileConfigs = {
+    {64, 32, 16, 8, 4, 4}, {128, 32, 32, 8, 4, 4}, {64, 32, 32, 8, 4, 4}, {32, 32, 32, 8, 4, 2}};
 constexpr int64_t kMaxNarrowN = 32;
 // How a convolution's K dimension (input channels x kernel taps) is walked.
 enum class ConvLoop {
@@ -96,34 +95,48 @@ std::vector<int64_t> ChannelsLastStrides(const ir::Shape& shape) {
 }
 
 // The one configuration used without autotuning.
-constexpr TileConfig kFixedConfig = {32, 32, 32, 4, 2};
+constexpr TileConfig kFixedConfig = {32, 32, 32, 8, 4, 2};
 
-// Writes the autotune decorator (without autotuning: nothing), the signature and the comment.
-// `narrow`: the kNarrowTileConfigs space.
-void EmitHeader(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
-                const KernelOptions& options, const ir::Graph& graph, const passes::FusionGroup& group, bool narrow = false) {
-  if (options.autotune) {
-    out.Open("@triton.autotune(");
-    out.Open("configs=[");
-    const std::vector<TileConfig> configs = narrow ? std::vector<TileConfig>(kNarrowTileConfigs.begin(), kNarrowTileConfigs.end())
-                                                   : std::vector<TileConfig>(kTileConfigs.begin(), kTileConfigs.end());
-    for (const TileConfig& c : configs) {
-      out.Line(fmt::format("triton.Config({{\"BLOCK_M\": {}, \"BLOCK_N\": {}, \"BLOCK_K\": {}, \"GROUP_M\": 8}}, "
-                           "num_warps={}, num_stages={}),", c.block_m, c.block_n, c.block_k, c.warps, c.stages));
-    }
-    out.Close();
-    out.Line("],");
-    out.Line("key=[],");
-    // The kernel is specialized to its shapes, so Triton's on-disk cache of the measured
-    // configurations (keyed by Triton, the GPU and the kernel's source) makes a second run of it
-    // in the same workspace cost no tuning.
-    out.Line("cache_results=True,");
-    out.Close();
-    out.Line(")");
-  }
+// Writes "@triton.jit", the signature with the tile meta-parameters, and the comment.
+void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
+                    const ir::Graph& graph, const passes::FusionGroup& group) {
   std::vector<std::string> all = params;
   for (const char* meta : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}) all.push_back(fmt::format("{}: tl.constexpr", meta));
   OpenKernel(out, name, all, graph, group);
+}
+
+// Sets the kernel's source from its `body` and returns the configuration its launch uses:
+// without autotuning the fixed one; under autotuning the one options.tuned holds for the kernel's
+// tuning key (stated in a comment), else nullopt and a @triton.autotune decorator over `space`.
+std::optional<TileConfig> FinishGemmKernel(EmittedKernel& kernel, const std::string& body, const std::vector<TileConfig>& space,
+                                           const KernelOptions& options) {
+  if (!options.autotune) {
+    kernel.source = body;
+    return kFixedConfig;
+  }
+  SourceWriter decorator;
+  decorator.Open("@triton.autotune(");
+  decorator.Open("configs=[");
+  for (const TileConfig& c : space) {
+    decorator.Line(fmt::format("triton.Config({{\"BLOCK_M\": {}, \"BLOCK_N\": {}, \"BLOCK_K\": {}, \"GROUP_M\": {}}}, "
+                               "num_warps={}, num_stages={}),", c.block_m, c.block_n, c.block_k, c.group_m, c.warps, c.stages));
+  }
+  decorator.Close();
+  decorator.Line("],");
+  decorator.Line("key=[],");
+  // The kernel is specialized to its shapes, so Triton's on-disk cache of the measured
+  // configurations also spares a second run in the same workspace its tuning.
+  decorator.Line("cache_results=True,");
+  decorator.Close();
+  decorator.Line(")");
+  const std::string key = Sha256Hex(decorator.text() + body);
+  if (auto tuned = options.tuned.find(key); tuned != options.tuned.end()) {
+    kernel.source = fmt::format("# {}: tile configuration measured on this GPU (tuning key {}).\n", kernel.name, key) + body;
+    return tuned->second;
+  }
+  kernel.source = fmt::format("# Tuning key of {}: {} (the configuration measured best is stored under it).\n", kernel.name, key) +
+                  decorator.text() + body;
+  return std::nullopt;
 }
 
 // The program's tile: rows kf_m and columns kf_n, programs grouped along M so that consecutive
@@ -142,21 +155,23 @@ void EmitTilePosition(SourceWriter& out, int64_t m, int64_t n) {
   out.Line("kf_n = kf_pid_n * BLOCK_N + tl.arange(0, BLOCK_N)");
 }
 
-// Output allocations and the launch over (tiles of M x N, `extra` programs along axis 1).
+// Output allocations and the launch over (tiles of M x N, `extra` programs along axis 1), with
+// `config`, or the autotuner's choice when there is none.
 void EmitGemmLaunch(EmittedKernel& kernel, const ir::Graph& graph, std::vector<std::string> args,
-                    const std::vector<ir::NodeRef>& outputs, const KernelOptions& options, int64_t m, int64_t n, int64_t extra) {
+                    const std::vector<ir::NodeRef>& outputs, const std::optional<TileConfig>& config, int64_t m, int64_t n,
+                    int64_t extra) {
   for (const ir::NodeRef& ref : outputs) {
     kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
     args.push_back(VarName(graph, ref));
   }
-  if (options.autotune) {
+  if (!config) {
     kernel.launch.push_back(fmt::format("{}[lambda meta: (triton.cdiv({}, meta[\"BLOCK_M\"]) * triton.cdiv({}, meta[\"BLOCK_N\"]), {})]({})",
                                         kernel.name, m, n, extra, fmt::join(args, ", ")));
     return;
   }
-  const TileConfig& c = kFixedConfig;
-  args.push_back(fmt::format("BLOCK_M={}, BLOCK_N={}, BLOCK_K={}, GROUP_M=8, num_warps={}, num_stages={}", c.block_m,
-                             c.block_n, c.block_k, c.warps, c.stages));
+  const TileConfig& c = *config;
+  args.push_back(fmt::format("BLOCK_M={}, BLOCK_N={}, BLOCK_K={}, GROUP_M={}, num_warps={}, num_stages={}", c.block_m,
+                             c.block_n, c.block_k, c.group_m, c.warps, c.stages));
   int64_t programs = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
   kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, programs, extra, fmt::join(args, ", ")));
 }
@@ -208,7 +223,7 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
 
   SourceWriter out;
-  EmitHeader(out, kernel.name, params, options, graph, group);
+  OpenGemmKernel(out, kernel.name, params, graph, group);
   out.Line(fmt::format("# {}{} x {} x {} (M x N x K); tl.dot with input_precision=\"{}\".",
                        batched ? fmt::format("{} batches of ", batch) : "", m, n, k, options.dot_precision));
   EmitTilePosition(out, m, n);
@@ -246,11 +261,11 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   if (batched) index.insert(index.begin(), "kf_batch");
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
   out.Close();
-  kernel.source = out.text();
+  const std::optional<TileConfig> config = FinishGemmKernel(kernel, out.text(), kTileConfigs, options);
 
   std::vector<std::string> args = {VarName(graph, a), VarName(graph, b)};
   for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
-  EmitGemmLaunch(kernel, graph, args, outputs, options, m, n, batch);
+  EmitGemmLaunch(kernel, graph, args, outputs, config, m, n, batch);
   return kernel;
 }
 
@@ -308,7 +323,7 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
 
   SourceWriter out;
-  EmitHeader(out, kernel.name, params, options, graph, group, n <= kMaxNarrowN);
+  OpenGemmKernel(out, kernel.name, params, graph, group);
   out.Line(fmt::format("# Implicit GEMM{}: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
                        "tl.dot with input_precision=\"{}\".", transposed ? " of a transposed convolution" : "", m, n, k,
                        groups, options.dot_precision));
@@ -469,13 +484,14 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
   for (size_t d = 0; d < spatial; ++d) index.push_back(fmt::format("kf_o{}[:, None]", d));
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
   out.Close();
-  kernel.source = out.text();
+  const std::optional<TileConfig> config =
+      FinishGemmKernel(kernel, out.text(), n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs, options);
 
   std::vector<std::string> args = {VarName(graph, x), VarName(graph, w)};
   if (layout != ConvLayout::kAsGiven) std::tie(args[0], args[1]) = EmitRelayout(kernel, graph, x, w, layout);
   if (bias) args.push_back(VarName(graph, *bias));
   for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
-  EmitGemmLaunch(kernel, graph, args, outputs, options, m, n, layout == ConvLayout::kSubpixel ? phases : groups);
+  EmitGemmLaunch(kernel, graph, args, outputs, config, m, n, layout == ConvLayout::kSubpixel ? phases : groups);
   return kernel;
 }
 

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <string>
+
 #include "compiler/codegen/triton_pointwise.h"
 #include "compiler/ir/import_graph.h"
 #include "compiler/passes/pipeline.h"
@@ -41,6 +44,31 @@ TEST(ModelWriterGoldenTest, LinearReluForTheGpu) {
   Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("linear_relu"), {});
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
   ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan, options), "linear_relu_gpu");
+}
+
+// A kernel whose tuning key has a measured configuration is emitted with it baked in: no
+// autotuner, the launch names the tile and the grid is a number.
+TEST(ModelWriterTest, MeasuredConfigurationIsBakedIn) {
+  ModelWriterOptions options;
+  options.kernel.autotune = true;
+  options.kernel.dot_precision = "tf32x3";
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("linear_relu"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  Result<std::string> autotuned = WriteModelNew(compiled->graph, compiled->plan, options);
+  ASSERT_TRUE(autotuned.ok()) << autotuned.status().ToString();
+  std::smatch key;
+  ASSERT_TRUE(std::regex_search(*autotuned, key, std::regex("# Tuning key of (\\w+): ([0-9a-f]{64})"))) << *autotuned;
+
+  options.kernel.tuned[key[2].str()] = TileChoice{64, 32, 16, 8, 4, 3};
+  Result<std::string> baked = WriteModelNew(compiled->graph, compiled->plan, options);
+  ASSERT_TRUE(baked.ok()) << baked.status().ToString();
+  EXPECT_EQ(baked->find("@triton.autotune"), std::string::npos) << *baked;
+  EXPECT_NE(baked->find(key[1].str() + ": tile configuration measured on this GPU (tuning key " + key[2].str()),
+            std::string::npos) << *baked;
+  EXPECT_NE(baked->find("BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, GROUP_M=8, num_warps=4, num_stages=3"), std::string::npos) << *baked;
+
+  options.kernel.tuned = {{std::string(64, '0'), TileChoice{}}};  // another kernel's: changes nothing
+  EXPECT_EQ(WriteModelNew(compiled->graph, compiled->plan, options).value(), *autotuned);
 }
 
 TEST(ModelWriterGoldenTest, GeluTanhWithBroadcastBias) {

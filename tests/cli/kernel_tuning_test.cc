@@ -1,0 +1,69 @@
+#include "cli/kernel_tuning.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "core/clock.h"
+
+namespace kforge {
+namespace {
+
+const std::string kKeyA(64, 'a');
+const std::string kKeyB(64, 'b');
+
+// What a generated source looks like around two autotuned kernels and a baked one.
+const std::string kSource = "# Tuning key of matmul_g1: " + kKeyA + " (the configuration measured best is stored under it).\n"
+                            "@triton.autotune(\n"
+                            "# Tuning key of conv_g2: " + kKeyB + " (the configuration measured best is stored under it).\n"
+                            "# conv_g3: tile configuration measured on this GPU (tuning key " + std::string(64, 'c') + ").\n";
+
+Json Reported(int block_m, int warps) {
+  return {{"kwargs", {{"BLOCK_M", block_m}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"GROUP_M", 8}}}, {"num_warps", warps}, {"num_stages", 4}};
+}
+
+class KernelTuningTest : public ::testing::Test {
+ protected:
+  void SetUp() override { store_ = Store::OpenInMemory(clock_).value(); }
+  FakeClock clock_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(KernelTuningTest, KeysAreTheKernelsStillAutotuned) {
+  auto keys = TuningKeys(kSource);
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys["matmul_g1"], kKeyA);
+  EXPECT_EQ(keys["conv_g2"], kKeyB);
+  EXPECT_TRUE(TuningKeys("import triton\n").empty());
+}
+
+TEST_F(KernelTuningTest, MeasuredChoicesAreStoredAndComeBackForTheSameGpu) {
+  Json evidence = {{"matmul_g1", Reported(128, 4)}, {"conv_g2", Reported(64, 8)}, {"other", Reported(32, 4)}};
+  auto measured = MeasuredTunings(store_.get(), "NVIDIA H200", kSource, evidence);
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_EQ(measured[kKeyA], (codegen::TileChoice{128, 64, 32, 8, 4, 4}));
+  EXPECT_EQ(measured[kKeyB], (codegen::TileChoice{64, 64, 32, 8, 8, 4}));
+
+  auto stored = StoredTunings(store_.get(), "NVIDIA H200", kSource);
+  EXPECT_EQ(stored, measured);
+  EXPECT_TRUE(StoredTunings(store_.get(), "NVIDIA H100", kSource).empty());
+  EXPECT_TRUE(StoredTunings(nullptr, "NVIDIA H200", kSource).empty());
+}
+
+TEST_F(KernelTuningTest, ImplausibleReportsAreSkippedAndNotStored) {
+  Json bad_block = Reported(100, 4);  // not a power of two
+  Json bad_warps = Reported(64, 64);
+  Json extra_meta = Reported(64, 4);
+  extra_meta["kwargs"]["EVIL"] = 1;
+  Json not_numbers = {{"kwargs", "BLOCK_M=64"}, {"num_warps", "4"}, {"num_stages", 4}};
+  for (const Json& report : {bad_block, bad_warps, extra_meta, not_numbers, Json("garbage")}) {
+    Json evidence = {{"matmul_g1", report}};
+    EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H200", kSource, evidence).empty()) << report.dump();
+  }
+  EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H200", kSource, Json()).empty());
+  EXPECT_TRUE(StoredTunings(store_.get(), "NVIDIA H200", kSource).empty());
+}
+
+}  // namespace
+}  // namespace kforge
