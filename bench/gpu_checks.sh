@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|probe|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|probe|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_GPUS, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
 what="${1:-all}"
@@ -62,6 +62,22 @@ case "$what" in
     mkdir -p "$out/bench"
     cp bench/runs/h200/bench.json "$out/bench/" 2>/dev/null
     (cd bench/runs && tar czf "$out/bench/runs.tgz" h200) ;;
+esac
+case "$what" in
+  tuning)
+    # Tuning is paid once: a few GEMM-shaped tasks compiled twice in one workspace. The first run
+    # measures each kernel's tile configurations, bakes them in and stores them; the second takes
+    # them all from the store (tuning.from_store) and measures none.
+    suite=/tmp/kforge-tuning-suite
+    rm -rf "$suite" /tmp/kforge-tuning-out && mkdir -p "$suite/level1" "$suite/level2" "$suite/level3"
+    cp tasks/level1/02_matmul.py tasks/level1/12_conv2d.py tasks/level1/16_conv_transpose2d.py "$suite/level1/"
+    cp tasks/level2/01_linear_relu.py tasks/level2/05_conv2d_batchnorm_scaling.py "$suite/level2/"
+    cp tasks/level3/01_mlp.py "$suite/level3/"
+    for pass in first second; do
+      "$kforge" --workspace /tmp/kforge-tuning bench "$suite" --out /tmp/kforge-tuning-out --fresh 2>&1 | tee "$out/tuning-$pass.log"
+      cp /tmp/kforge-tuning-out/bench.json "$out/tuning-$pass.json"
+    done
+    python3 bench/tuning_table.py "$out/tuning-first.json" "$out/tuning-second.json" | tee "$out/tuning.txt" ;;
 esac
 case "$what" in
   probe)

@@ -11,6 +11,7 @@
 #include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
+#include "compiler/codegen/triton_direct_conv.h"
 #include "compiler/codegen/triton_pointwise.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/fusion_rules.h"
@@ -534,7 +535,10 @@ Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::Fus
                                        const KernelOptions& options) {
   const ir::Value& anchor = graph.value(group.nodes.front());
   if (!passes::IsFusableMatmul(graph, anchor)) return Status::InvalidArgument(fmt::format("%{}: not a matmul", anchor.name));
-  if (anchor.As<ir::OpNode>().op == "aten.convolution.default") return EmitConvolution(graph, group, options);
+  if (anchor.As<ir::OpNode>().op == "aten.convolution.default") {
+    if (PrefersDirectConvolution(graph, anchor.As<ir::OpNode>())) return EmitDirectConvolution(graph, group);
+    return EmitConvolution(graph, group, options);
+  }
   return EmitMm(graph, group, options);
 }
 

@@ -117,6 +117,11 @@ TEST_P(EndToEndTest, MatchesPyTorchUnderTheInterpreter) { ExpectMatchesPyTorch(G
 
 // The channels-last and subpixel convolution layouts, which only large convolutions take: forced
 // on with a zero FLOP threshold (the tasks' CPU sizes of level2/07 have too few channels).
+// Small convolutions in direct form, beside one that stays an implicit GEMM.
+TEST(DirectConvolutionEndToEndTest, MatchesPyTorchUnderTheInterpreter) {
+  ExpectMatchesPyTorch("codegen/conv_direct", ModelWriterOptions{}, {"# Direct convolution", "# Implicit GEMM"});
+}
+
 ModelWriterOptions RelayoutAlways() {
   ModelWriterOptions options;
   options.kernel.relayout_min_flops = 0;

@@ -1,0 +1,125 @@
+#include "compiler/codegen/triton_direct_conv.h"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/epilogue.h"
+#include "compiler/codegen/python_names.h"
+#include "compiler/codegen/source_writer.h"
+#include "compiler/passes/fusion_rules.h"
+
+namespace kforge::codegen {
+namespace {
+
+// At most this many output channels per group (the accumulator's columns)...
+constexpr int64_t kMaxDirectOutputs = 16;
+// ... and input channels x taps per output (the FMAs each accumulator element takes).
+constexpr int64_t kMaxDirectReduction = 256;
+
+int64_t NextPowerOfTwo(int64_t value) {
+  int64_t power = 1;
+  while (power < value) power *= 2;
+  return power;
+}
+
+}  // namespace
+
+bool PrefersDirectConvolution(const ir::Graph& graph, const ir::OpNode& conv) {
+  if (conv.op != "aten.convolution.default" || conv.args.size() != 9 || conv.args[6].As<bool>()) return false;
+  const ir::TensorType* w = graph.TypeOf(conv.args[1].As<ir::NodeRef>());
+  if (w == nullptr) return false;
+  const int64_t groups = conv.args[8].As<int64_t>();
+  int64_t reduction = w->shape[1];
+  for (size_t d = 2; d < w->shape.size(); ++d) reduction *= w->shape[d];
+  return w->shape[0] / groups <= kMaxDirectOutputs && reduction <= kMaxDirectReduction;
+}
+
+Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes::FusionGroup& group) {
+  const auto& anchor = graph.value(group.nodes.front()).As<ir::OpNode>();
+  const ir::NodeRef x = anchor.args[0].As<ir::NodeRef>(), w = anchor.args[1].As<ir::NodeRef>();
+  std::optional<ir::NodeRef> bias;
+  if (anchor.args[2].Is<ir::NodeRef>()) bias = anchor.args[2].As<ir::NodeRef>();
+  const ir::TensorType &x_type = *graph.TypeOf(x), &w_type = *graph.TypeOf(w);
+  const ir::Shape& out_shape = anchor.type().shape;
+  const size_t spatial = out_shape.size() - 2;
+  const ir::IntList stride = anchor.args[3].As<ir::IntList>(), padding = anchor.args[4].As<ir::IntList>(),
+                    dilation = anchor.args[5].As<ir::IntList>();
+  const int64_t groups = anchor.args[8].As<int64_t>();
+  const int64_t images = out_shape[0], co_g = out_shape[1] / groups, ci_g = x_type.shape[1] / groups;
+  int64_t positions = 1;
+  for (size_t d = 0; d < spatial; ++d) positions *= out_shape[2 + d];
+  const int64_t m = images * positions, columns = NextPowerOfTwo(co_g);
+  // 16 accumulators per thread: 4 warps x 32 lanes over BLOCK_M x columns.
+  const int64_t block_m = columns <= 8 ? 256 : 128;
+  const std::vector<int64_t>& sx = x_type.stride;
+  const std::vector<int64_t>& sw = w_type.stride;
+
+  EmittedKernel kernel;
+  kernel.name = "conv_" + group.name;
+  std::vector<ir::NodeRef> operands = {x, w};
+  if (bias) operands.push_back(*bias);
+  ASSIGN_OR_RETURN(std::vector<ir::NodeRef> inputs, EpilogueInputs(graph, group, operands, out_shape));
+  std::vector<ir::NodeRef> outputs = passes::GroupOutputs(graph, group);
+  std::vector<std::string> params = {"kf_x_ptr", "kf_w_ptr"};
+  if (bias) params.push_back("kf_bias_ptr");
+  for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
+  for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
+  params.push_back("BLOCK_M: tl.constexpr");
+
+  SourceWriter out;
+  OpenKernel(out, kernel.name, params, graph, group);
+  out.Line(fmt::format("# Direct convolution: BLOCK_M of {} positions x {} output channels per program, {} group(s); one "
+                       "fp32 FMA per input channel ({}) and tap.", m, co_g, groups, ci_g));
+  out.Line("kf_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)");
+  out.Line("kf_group = tl.program_id(1)");
+  out.Line(fmt::format("kf_n = tl.arange(0, {})", columns));
+  out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
+  out.Line("kf_rem = kf_m");
+  for (size_t d = spatial; d-- > 0;) {
+    out.Line(fmt::format("kf_o{} = kf_rem % {}", d, out_shape[2 + d]));
+    out.Line(fmt::format("kf_rem = kf_rem // {}", out_shape[2 + d]));
+  }
+  out.Line("kf_img = kf_rem");
+  out.Line(fmt::format("kf_acc = tl.zeros((BLOCK_M, {}), dtype=tl.float32)", columns));
+  for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
+  std::string valid = fmt::format("(kf_m < {})", m);
+  std::vector<std::string> x_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
+  std::vector<std::string> w_terms = {Term("kf_co", sw[0])};
+  for (size_t d = 0; d < spatial; ++d) {
+    out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+    valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+    x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+    w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
+  }
+  out.Line(fmt::format("kf_valid = {}", valid));
+  out.Line(fmt::format("kf_x_tap = kf_x_ptr + {}", Sum(x_terms)));
+  out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
+  out.Open(fmt::format("for kf_ci in range({}):", ci_g));
+  out.Line(fmt::format("kf_xv = tl.load(kf_x_tap + {}, mask=kf_valid, other=0.0)", Term("kf_ci", sx[1])));
+  out.Line(fmt::format("kf_wv = tl.load(kf_w_tap + {}, mask=kf_n < {}, other=0.0)", Term("kf_ci", sw[1]), co_g));
+  out.Line("kf_acc += kf_xv[:, None] * kf_wv[None, :]");
+  out.Close();
+  for (size_t d = 0; d < spatial; ++d) out.Close();
+  out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, co_g));
+  if (bias) out.Line(fmt::format("kf_acc += tl.load(kf_bias_ptr + kf_co, mask=kf_n < {}, other=0.0)[None, :]", co_g));
+  out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
+  std::vector<std::string> index = {"kf_img[:, None]", "kf_co[None, :]"};
+  for (size_t d = 0; d < spatial; ++d) index.push_back(fmt::format("kf_o{}[:, None]", d));
+  RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
+  out.Close();
+  kernel.source = out.text();
+
+  std::vector<std::string> args = {VarName(graph, x), VarName(graph, w)};
+  if (bias) args.push_back(VarName(graph, *bias));
+  for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
+  for (const ir::NodeRef& ref : outputs) {
+    kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
+    args.push_back(VarName(graph, ref));
+  }
+  args.push_back(fmt::format("BLOCK_M={}, num_warps=4", block_m));
+  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (m + block_m - 1) / block_m, groups, fmt::join(args, ", ")));
+  return kernel;
+}
+
+}  // namespace kforge::codegen
