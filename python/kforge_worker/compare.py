@@ -7,11 +7,15 @@ the reference is finite fails. Integer and boolean outputs must match exactly.
 
 Where the reference's own fp32 result is inexact (cancellation: x - max(x) of values near 1e6),
 the caller may pass its noise, |ref - ref computed in fp64| per element: the allowance then grows
-by 2 * noise + rms(noise), so a candidate is not failed for digits the reference itself lacks. The
+by 2 * noise + spread * rms(noise), so a candidate is not failed for digits the reference itself
+lacks. spread = 2 * sqrt(2 ln n) over n elements: another honest fp32 computation (a different
+summation order) differs from the reference by noise of the same size, and the largest of n such
+differences reaches about sqrt(2 ln n) times their rms, doubled for two independent errors. The
 noise comes from the reference alone; a candidate cannot widen it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -104,7 +108,8 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
     if noise is not None:
         noise = noise.to(allowed.device, torch.float64).nan_to_num(0.0, posinf=0.0, neginf=0.0)
         noise_rms = noise.pow(2).mean().sqrt()
-        allowed = allowed + 2.0 * (noise.reshape(-1)[where] if sampled else noise) + noise_rms
+        spread = max(1.0, 2.0 * math.sqrt(2.0 * math.log(max(noise.numel(), 2))))
+        allowed = allowed + 2.0 * (noise.reshape(-1)[where] if sampled else noise) + spread * noise_rms
         report["reference_noise_rms"] = noise_rms.item()
     ratio = diff / allowed
     worst = int(ratio.reshape(-1).argmax().item())

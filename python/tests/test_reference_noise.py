@@ -100,3 +100,22 @@ def test_noise_is_asked_for_only_when_values_fail():
     assert not shape_wrong["passed"] and not calls
     close = compare_outputs([reference[0] + 0.05], reference, tight, noise)
     assert close["passed"] and calls and close["outputs"][0]["reference_noise_considered"]
+
+
+def test_an_honest_computation_as_noisy_as_the_reference_passes():
+    """Where the reference's noise dominates the tolerance, another honest fp32 computation (a
+    different summation order) differs from the reference by two independent errors of that size
+    on every element; over a million elements the largest difference is several times their rms.
+    It passes; ten times that error fails."""
+    generator = torch.Generator().manual_seed(0)
+    n, sigma = 1 << 20, 1e-3
+    exact = torch.randn(n, generator=generator, dtype=torch.float64)
+    reference_error = torch.randn(n, generator=generator, dtype=torch.float64) * sigma
+    candidate_error = torch.randn(n, generator=generator, dtype=torch.float64) * sigma
+    reference = exact + reference_error
+    noise = reference_error.abs()
+    tight = Tolerance(rtol=1e-9, atol=1e-9)
+    honest = compare_tensor(exact + candidate_error, reference, tight, noise)
+    assert honest["passed"], honest["tolerance_ratio"]
+    worse = compare_tensor(exact + 10.0 * candidate_error, reference, tight, noise)
+    assert not worse["passed"]
