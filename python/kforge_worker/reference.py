@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import os
 import shutil
 import tempfile
@@ -414,6 +415,10 @@ class ReferenceWorker:
         session = self.sessions.pop(request["eval_id"], None)
         if session is not None and session.exchange is not None:
             session.exchange.close()
+        del session
+        # The evaluation's object graphs (models, fp64 copies, torch.compile's) are collected now,
+        # at the evaluation's cost, not by a later full collection inside another request.
+        gc.collect()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         return {"released": True}

@@ -55,6 +55,7 @@ int64_t NextPowerOfTwo(int64_t n) {
 
 struct PoolRows {
   bool is_max, adaptive, count_include_pad;
+  int64_t divisor;  // an average's constant divisor (every window whole), else 0: windows are counted
   int64_t window_h, window_w, in_h, in_w;
   ir::IntList padding, dilation;
   std::vector<int64_t> sx;
@@ -89,6 +90,10 @@ void EmitPoolRows(SourceWriter& out, const PoolRows& p) {
     return;
   }
   out.Line("kf_acc += tl.sum(kf_v, axis=1)");
+  if (p.divisor > 0) {
+    out.Close();
+    return;
+  }
   if (p.adaptive || !p.count_include_pad) {
     out.Line("kf_count += tl.sum(tl.where(kf_in, 1.0, 0.0), axis=1)");
   } else {
@@ -177,7 +182,16 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   out.Line(fmt::format("kf_img = kf_offsets // {}", out_w * out_h * out_shape[1]));
   out.Line(fmt::format("kf_base = kf_img * {} + kf_c * {}", sx[0], sx[1]));
   int64_t window_h, window_w;
-  if (adaptive) {
+  // Adaptive windows that tile the input exactly are plain windows of in / out at that stride:
+  // each starts at a multiple of its length, so Triton sees aligned contiguous taps.
+  const bool uniform = adaptive && in_h % out_h == 0 && in_w % out_w == 0;
+  if (uniform) {
+    window_h = in_h / out_h;
+    window_w = in_w / out_w;
+    padding = {0, 0};
+    out.Line(fmt::format("kf_h0 = kf_oh * {}", window_h));
+    out.Line(fmt::format("kf_w0 = kf_ow * {}", window_w));
+  } else if (adaptive) {
     // Window [floor(o * in / out), ceil((o + 1) * in / out)): exactly in / out long when out divides
     // in, else at most ceil(in / out) + 1.
     window_h = in_h % out_h == 0 ? in_h / out_h : (in_h + out_h - 1) / out_h + 1;
@@ -193,15 +207,22 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     out.Line(fmt::format("kf_w0 = kf_ow * {} - {}", stride[1], padding[1]));
   }
   out.Line(fmt::format("kf_acc = tl.full([BLOCK_SIZE], {}, tl.float32)", is_max ? "float('-inf')" : "0.0"));
-  if (!is_max && !depthwise) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
+  // Without padding every window lies whole inside the input (no ceil_mode): a constant divisor.
+  const bool whole_windows = uniform || (!adaptive && padding == ir::IntList{0, 0});
+  const int64_t divisor = !is_max && !depthwise && whole_windows ? window_h * window_w : 0;
+  if (!is_max && !depthwise && divisor == 0) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
   if (depthwise) {
     EmitDepthwiseTaps(out, graph, *weight, window_h, window_w, sx, dilation, in_h, in_w);
   } else {
-    PoolRows rows{is_max, adaptive, count_include_pad, window_h, window_w, in_h, in_w, padding, dilation, sx};
+    PoolRows rows{is_max, adaptive && !uniform, count_include_pad, divisor, window_h, window_w, in_h, in_w, padding, dilation, sx};
     EmitPoolRows(out, rows);
   }
   if (depthwise && bias) out.Line("kf_acc += tl.load(kf_bias_ptr + kf_c, mask=kf_mask, other=0.0)");
-  if (!is_max && !depthwise) out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
+  if (divisor > 0) {
+    out.Line(fmt::format("kf_acc = kf_acc / {}.0", divisor));
+  } else if (!is_max && !depthwise) {
+    out.Line("kf_acc = kf_acc / tl.maximum(kf_count, 1.0)");
+  }
   out.Line(fmt::format("{} = kf_acc", VarName(graph, pool.ref())));
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, {"kf_img", "kf_c", "kf_oh", "kf_ow"}, kernel));
   out.Close();

@@ -3,7 +3,8 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    """Pooling windows in row tiles: uniform adaptive windows, padding counted and not, dilated max."""
+    """Pooling windows in row tiles: uniform adaptive windows, padding counted and not, whole windows
+    (a constant divisor), dilated max."""
 
     def __init__(self):
         super().__init__()
@@ -11,9 +12,10 @@ class Model(nn.Module):
         self.counted = nn.AvgPool2d(3, stride=2, padding=1)
         self.uncounted = nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False)
         self.dilated = nn.MaxPool2d(3, stride=2, padding=1, dilation=2)
+        self.whole = nn.AvgPool2d(3, stride=2)
 
     def forward(self, x):
-        return self.adaptive(x), self.counted(x) + self.uncounted(x), self.dilated(x)
+        return self.adaptive(x), self.counted(x) + self.uncounted(x), self.dilated(x), self.whole(x)
 
 
 def get_inputs():
