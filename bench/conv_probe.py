@@ -51,6 +51,19 @@ def weight_k_major(w_ptr, y_ptr, CO: tl.constexpr, C: tl.constexpr, T: tl.conste
     tl.store(y_ptr + i, tl.load(w_ptr + co * C * T + c * T + t, mask=i < CO * C * T), mask=i < CO * C * T)
 
 
+@triton.jit
+def grouped_tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    # This program's rows and columns, programs grouped GROUP_M row tiles at a time (L2 reuse).
+    pid = tl.program_id(0)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    width = GROUP_M * tl.cdiv(N, BLOCK_N)
+    first_m = (pid // width) * GROUP_M
+    size_m = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+    return pid_m * BLOCK_M + tl.arange(0, BLOCK_M), pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+
+
 @triton.autotune(configs=CONFIGS, key=[])
 @triton.jit
 def conv_kernel(x_ptr, w_ptr, y_ptr,
@@ -60,16 +73,7 @@ def conv_kernel(x_ptr, w_ptr, y_ptr,
                 PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, X_LAYOUT: tl.constexpr, W_LAYOUT: tl.constexpr,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     M: tl.constexpr = IMG * OD * OH * OW
-    pid = tl.program_id(0)
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(CO, BLOCK_N)
-    width = GROUP_M * grid_n
-    first_m = (pid // width) * GROUP_M
-    size_m = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
-    m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m, n = grouped_tile(M, CO, BLOCK_M, BLOCK_N, GROUP_M)
     ow = m % OW
     rem = m // OW
     oh = rem % OH
@@ -122,16 +126,7 @@ def conv_transpose_subpixel(x_ptr, w_ptr, bias_ptr, y_ptr,
     phase = tl.program_id(1)
     rh = phase // S
     rw = phase % S
-    pid = tl.program_id(0)
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(CO, BLOCK_N)
-    width = GROUP_M * grid_n
-    first_m = (pid // width) * GROUP_M
-    size_m = tl.minimum(grid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
-    m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m, n = grouped_tile(M, CO, BLOCK_M, BLOCK_N, GROUP_M)
     qw = m % QW
     rem = m // QW
     qh = rem % QH

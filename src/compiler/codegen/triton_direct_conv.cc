@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/convolution_node.h"
 #include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
@@ -36,20 +37,12 @@ bool PrefersDirectConvolution(const ir::Graph& graph, const ir::OpNode& conv) {
 }
 
 Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes::FusionGroup& group) {
-  const auto& anchor = graph.value(group.nodes.front()).As<ir::OpNode>();
-  const ir::NodeRef x = anchor.args[0].As<ir::NodeRef>(), w = anchor.args[1].As<ir::NodeRef>();
-  std::optional<ir::NodeRef> bias;
-  if (anchor.args[2].Is<ir::NodeRef>()) bias = anchor.args[2].As<ir::NodeRef>();
-  const ir::TensorType &x_type = *graph.TypeOf(x), &w_type = *graph.TypeOf(w);
-  const ir::Shape& out_shape = anchor.type().shape;
-  const size_t spatial = out_shape.size() - 2;
-  const ir::IntList stride = anchor.args[3].As<ir::IntList>(), padding = anchor.args[4].As<ir::IntList>(),
-                    dilation = anchor.args[5].As<ir::IntList>();
-  const int64_t groups = anchor.args[8].As<int64_t>();
-  const int64_t images = out_shape[0], co_g = out_shape[1] / groups, ci_g = x_type.shape[1] / groups;
-  int64_t positions = 1;
-  for (size_t d = 0; d < spatial; ++d) positions *= out_shape[2 + d];
-  const int64_t m = images * positions, columns = NextPowerOfTwo(co_g);
+  ASSIGN_OR_RETURN(const ConvolutionNode conv, ReadConvolution(graph, group));
+  const ir::TensorType &x_type = *conv.x_type, &w_type = *conv.w_type;
+  const ir::Shape& out_shape = conv.out_shape;
+  const size_t spatial = conv.spatial;
+  const int64_t co_g = conv.co_g, ci_g = conv.ci_g;
+  const int64_t m = conv.images * conv.positions, columns = NextPowerOfTwo(co_g);
   // 16 accumulators per thread: 4 warps x 32 lanes over BLOCK_M x columns.
   const int64_t block_m = columns <= 8 ? 256 : 128;
   const std::vector<int64_t>& sx = x_type.stride;
@@ -57,20 +50,13 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
 
   EmittedKernel kernel;
   kernel.name = "conv_" + group.name;
-  std::vector<ir::NodeRef> operands = {x, w};
-  if (bias) operands.push_back(*bias);
-  ASSIGN_OR_RETURN(std::vector<ir::NodeRef> inputs, EpilogueInputs(graph, group, operands, out_shape));
-  std::vector<ir::NodeRef> outputs = passes::GroupOutputs(graph, group);
-  std::vector<std::string> params = {"kf_x_ptr", "kf_w_ptr"};
-  if (bias) params.push_back("kf_bias_ptr");
-  for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
-  for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
+  std::vector<std::string> params = ConvolutionParams(graph, conv);
   params.push_back("BLOCK_M: tl.constexpr");
 
   SourceWriter out;
   OpenKernel(out, kernel.name, params, graph, group);
   out.Line(fmt::format("# Direct convolution: BLOCK_M of {} positions x {} output channels per program, {} group(s); one "
-                       "fp32 FMA per input channel ({}) and tap.", m, co_g, groups, ci_g));
+                       "fp32 FMA per input channel ({}) and tap.", m, co_g, conv.groups, ci_g));
   out.Line("kf_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)");
   out.Line("kf_group = tl.program_id(1)");
   out.Line(fmt::format("kf_n = tl.arange(0, {})", columns));
@@ -87,7 +73,8 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
   std::vector<std::string> x_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
   std::vector<std::string> w_terms = {Term("kf_co", sw[0])};
   for (size_t d = 0; d < spatial; ++d) {
-    out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+    out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, conv.stride[d], conv.padding[d],
+                         conv.dilation[d]));
     valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
     x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
     w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
@@ -102,23 +89,17 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
   out.Close();
   for (size_t d = 0; d < spatial; ++d) out.Close();
   out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, co_g));
-  if (bias) out.Line(fmt::format("kf_acc += tl.load(kf_bias_ptr + kf_co, mask=kf_n < {}, other=0.0)[None, :]", co_g));
-  out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
-  std::vector<std::string> index = {"kf_img[:, None]", "kf_co[None, :]"};
-  for (size_t d = 0; d < spatial; ++d) index.push_back(fmt::format("kf_o{}[:, None]", d));
-  RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
+  RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
   out.Close();
   kernel.source = out.text();
 
-  std::vector<std::string> args = {VarName(graph, x), VarName(graph, w)};
-  if (bias) args.push_back(VarName(graph, *bias));
-  for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
-  for (const ir::NodeRef& ref : outputs) {
+  std::vector<std::string> args = ConvolutionArgs(graph, conv, VarName(graph, conv.x), VarName(graph, conv.w));
+  for (const ir::NodeRef& ref : conv.outputs) {
     kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
     args.push_back(VarName(graph, ref));
   }
   args.push_back(fmt::format("BLOCK_M={}, num_warps=4", block_m));
-  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (m + block_m - 1) / block_m, groups, fmt::join(args, ", ")));
+  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (m + block_m - 1) / block_m, conv.groups, fmt::join(args, ", ")));
   return kernel;
 }
 

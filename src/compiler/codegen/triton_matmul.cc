@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/convolution_node.h"
 #include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
@@ -275,28 +276,17 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
 // A strided transposed convolution in the subpixel layout runs one GEMM per output phase (axis 1
 // of the grid): M = images x the phase's positions, K = input channels x the taps reaching it.
 Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
-  const auto& anchor = graph.value(group.nodes.front()).As<ir::OpNode>();
-  const ir::NodeRef x = anchor.args[0].As<ir::NodeRef>(), w = anchor.args[1].As<ir::NodeRef>();
-  std::optional<ir::NodeRef> bias;
-  if (anchor.args[2].Is<ir::NodeRef>()) bias = anchor.args[2].As<ir::NodeRef>();
-  const ir::TensorType &x_type = *graph.TypeOf(x), &w_type = *graph.TypeOf(w);
-  const ir::Shape& out_shape = anchor.type().shape;
-  const size_t spatial = out_shape.size() - 2;
-  const ir::IntList stride = anchor.args[3].As<ir::IntList>(), padding = anchor.args[4].As<ir::IntList>(),
-                    dilation = anchor.args[5].As<ir::IntList>();
-  const int64_t groups = anchor.args[8].As<int64_t>();
-  // A transposed convolution's weight is [input channels, output channels, taps...]; fusion
-  // admits it with one group only.
-  const bool transposed = anchor.args[6].As<bool>();
-  const int64_t images = out_shape[0], co = out_shape[1], ci = x_type.shape[1];
-  const int64_t co_g = co / groups, ci_g = ci / groups;
-  int64_t positions = 1, taps = 1, phases = 1;
-  for (size_t d = 0; d < spatial; ++d) {
-    positions *= out_shape[2 + d];
-    taps *= w_type.shape[2 + d];
-    if (transposed) phases *= stride[d];
-  }
-  const double flops = 2.0 * static_cast<double>(images * positions) * static_cast<double>(co_g * ci_g * taps) *
+  ASSIGN_OR_RETURN(const ConvolutionNode conv, ReadConvolution(graph, group));
+  const ir::TensorType &x_type = *conv.x_type, &w_type = *conv.w_type;
+  const ir::Shape& out_shape = conv.out_shape;
+  const size_t spatial = conv.spatial;
+  const ir::IntList &stride = conv.stride, &padding = conv.padding, &dilation = conv.dilation;
+  const int64_t groups = conv.groups, images = conv.images, co_g = conv.co_g, ci_g = conv.ci_g, taps = conv.taps;
+  // Fusion admits a transposed convolution with one group only.
+  const bool transposed = conv.transposed;
+  int64_t phases = 1;
+  for (size_t d = 0; d < spatial && transposed; ++d) phases *= stride[d];
+  const double flops = 2.0 * static_cast<double>(images * conv.positions) * static_cast<double>(co_g * ci_g * taps) *
                        static_cast<double>(groups) / static_cast<double>(phases);
   const ConvLayout layout = ChooseConvLayout(x_type, w_type, ci_g, taps, transposed, stride, dilation, flops, options);
   // The output positions one program tile walks: all of them, or one phase's (rounded up).
@@ -314,17 +304,8 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
 
   EmittedKernel kernel;
   kernel.name = "conv_" + group.name;
-  std::vector<ir::NodeRef> operands = {x, w};
-  if (bias) operands.push_back(*bias);
-  ASSIGN_OR_RETURN(std::vector<ir::NodeRef> inputs, EpilogueInputs(graph, group, operands, out_shape));
-  std::vector<ir::NodeRef> outputs = passes::GroupOutputs(graph, group);
-  std::vector<std::string> params = {"kf_x_ptr", "kf_w_ptr"};
-  if (bias) params.push_back("kf_bias_ptr");
-  for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
-  for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
-
   SourceWriter out;
-  OpenGemmKernel(out, kernel.name, params, graph, group);
+  OpenGemmKernel(out, kernel.name, ConvolutionParams(graph, conv), graph, group);
   out.Line(fmt::format("# Implicit GEMM{}: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
                        "tl.dot with input_precision=\"{}\".", transposed ? " of a transposed convolution" : "", m, n, k,
                        groups, options.dot_precision));
@@ -479,20 +460,15 @@ Result<EmittedKernel> EmitConvolution(const ir::Graph& graph, const passes::Fusi
     for (size_t d = 0; d < spatial; ++d) mask += fmt::format(" & (kf_o{0}[:, None] < {1})", d, out_shape[2 + d]);
   }
   out.Line("kf_mask = " + mask);
-  if (bias) out.Line(fmt::format("kf_acc += tl.load(kf_bias_ptr + kf_co, mask=kf_n < {}, other=0.0)[None, :]", n));
-  out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
-  std::vector<std::string> index = {"kf_img[:, None]", "kf_co[None, :]"};
-  for (size_t d = 0; d < spatial; ++d) index.push_back(fmt::format("kf_o{}[:, None]", d));
-  RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
+  RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
   out.Close();
   const std::optional<TileConfig> config =
       FinishGemmKernel(kernel, out.text(), n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs, options);
 
-  std::vector<std::string> args = {VarName(graph, x), VarName(graph, w)};
-  if (layout != ConvLayout::kAsGiven) std::tie(args[0], args[1]) = EmitRelayout(kernel, graph, x, w, layout);
-  if (bias) args.push_back(VarName(graph, *bias));
-  for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
-  EmitGemmLaunch(kernel, graph, args, outputs, config, m, n, layout == ConvLayout::kSubpixel ? phases : groups);
+  auto [x_arg, w_arg] = layout == ConvLayout::kAsGiven ? std::pair(VarName(graph, conv.x), VarName(graph, conv.w))
+                                                       : EmitRelayout(kernel, graph, conv.x, conv.w, layout);
+  EmitGemmLaunch(kernel, graph, ConvolutionArgs(graph, conv, x_arg, w_arg), conv.outputs, config, m, n,
+                 layout == ConvLayout::kSubpixel ? phases : groups);
   return kernel;
 }
 
