@@ -1,5 +1,6 @@
 // Emits one Triton kernel per pointwise fusion group: a 1-D grid over the output's elements with
-// masked loads and stores, inputs broadcast through strides, arithmetic in fp32.
+// masked loads and stores, inputs broadcast through strides (one load per program for an input
+// constant over the program's whole block), arithmetic in fp32.
 #pragma once
 
 #include <set>
