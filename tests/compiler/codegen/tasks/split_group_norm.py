@@ -20,7 +20,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(2, 8, 128, 256) * 3.0 + 1000.0]
+    return [torch.randn(1, 8, 128, 256) * 3.0 + 1000.0]
 
 
 def get_init_inputs():
