@@ -238,6 +238,18 @@ class ExprBuilder {
 // An input is read at the flat output offset only when it has the output's shape and is contiguous.
 bool ReadsFlat(const ir::TensorType& type, const ir::Shape& shape) { return type.shape == shape && type.is_contiguous(); }
 
+// Output elements per run over which a broadcast input keeps one value: the product of the
+// innermost output dims it does not vary along; 1 when it varies along the innermost dim.
+int64_t ConstantRun(const ir::TensorType& type, const ir::Shape& shape) {
+  std::vector<int64_t> strides = ir::BroadcastStrides(type, shape);
+  int64_t run = 1;
+  for (size_t d = shape.size(); d-- > 0 && strides[d] == 0;) run *= shape[d];
+  return run;
+}
+
+// Shortest such run worth a per-program load (a per-channel vector over an image's pixels).
+constexpr int64_t kMinConstantRun = 256;
+
 }  // namespace
 
 Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode& op, std::set<std::string>& helpers) {
@@ -309,18 +321,43 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       }
     }
   }
+  auto strided_offset = [&](const std::string& name, const std::string& index) {
+    std::vector<std::string> terms;
+    for (size_t d = 0; d < rank; ++d) terms.push_back(fmt::format("{0}{1} * {2}_stride_{1}", index, d, name));
+    return terms.empty() ? std::string("0") : fmt::format("({})", fmt::join(terms, " + "));
+  };
+  bool unravelled_block = false;
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
     const ir::NodeRef& ref = kernel.inputs[i];
+    const ir::TensorType& type = *graph.TypeOf(ref);
     std::string name = VarName(graph, ref);
-    std::string offset = "offsets";
-    if (kernel.strided[i]) {
-      std::vector<std::string> terms;
-      for (size_t d = 0; d < rank; ++d) terms.push_back(fmt::format("idx_{0} * {1}_stride_{0}", d, name));
-      offset = terms.empty() ? "0" : fmt::format("({})", fmt::join(terms, " + "));
+    std::string cast = ir::IsFloatingPoint(type.dtype) && type.dtype != ir::DType::kFloat32 ? ".to(tl.float32)" : "";
+    if (!kernel.strided[i]) {
+      out.Line(fmt::format("{0} = tl.load({0}_ptr + offsets, mask=mask, other=0){1}", name, cast));
+      continue;
     }
-    ir::DType dtype = graph.TypeOf(ref)->dtype;
-    std::string cast = ir::IsFloatingPoint(dtype) && dtype != ir::DType::kFloat32 ? ".to(tl.float32)" : "";
-    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, offset, cast));
+    std::string load = fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, strided_offset(name, "idx_"), cast);
+    const int64_t run = ConstantRun(type, kernel.shape);
+    if (run < kMinConstantRun) {
+      out.Line(load);
+      continue;
+    }
+    if (!unravelled_block) {
+      // The first element's index: where a block lies inside one constant run of an input, the
+      // whole block reads that input's value there.
+      out.Line("kf_block_rem = pid * BLOCK_SIZE");
+      for (size_t d = rank; d-- > 0;) {
+        out.Line(d == 0 ? "kf_block_0 = kf_block_rem" : fmt::format("kf_block_{0} = kf_block_rem % size_{0}", d));
+        if (d != 0) out.Line(fmt::format("kf_block_rem = kf_block_rem // size_{}", d));
+      }
+      unravelled_block = true;
+    }
+    out.Open(fmt::format("if {} % BLOCK_SIZE == 0:", run));
+    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}){2}", name, strided_offset(name, "kf_block_"), cast));
+    out.Close();
+    out.Open("else:");
+    out.Line(load);
+    out.Close();
   }
   out.Lines(body.text());
   for (const ir::NodeRef& ref : kernel.outputs) {
@@ -353,6 +390,18 @@ void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& ou
     out.Line("e = _kf_expm1(-2.0 * tl.abs(x))");
     out.Line("t = -e / (2.0 + e)");
     out.Line("return tl.where(x < 0.0, -t, t)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+  if (needed.count("_kf_welford_combine")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):");
+    out.Line("# Chan et al.: two (mean, M2, count) summaries as one; an empty one (count 0) changes nothing.");
+    out.Line("n = n_a + n_b");
+    out.Line("w_b = tl.where(n == 0.0, 0.0, n_b / tl.where(n == 0.0, 1.0, n))");
+    out.Line("delta = mean_b - mean_a");
+    out.Line("return mean_a + delta * w_b, m2_a + m2_b + delta * delta * n_a * w_b, n");
     out.Close();
     out.Blank();
     out.Blank();

@@ -1,5 +1,6 @@
 // Emits one Triton kernel per pointwise fusion group: a 1-D grid over the output's elements with
-// masked loads and stores, inputs broadcast through strides, arithmetic in fp32.
+// masked loads and stores, inputs broadcast through strides (one load per program for an input
+// constant over the program's whole block), arithmetic in fp32.
 #pragma once
 
 #include <set>
@@ -35,7 +36,8 @@ Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode
 
 // InvalidArgument naming the first node it cannot translate (unsupported op, argument or dtype).
 Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group);
-// The @triton.jit helper functions named in `helpers` (and those they call), in dependency order.
+// The @triton.jit helper functions named in `helpers` (and those they call), in dependency order: the
+// pointwise ones and the reductions' `_kf_welford_combine`.
 void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& out);
 
 }  // namespace kforge::codegen

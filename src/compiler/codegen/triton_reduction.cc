@@ -61,6 +61,7 @@ class ReductionEmitter {
       chunk_ = ((reduced_ + parts_ - 1) / parts_ + block_ - 1) / block_ * block_;
       parts_ = (reduced_ + chunk_ - 1) / chunk_;
       loop_range_ = fmt::format("kf_part * {0}, kf_part * {0} + {0}, R_BLOCK", chunk_);
+      loop_start_ = fmt::format("kf_part * {}", chunk_);
     }
     const int64_t last = static_cast<int64_t>(space_->full.size()) - 1;
     if (!split_ && last > 0 && !Contains(space_->dims, last) && space_->full.back() >= 8) {
@@ -203,13 +204,16 @@ class ReductionEmitter {
   std::string KeptMask() const { return cols_ ? ", mask=kf_kmask" : ""; }
   std::string Base(const std::string& name) const { return name + (cols_ ? "_base[None, :]" : "_base"); }
 
-  // Split: every reduction folds the group's inputs directly (level 0) with sum, max or min, and
-  // only reduced values leave the kernel.
+  // Split: every reduction folds the group's inputs directly (level 0) with sum, max, min or
+  // var_mean, and only reduced values leave the kernel.
   bool Splittable() const {
     for (ir::ValueId id : group_.nodes) {
       const auto& op = graph_.value(id).As<ir::OpNode>();
       if (!passes::FusableReductionSpace(graph_, op)) continue;
-      if (op.op != "aten.sum.dim_IntList" && op.op != "aten.amax.default" && op.op != "aten.amin.default") return false;
+      if (op.op != "aten.sum.dim_IntList" && op.op != "aten.amax.default" && op.op != "aten.amin.default" &&
+          !IsVarMean(op)) {
+        return false;
+      }
       if (level_.at(Key(passes::TensorInputs(op).front())) != 0) return false;
     }
     for (const ir::NodeRef& ref : outputs_) {
@@ -243,7 +247,9 @@ class ReductionEmitter {
     SourceWriter out;
     std::vector<std::string> params;
     for (const auto& input : inputs_) params.push_back(Name(input.ref) + "_ptr");
-    for (const ir::OpNode* op : Reductions()) params.push_back(fmt::format("kf_part_{}_ptr", Name(op->ref())));
+    for (const ir::OpNode* op : Reductions()) {
+      for (const char* suffix : PartialSuffixes(*op)) params.push_back(fmt::format("kf_part_{}{}_ptr", Name(op->ref()), suffix));
+    }
     params.push_back("R_BLOCK: tl.constexpr");
     out.Line("@triton.jit");
     out.Open(fmt::format("def {}_partial({}):", kernel.name, fmt::join(params, ", ")));
@@ -265,7 +271,9 @@ class ReductionEmitter {
 
     available_.clear();
     params.clear();
-    for (const ir::OpNode* op : Reductions()) params.push_back(fmt::format("kf_part_{}_ptr", Name(op->ref())));
+    for (const ir::OpNode* op : Reductions()) {
+      for (const char* suffix : PartialSuffixes(*op)) params.push_back(fmt::format("kf_part_{}{}_ptr", Name(op->ref()), suffix));
+    }
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) params.push_back(Name(input.ref) + "_ptr");
     }
@@ -280,9 +288,18 @@ class ReductionEmitter {
     out.Line("kf_s = tl.arange(0, S_BLOCK)");
     out.Line(fmt::format("kf_smask = kf_s < {}", parts_));
     for (const ir::OpNode* op : Reductions()) {
-      out.Line(fmt::format("{0} = {1}(tl.load(kf_part_{0}_ptr + kf_pid * {2} + kf_s, mask=kf_smask, other={3}), axis=0)",
-                           Name(op->ref()), Finalize(*op), parts_, Identity(*op)));
-      available_.insert(Key(op->ref()));
+      auto partial = [&](const char* suffix, const std::string& other) {
+        return fmt::format("tl.load(kf_part_{}{}_ptr + kf_pid * {} + kf_s, mask=kf_smask, other={})", Name(op->ref()), suffix,
+                           parts_, other);
+      };
+      if (IsVarMean(*op)) {
+        EmitWelfordMerge(out, kernel, *op,
+                         fmt::format("{}, {}, {}", partial("_mean", "0.0"), partial("_m2", "0.0"), partial("_n", "0.0")));
+        EmitVarMeanOutputs(out, *op);
+      } else {
+        out.Line(fmt::format("{} = {}({}, axis=0)", Name(op->ref()), Finalize(*op), partial("", Identity(*op))));
+      }
+      for (int32_t i = 0; i < op->num_outputs(); ++i) available_.insert(Key(op->ref(i)));
     }
     RETURN_IF_ERROR(EmitKeptNodes(out, kernel));
     for (const ir::NodeRef& ref : outputs_) out.Line(fmt::format("tl.store({}_ptr + kf_pid, {})", Name(ref), Name(ref)));
@@ -292,11 +309,13 @@ class ReductionEmitter {
     std::vector<std::string> args, parts;
     for (const auto& input : inputs_) args.push_back(Name(input.ref));
     for (const ir::OpNode* op : Reductions()) {
-      std::string part = fmt::format("{}_part", Name(op->ref()));
-      kernel.launch.push_back(fmt::format("{} = torch.empty(({},), dtype=torch.float32, device=device)", part,
-                                          kept_count_ * parts_));
-      args.push_back(part);
-      parts.push_back(part);
+      for (const char* suffix : PartialSuffixes(*op)) {
+        std::string part = fmt::format("{}_part{}", Name(op->ref()), suffix);
+        kernel.launch.push_back(fmt::format("{} = torch.empty(({},), dtype=torch.float32, device=device)", part,
+                                            kept_count_ * parts_));
+        args.push_back(part);
+        parts.push_back(part);
+      }
     }
     kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}, num_warps=8)", kernel.name, kept_count_ * parts_,
                                         fmt::join(args, ", "), block_));
@@ -465,6 +484,12 @@ class ReductionEmitter {
     std::optional<SourceWriter::Scope> loop;
     if (!single_) {
       for (const ir::OpNode* op : reductions) {
+        if (IsVarMean(*op)) {
+          for (const char* part : {"mean", "m2", "n"}) {
+            out.Line(fmt::format("kf_{}_{} = tl.zeros([R_BLOCK{}], tl.float32)", part, Name(op->ref()), cols_ ? ", C_BLOCK" : ""));
+          }
+          continue;
+        }
         for (int32_t i = 0; i < op->num_outputs(); ++i) {
           out.Line(fmt::format("kf_acc_{} = tl.full([R_BLOCK{}], {}, tl.float32)", Name(op->ref(i)), cols_ ? ", C_BLOCK" : "",
                                Identity(*op)));
@@ -476,6 +501,13 @@ class ReductionEmitter {
       }
       out.Open(fmt::format("for kf_r0 in range({}):", loop_range_.empty() ? fmt::format("0, {}, R_BLOCK", reduced_) : loop_range_));
       EmitReducedIndex(out, "(kf_r0 + tl.arange(0, R_BLOCK))");
+      bool welford = std::any_of(reductions.begin(), reductions.end(), [](const ir::OpNode* op) { return IsVarMean(*op); });
+      if (welford) {
+        // A lane is in range for a prefix of the steps, so every lane updated in this step has seen
+        // exactly this many elements: one reciprocal per step instead of a division per element.
+        std::string steps = loop_start_ == "0" ? "kf_r0" : fmt::format("(kf_r0 - {})", loop_start_);
+        out.Line(fmt::format("kf_w = 1.0 / ({} // R_BLOCK + 1)", steps));
+      }
     }
     std::set<int64_t> computed_here;
     auto ready = [&](ir::NodeRef ref) { return single_ ? available_.count(Key(ref)) > 0 : computed_here.count(Key(ref)) > 0; };
@@ -506,6 +538,8 @@ class ReductionEmitter {
         EmitSingleReduction(out, *op, x);
       } else if (op->op == "aten.argmax.default") {
         EmitArgmaxStep(out, *op, x);
+      } else if (IsVarMean(*op)) {
+        EmitWelfordStep(out, *op, x);
       } else {
         std::string acc = "kf_acc_" + Name(op->ref());
         std::string masked = fmt::format("tl.where(kf_rmask, {}, {})", x, Identity(*op));
@@ -516,7 +550,17 @@ class ReductionEmitter {
     if (!single_) {
       out.Close();
       for (const ir::OpNode* op : reductions) {
-        if (op->op == "aten.argmax.default") {
+        if (IsVarMean(*op)) {
+          std::string name = Name(op->ref());
+          EmitWelfordMerge(out, kernel, *op, fmt::format("kf_mean_{0}, kf_m2_{0}, kf_n_{0}", name));
+          if (split_) {
+            for (const char* part : {"mean", "m2", "n"}) {
+              out.Line(fmt::format("tl.store(kf_part_{0}_{1}_ptr + kf_pid, kf_{1}_total_{0})", name, part));
+            }
+          } else {
+            EmitVarMeanOutputs(out, *op);
+          }
+        } else if (op->op == "aten.argmax.default") {
           EmitArgmaxFinish(out, *op);
         } else if (split_) {
           out.Line(fmt::format("tl.store(kf_part_{0}_ptr + kf_pid, {1}(kf_acc_{0}, axis=0))", Name(op->ref()), Finalize(*op)));
@@ -563,7 +607,13 @@ class ReductionEmitter {
 
   void EmitSingleReduction(SourceWriter& out, const ir::OpNode& op, const std::string& x) {
     std::string masked = fmt::format("tl.where(kf_rmask, {}, {})", x, Identity(op));
-    if (op.op == "aten.cumsum.default") {
+    if (IsVarMean(op)) {
+      // The row is in registers: its mean, then the sum of squares about it.
+      const std::string mean = Name(op.ref(1));
+      out.Line(fmt::format("{} = tl.sum({}, axis=0) / {}", mean, masked, reduced_));
+      out.Line(fmt::format("kf_d_{0} = tl.where(kf_rmask, {1} - {0}{2}, 0.0)", mean, x, cols_ ? "[None, :]" : ""));
+      out.Line(fmt::format("{0} = tl.sum(kf_d_{1} * kf_d_{1}, axis=0) / {2}", Name(op.ref(0)), mean, VarianceDivisor(op)));
+    } else if (op.op == "aten.cumsum.default") {
       out.Line(fmt::format("{} = tl.cumsum({}, axis=0)", Name(op.ref()), masked));
     } else if (op.op == "aten.argmax.default") {
       out.Line(fmt::format("{} = tl.argmax({}, axis=0).to(tl.int64)", Name(op.ref()), masked));
@@ -576,8 +626,45 @@ class ReductionEmitter {
     }
   }
 
+  static bool IsVarMean(const ir::OpNode& op) { return op.op == "aten.var_mean.correction"; }
+
+  // The partial results a split program stores per reduction: one value, or var_mean's (mean, M2,
+  // count) of its slice.
+  static std::vector<const char*> PartialSuffixes(const ir::OpNode& op) {
+    if (IsVarMean(op)) return {"_mean", "_m2", "_n"};
+    return {""};
+  }
+
+  // n - correction, the divisor of var_mean's M2 (FusableReductionSpace keeps it positive).
+  std::string VarianceDivisor(const ir::OpNode& op) const {
+    return fmt::format("{}", static_cast<double>(reduced_) - passes::VarianceCorrection(op).value_or(1.0));
+  }
+
+  // One Welford update per lane (kf_w = 1 / the lane's new count, shared by the step's lanes in
+  // range): mean += d / n, M2 += d * (x - new mean).
+  void EmitWelfordStep(SourceWriter& out, const ir::OpNode& op, const std::string& x) {
+    const std::string name = Name(op.ref());
+    out.Line(fmt::format("kf_d_{0} = tl.where(kf_rmask, {1} - kf_mean_{0}, 0.0)", name, x));
+    out.Line(fmt::format("kf_mean_{0} = kf_mean_{0} + kf_d_{0} * kf_w", name));
+    out.Line(fmt::format("kf_m2_{0} = kf_m2_{0} + kf_d_{0} * tl.where(kf_rmask, {1} - kf_mean_{0}, 0.0)", name, x));
+    out.Line(fmt::format("kf_n_{0} = kf_n_{0} + tl.where(kf_rmask, 1.0, 0.0)", name));
+  }
+
+  // kf_{mean,m2,n}_total_<name>: the (mean, M2, count) summaries `summaries` (per lane, or per
+  // slice of a split row) merged pairwise with Chan's formula.
+  void EmitWelfordMerge(SourceWriter& out, EmittedKernel& kernel, const ir::OpNode& op, const std::string& summaries) {
+    kernel.helpers.insert("_kf_welford_combine");
+    out.Line(fmt::format("kf_mean_total_{0}, kf_m2_total_{0}, kf_n_total_{0} = tl.reduce(({1}), 0, _kf_welford_combine)",
+                         Name(op.ref()), summaries));
+  }
+  void EmitVarMeanOutputs(SourceWriter& out, const ir::OpNode& op) {
+    const std::string name = Name(op.ref());
+    out.Line(fmt::format("{} = kf_mean_total_{}", Name(op.ref(1)), name));
+    out.Line(fmt::format("{} = kf_m2_total_{} / {}", Name(op.ref(0)), name, VarianceDivisor(op)));
+  }
+
   static std::string Identity(const ir::OpNode& op) {
-    if (op.op == "aten.sum.dim_IntList" || op.op == "aten.cumsum.default") return "0.0";
+    if (op.op == "aten.sum.dim_IntList" || op.op == "aten.cumsum.default" || IsVarMean(op)) return "0.0";
     if (op.op == "aten.amin.default") return "float('inf')";
     return "float('-inf')";
   }
@@ -623,6 +710,7 @@ class ReductionEmitter {
   int64_t cols_ = 0;                // column mode: kept elements per program (0: one, in row mode)
   int64_t parts_ = 1, chunk_ = 0;  // split: programs per row, elements each
   std::string loop_range_;          // the looped passes' range(...) arguments; default the whole row
+  std::string loop_start_ = "0";    // where that range starts
   std::vector<Input> inputs_;
   std::vector<ir::NodeRef> outputs_;
   std::map<int64_t, Space> space_of_;

@@ -3,7 +3,8 @@
 // reductions (prologue), between them (softmax's exp of x - max) and after them (a norm's scale).
 // Rows of at most kMaxSingleBlock elements are held whole in registers and read once; longer rows
 // are folded block by block, one pass per level of reductions that depend on each other; a few
-// very long rows are split over many programs (ReductionSpace::split).
+// very long rows are split over many programs (ReductionSpace::split). var_mean folds Welford
+// summaries and merges them with Chan's formula.
 #pragma once
 
 #include "compiler/codegen/emitted_kernel.h"

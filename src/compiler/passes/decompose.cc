@@ -126,11 +126,36 @@ class Decomposer : public ir::GraphRewriter {
     return std::make_pair(sum, mean);
   }
 
+  // mean and rsqrt(var + eps) over `dims` (kept as 1) from one var_mean: its kernel folds Welford
+  // updates and merges the partial statistics of a split row with Chan's formula, so no x - mean
+  // of the full shape is materialized for a second reduction.
+  Result<std::pair<NodeRef, NodeRef>> MeanAndRstd(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
+                                                  double eps) {
+    ir::Shape kept = Reduced(ShapeOf(x), dims, true);
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(kept, ir::DType::kFloat32));
+    std::vector<ir::NamedArgument> kwargs = {{"correction", Argument(int64_t{0})}, {"keepdim", Argument(true)}};
+    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_var_mean"),
+                                                     "aten.var_mean.correction", {{x}, {ir::IntList(dims)}},
+                                                     std::move(kwargs), {type, type}));
+    ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{NodeRef{id, 0}}, {eps}}, kept));
+    ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
+    return std::make_pair(NodeRef{id, 1}, rstd);
+  }
+
   // Normalizes x over `dims`: returns (x - mean) * rsqrt(var + eps), mean and rstd (kept dims).
+  // Rows split over many programs (ReductionSpace::split) take their statistics from MeanAndRstd
+  // and are normalized by a separate pass; shorter rows reduce sum(x) and sum((x - mean)^2), which
+  // one kernel fuses with the normalization.
   Result<std::vector<NodeRef>> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps,
                                          bool staged = false) {
     const ir::Shape shape = ShapeOf(x);
     ir::Shape kept = Reduced(shape, dims, true);
+    if (!staged && ReductionSpace{shape, dims}.split()) {
+      ASSIGN_OR_RETURN(auto stats, MeanAndRstd(origin, x, dims, eps));
+      ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {stats.first}}, shape));
+      ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {stats.second}}, shape));
+      return std::vector<NodeRef>{normed, stats.first, stats.second};
+    }
     ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true, staged));
     ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {mean.second}}, shape));
     ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "squared", "aten.mul.Tensor", {{centered}, {centered}}, shape));
@@ -214,8 +239,9 @@ class Decomposer : public ir::GraphRewriter {
     if (!groups || !eps || type.shape.size() < 2 || !type.is_contiguous()) return std::nullopt;
     int64_t n = type.shape[0], g = static_cast<int64_t>(*groups);
     if (g <= 0 || type.numel() % (n * g) != 0) return std::nullopt;
+    ir::IntList grouped = {n, g, type.numel() / (n * g)};
+    if (ReductionSpace{grouped, {2}}.split() && type.shape[1] % g == 0) return SplitGroupNorm(node, x, grouped, *eps);
     return Run(node, [&]() -> Status {
-      ir::IntList grouped = {n, g, type.numel() / (n * g)};
       ASSIGN_OR_RETURN(NodeRef viewed, Emit(node, "grouped", "aten.view.default", {{x}, {grouped}}, grouped));
       ASSIGN_OR_RETURN(auto parts, Normalize(node, viewed, {2}, *eps));
       ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{parts[0]}, {ir::IntList(type.shape)}},
@@ -226,6 +252,41 @@ class Decomposer : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(NodeRef y, Affine(node, back, weight, bias));
       return Finish(node, {y});
     });
+  }
+
+  // Group norm whose rows the statistics kernel splits: mean and rstd per (image, group) from the
+  // rows [N, group, C/group * HxW], then normalization and the per-channel affine as one pointwise
+  // pass over x viewed [N, group, C/group, HxW] (the statistics broadcast over its last two dims,
+  // weight and bias over the first and last).
+  Status SplitGroupNorm(const ir::OpNode& node, NodeRef x, const ir::IntList& grouped, double eps) {
+    const ir::Shape shape = ShapeOf(x);
+    const int64_t n = grouped[0], g = grouped[1], c = shape[1] / g;
+    return Run(node, [&]() -> Status {
+      ASSIGN_OR_RETURN(NodeRef rows, Emit(node, "grouped", "aten.view.default", {{x}, {grouped}}, grouped));
+      ASSIGN_OR_RETURN(auto stats, MeanAndRstd(node, rows, {2}, eps));
+      ir::IntList blocks = {n, g, c, grouped[2] / c};
+      ir::IntList per_row = {n, g, 1, 1};
+      ASSIGN_OR_RETURN(NodeRef viewed, Emit(node, "blocks", "aten.view.default", {{x}, {blocks}}, blocks));
+      ASSIGN_OR_RETURN(NodeRef mean, Emit(node, "row_mean", "aten.view.default", {{stats.first}, {per_row}}, per_row));
+      ASSIGN_OR_RETURN(NodeRef rstd, Emit(node, "row_rstd", "aten.view.default", {{stats.second}, {per_row}}, per_row));
+      ASSIGN_OR_RETURN(NodeRef centered, Emit(node, "centered", "aten.sub.Tensor", {{viewed}, {mean}}, blocks));
+      ASSIGN_OR_RETURN(NodeRef normed, Emit(node, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, blocks));
+      ASSIGN_OR_RETURN(auto weight, PerGroupChannel(node, Tensor(node, {1, "weight"}), g));
+      ASSIGN_OR_RETURN(auto bias, PerGroupChannel(node, Tensor(node, {2, "bias"}), g));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, normed, weight, bias));
+      ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{y}, {ir::IntList(shape)}}, shape));
+      return Finish(node, {back});
+    });
+  }
+
+  // A per-channel vector [C] viewed as [group, C/group, 1]: it broadcasts over [N, group, C/group, HxW].
+  Result<std::optional<NodeRef>> PerGroupChannel(const ir::OpNode& origin, std::optional<NodeRef> vector, int64_t g) {
+    if (!vector) return std::optional<NodeRef>();
+    const ir::Shape shape = ShapeOf(*vector);
+    if (shape.size() != 1) return Status::InvalidArgument("not a vector");
+    ir::IntList view = {g, shape[0] / g, 1};
+    ASSIGN_OR_RETURN(NodeRef viewed, Emit(origin, "channel", "aten.view.default", {{*vector}, {view}}, view));
+    return std::optional<NodeRef>(viewed);
   }
 
   // Inference batch norm: (x - running_mean) * rsqrt(running_var + eps) * weight + bias, per channel.

@@ -1,7 +1,8 @@
 // Canonicalization: composite ops rewritten into the primitive ops the kernel emitters know
 // (reductions, pointwise ops, matmuls, metadata views), so that fusion sees through them.
 //   softmax, log_softmax          -> amax, sub, exp, sum, div (log, sub)
-//   layer, group, batch norm      -> sum, mul by 1/n, sub, rsqrt, mul, add (views for groups and channels)
+//   layer, group, batch norm      -> sum, mul by 1/n, sub, rsqrt, mul, add (views for groups and channels);
+//                                    over rows the reduction splits, var_mean and one normalizing pass
 //   mean, vector 1/2/inf-norms    -> sum (abs, amax) and pointwise
 //   addmm                         -> mm plus a bias add (and the alpha/beta scales)
 //   mm by a column vector         -> a row reduction of products

@@ -100,7 +100,8 @@ std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, cons
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr) return std::nullopt;
   static const char* const kOps[] = {"aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default",
-                                     "aten.argmax.default", "aten.max.dim", "aten.cumsum.default"};
+                                     "aten.argmax.default", "aten.max.dim",     "aten.cumsum.default",
+                                     "aten.var_mean.correction"};
   if (std::find(std::begin(kOps), std::end(kOps), op->op) == std::end(kOps)) return std::nullopt;
   if (op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return std::nullopt;
   const ir::TensorType* input = graph.TypeOf(op->args[0].As<ir::NodeRef>());
@@ -115,10 +116,22 @@ std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, cons
   space.dims = *reduced;
   if (space.dims.empty() || (op->op == "aten.argmax.default" && dims == nullptr && rank > 1)) return std::nullopt;
   if (op->op == "aten.cumsum.default" && space.dims.size() != 1) return std::nullopt;
+  if (op->op == "aten.var_mean.correction") {
+    auto correction = VarianceCorrection(*op);
+    if (!correction || static_cast<double>(space.reduced_count()) <= *correction) return std::nullopt;
+  }
   for (const ir::TensorType& out : op->outputs) {
     if (out.dtype != ir::DType::kFloat32 && out.dtype != ir::DType::kInt64) return std::nullopt;
   }
   return space;
+}
+
+std::optional<double> VarianceCorrection(const ir::OpNode& op) {
+  const ir::Argument* arg = op.FindArgument({-1, "correction"});
+  if (arg == nullptr || arg->Is<ir::NoneArg>()) return 1.0;
+  if (const auto* i = arg->TryAs<int64_t>()) return static_cast<double>(*i);
+  if (const auto* d = arg->TryAs<double>()) return *d;
+  return std::nullopt;
 }
 
 bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space) {

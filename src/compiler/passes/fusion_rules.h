@@ -39,15 +39,18 @@ struct ReductionSpace {
   // may be computed after the reduction in the same group.
   bool split() const;
 };
-// Split rows: at most kMaxSplitRows rows of at least kMinSplitLength elements.
-inline constexpr int64_t kMaxSplitRows = 64;
+// Split rows: at most kMaxSplitRows rows (one program per row would leave most of a GPU's 132 SMs
+// idle or with one long program each) of at least kMinSplitLength elements.
+inline constexpr int64_t kMaxSplitRows = 256;
 inline constexpr int64_t kMinSplitLength = 1 << 17;
 // The dims a reduction-like argument names (an int or a list; absent, None or [] for all), normalized
 // to [0, rank) (a 0-d tensor's dim 0 included) and sorted without repeats; nullopt for anything else.
 std::optional<std::vector<int64_t>> ReducedDims(const ir::Argument* arg, int64_t rank);
-// Fusable reduction: sum, amax, amin, argmax or max.dim of an fp32 tensor over explicit or all dims, or a
-// cumsum along one dim (a scan: its output has the full shape).
+// Fusable reduction: sum, amax, amin, argmax, max.dim or var_mean (rows longer than its correction) of an fp32
+// tensor over explicit or all dims, or a cumsum along one dim (a scan: its output has the full shape).
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value);
+// The divisor offset of var_mean.correction (n - correction): its `correction` keyword, 1 when absent or None.
+std::optional<double> VarianceCorrection(const ir::OpNode& op);
 // In the space: a pointwise op joins a reduction's group when its shape is the full or a reduced shape.
 bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space);
 // Fusable matmul: mm of fp32 matrices, bmm of fp32 batches, or a non-depthwise fp32 convolution, transposed

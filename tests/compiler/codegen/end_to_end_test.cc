@@ -136,6 +136,19 @@ TEST(RelayoutEndToEndTest, ConvolutionWithAnEpilogue) {
   ExpectMatchesPyTorch("codegen/conv_flat_taps", RelayoutAlways(), {"_kf_channels_last[", "_kf_taps_outside["});
 }
 
+// Norms over rows long enough to split: the statistics come from per-slice Welford summaries
+// merged with Chan's formula (inputs far from zero, where a sum of squares would fail), and the
+// normalization is one pointwise pass, which loads the row's statistics and the channel's weight
+// and bias once per program.
+TEST(SplitStatisticsEndToEndTest, GroupNorm) {
+  ExpectMatchesPyTorch("codegen/split_group_norm", ModelWriterOptions{},
+                       {"_kf_welford_combine", "_partial[(32,)]", "if 32768 % BLOCK_SIZE == 0:"});
+}
+
+TEST(SplitStatisticsEndToEndTest, LayerNorm) {
+  ExpectMatchesPyTorch("codegen/split_layer_norm", ModelWriterOptions{}, {"_kf_welford_combine", "_partial[(32,)]"});
+}
+
 INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                          ::testing::Values(
                              // pointwise
@@ -156,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level2/06_gemm_groupnorm_swish", "level2/08_gemm_subtract_max_gelu",
                              "level2/10_conv2d_avgpool_tanh_channel_sum", "level3/03_resnet_basic_block",
                              // kernel forms the tasks' CPU sizes do not reach
-                             "codegen/split_loss", "codegen/split_norm", "codegen/column_sum", "codegen/column_argmax", "codegen/column_index_long", "codegen/conv_taps", "codegen/conv_flat_taps",
+                             "codegen/split_loss", "codegen/split_norm", "codegen/var_mean_forms", "codegen/column_sum", "codegen/column_argmax", "codegen/column_index_long", "codegen/conv_taps", "codegen/conv_flat_taps",
                              "codegen/conv_transpose_taps", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax",
                              "level2/07_conv_transpose2d_add_hardswish"),
                          TestName);

@@ -5,6 +5,7 @@
 #include "compiler/passes/fusion_plan.h"
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -217,6 +218,26 @@ TEST(FusionRulesTest, BroadcastsTo) {
   EXPECT_TRUE(BroadcastsTo({}, {4, 8}));
   EXPECT_FALSE(BroadcastsTo({4}, {4, 8}));
   EXPECT_FALSE(BroadcastsTo({2, 4, 8}, {4, 8}));
+}
+
+// var_mean(x, [1], correction=c) over rows of `length`, as the decomposition of a norm emits it.
+std::optional<ReductionSpace> VarMeanSpace(int64_t length, ir::Argument correction) {
+  ir::GraphBuilder b("var_mean");
+  ir::ValueId x = AddInputOk(b, "x", {4, length});
+  Result<ir::ValueId> id = b.AddOp("stats", "aten.var_mean.correction", {Ref(x), {ir::IntList{1}}},
+                                   {{"correction", std::move(correction)}, {"keepdim", {true}}}, {F32({4, 1}), F32({4, 1})});
+  EXPECT_TRUE(id.ok()) << id.status().ToString();
+  ir::Graph graph = std::move(b).Build();
+  return FusableReductionSpace(graph, graph.value(*id));
+}
+
+TEST(FusionRulesTest, VarMeanIsAReductionOverRowsLongerThanItsCorrection) {
+  auto space = VarMeanSpace(8, ir::Argument{int64_t{0}});
+  ASSERT_TRUE(space.has_value());
+  EXPECT_EQ(space->dims, (std::vector<int64_t>{1}));
+  EXPECT_TRUE(VarMeanSpace(2, ir::Argument{int64_t{1}}).has_value());
+  EXPECT_FALSE(VarMeanSpace(1, ir::Argument{int64_t{1}}).has_value());
+  EXPECT_FALSE(VarMeanSpace(1, ir::Argument{ir::NoneArg{}}).has_value());
 }
 
 }  // namespace
