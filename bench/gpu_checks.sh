@@ -34,7 +34,8 @@ case "$what" in
     # machine with several GPUs (KFORGE_BENCH_GPUS=N) the tasks are dealt round-robin to N bench
     # processes, one per GPU, writing their reports into the same run folder; a last bench
     # --no-run summarizes them all. Each task's eager, torch.compile and candidate timings are
-    # still measured side by side, on one GPU.
+    # still measured side by side, on one GPU; but the processes share the host's CPUs, and a
+    # launch-bound candidate timed while another process compiles is slowed (bench/RESULTS.md).
     suite="${KFORGE_BENCH_SUITE:-tasks}"
     gpus="${KFORGE_BENCH_GPUS:-1}"
     mkdir -p bench/runs/h200
