@@ -28,3 +28,15 @@ def test_json_output_is_the_captured_graph(tmp_path):
     graph = json.loads(done.stdout)
     assert graph["format"] == "kforge-graph-1"
     assert [n["op"] for n in graph["nodes"]] == ["aten.permute.default", "aten.addmm.default", "aten.relu.default"]
+
+
+def test_a_model_that_does_not_export_whole_shows_its_submodules(tmp_path):
+    task = os.path.join(REPO, "python", "tests", "tasks", "branchy_submodules.py")
+    done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path), "--device", "cpu", "ir", task],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert "torch.export could not capture the Model" in first and "branchy_submodules.py:" in first
+    assert "# submodule mlp (--mode partial compiles it)" in done.stdout
+    assert "# submodule norm" in done.stdout
+    assert done.stdout.count("\ngraph ") == 2

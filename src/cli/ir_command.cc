@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "compiler/ir/import_graph.h"
+#include "compiler/ir/partial_capture.h"
 #include "compiler/ir/printer.h"
 
 namespace kforge {
@@ -15,17 +16,35 @@ struct IrFlags {
   bool full_size = false;
 };
 
-// Captures one task and prints its IR (or the captured JSON).
+// A Model torch.export could not capture whole: why, each submodule captured on its own (as in
+// --mode partial) and what stays PyTorch.
+int PrintPartial(const TaskFile& task, const Json& captured) {
+  auto partial = ir::ImportPartialCapture(captured);
+  if (!partial.ok()) return UsageError(task.name + ": the captured submodules do not import: " + partial.status().message());
+  std::printf("# %s\n", partial->rest.export_error.c_str());
+  if (partial->submodules.empty()) std::printf("# no submodule exports on its own\n");
+  for (const ir::CapturedSubmodule& submodule : partial->submodules) {
+    std::printf("\n# submodule %s (--mode partial compiles it)\n%s", submodule.name.c_str(), ir::PrintGraph(submodule.graph).c_str());
+  }
+  for (const ir::KeptSubmodule& kept : partial->rest.kept) {
+    std::printf("# stays PyTorch: %s: %s\n", kept.name.c_str(), kept.reason.c_str());
+  }
+  return 0;
+}
+
+// Captures one task and prints its IR (or the captured JSON); for a Model that does not export
+// whole, the submodules that do.
 int PrintTask(WorkerClient& trusted, const std::string& path, bool cpu_sizes, bool json) {
   auto task = ReadTaskFile(path);
   if (!task.ok()) return UsageError(task.status().message());
   auto captured = trusted.Call("capture", Json{{"task_path", task->path.string()}, {"task_name", task->name},
-                                               {"cpu_sizes", cpu_sizes}}, 600);
+                                               {"cpu_sizes", cpu_sizes}, {"fallback", true}}, 600);
   if (!captured.ok()) return UsageError(captured.status().message());
   if (json) {
     std::printf("%s\n", captured->dump(1).c_str());
     return 0;
   }
+  if (ir::IsPartialCapture(*captured)) return PrintPartial(*task, *captured);
   // Import validates and verifies; a failure here is a capture bug, reported with where it is.
   auto graph = ir::ImportGraph(*captured);
   if (!graph.ok()) return UsageError(task->name + ": the captured graph does not import: " + graph.status().message());
