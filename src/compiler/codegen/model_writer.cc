@@ -11,6 +11,7 @@
 #include "compiler/codegen/aten_call.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
+#include "compiler/codegen/triton_conv.h"
 #include "compiler/codegen/triton_matmul.h"
 #include "compiler/codegen/triton_pointwise.h"
 #include "compiler/codegen/triton_reduction.h"

@@ -1,11 +1,9 @@
 // Emits one Triton kernel per matmul group: a tiled mm or bmm (tl.dot over BLOCK_K slices,
 // programs grouped along M for L2 reuse) whose pointwise epilogue (bias, activation, scale,
-// residual, clamp) runs on the accumulator before the one store. fp32 operands go through tl.dot
-// with the precision KernelOptions names ("ieee" under the fp32 policy).
+// residual, clamp) runs on the accumulator before the one store, or a convolution (direct, or an
+// implicit GEMM: triton_direct_conv.h, triton_conv.h). fp32 operands go through tl.dot with the
+// precision KernelOptions names ("ieee" under the fp32 policy).
 #pragma once
-
-#include <set>
-#include <string>
 
 #include "compiler/codegen/emitted_kernel.h"
 #include "compiler/ir/graph.h"
@@ -18,9 +16,5 @@ namespace kforge::codegen {
 // broadcast to the product's shape).
 Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group,
                                        const KernelOptions& options);
-
-// The relayout kernels convolutions launch before their GEMM (_kf_channels_last,
-// _kf_taps_outside), those of `helpers` only.
-void EmitLayoutHelpers(const std::set<std::string>& helpers, SourceWriter& out);
 
 }  // namespace kforge::codegen

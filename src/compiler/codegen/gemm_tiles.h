@@ -1,0 +1,46 @@
+// The tiling every GEMM-shaped kernel shares (matmuls, implicit-GEMM convolutions): where a
+// program's tile lies, the configuration space @triton.autotune measures with the kernel's tuning
+// key, a configuration baked in instead, and the launch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/emitted_kernel.h"
+#include "compiler/codegen/source_writer.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/fusion_plan.h"
+
+namespace kforge::codegen {
+
+// The configuration space measured on the GPU (fp32 tiles: register-bound).
+extern const std::vector<TileChoice> kTileConfigs;
+// The space of kernels at most kMaxNarrowN columns wide (convolutions with few output channels
+// per group), where a wider tile would compute masked columns (the H200 chose 64 x 32 x 16 for
+// 32-channel convolutions).
+extern const std::vector<TileChoice> kNarrowTileConfigs;
+constexpr int64_t kMaxNarrowN = 32;
+
+// Writes "@triton.jit", the signature with the tile meta-parameters, and the comment.
+void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
+                    const ir::Graph& graph, const passes::FusionGroup& group);
+
+// Sets the kernel's source from its `body` and returns the configuration its launch uses:
+// without autotuning the fixed one; under autotuning the one options.tuned holds for the kernel's
+// tuning key (stated in a comment), else nullopt and a @triton.autotune decorator over `space`.
+std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::string& body,
+                                           const std::vector<TileChoice>& space, const KernelOptions& options);
+
+// The program's tile: rows kf_m and columns kf_n, programs grouped along M so that consecutive
+// ones share B's column tiles.
+void EmitTilePosition(SourceWriter& out, int64_t m, int64_t n);
+
+// Output allocations and the launch over (tiles of M x N, `extra` programs along axis 1), with
+// `config`, or the autotuner's choice when there is none.
+void EmitGemmLaunch(EmittedKernel& kernel, const ir::Graph& graph, std::vector<std::string> args,
+                    const std::vector<ir::NodeRef>& outputs, const std::optional<TileChoice>& config, int64_t m, int64_t n,
+                    int64_t extra);
+
+}  // namespace kforge::codegen

@@ -1,0 +1,345 @@
+#include "compiler/codegen/triton_conv.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/convolution_node.h"
+#include "compiler/codegen/epilogue.h"
+#include "compiler/codegen/gemm_tiles.h"
+#include "compiler/codegen/python_names.h"
+
+namespace kforge::codegen {
+namespace {
+
+// How a convolution's K dimension (input channels x kernel taps) is walked.
+enum class ConvLoop {
+  kUnrolledTaps,  // taps unrolled (static_range), a channel loop inside each: index math folds per tap
+  kFlatTaps,      // one loop over (tap, channel block): long enough for Triton to pipeline its loads
+  kFlatK,         // one loop over channels*taps, the tap of each element divided out
+};
+// From this many input channels per group a convolution loops over taps; below it, channels and
+// taps form one K dimension (a tap loop would mask most of BLOCK_K).
+constexpr int64_t kMinChannelsForTapLoop = 16;
+// Taps are unrolled while each holds at most this many channels and there are at most this many
+// taps; beyond, the flat tap loop. Measured on the H200 (fp32, tf32x3): unrolled 2.5x faster for
+// 32 channels x 9 taps, the flat loop 1.3x faster for 64 x 9; 16 channels x 27 taps fare best flat in K.
+constexpr int64_t kMaxChannelsForUnrolledTaps = 32;
+constexpr int64_t kMaxUnrolledTaps = 9;
+
+ConvLoop ChooseConvLoop(int64_t ci_g, int64_t taps, bool transposed) {
+  if (transposed) return ConvLoop::kFlatTaps;  // its input index needs a divisibility test per tap
+  if (ci_g < kMinChannelsForTapLoop) return ConvLoop::kFlatK;
+  if (ci_g <= kMaxChannelsForUnrolledTaps) return taps <= kMaxUnrolledTaps ? ConvLoop::kUnrolledTaps : ConvLoop::kFlatK;
+  return ConvLoop::kFlatTaps;
+}
+// Where a convolution's operands are read from.
+enum class ConvLayout {
+  kAsGiven,       // the input and weight in place (NCHW: a tap's channel slice is strided)
+  kChannelsLast,  // the input rewritten channels-last and the weight [out, taps, in] first, so that
+                  // every [positions, channels] and [channels, outputs] tile is contiguous along K
+  kSubpixel,      // a strided transposed convolution: the input channels-last, one GEMM per output
+                  // phase over only the taps that reach it (the in-place form masks stride^d - 1 of
+                  // every d-dimensional tap set away)
+};
+
+ConvLayout ChooseConvLayout(const ir::TensorType& x, const ir::TensorType& w, int64_t ci_g, int64_t taps, bool transposed,
+                            const ir::IntList& stride, const ir::IntList& dilation, double flops, const KernelOptions& options) {
+  // The relayout kernels read the input's positions densely and the weight contiguously.
+  const size_t spatial = x.shape.size() - 2;
+  int64_t dense = 1;
+  for (size_t d = spatial; d-- > 0;) {
+    if (x.shape[2 + d] != 1 && x.stride[2 + d] != dense) return ConvLayout::kAsGiven;
+    dense *= x.shape[2 + d];
+  }
+  if (ci_g < kMinChannelsForTapLoop || flops < options.relayout_min_flops) return ConvLayout::kAsGiven;
+  // Unrolled taps in place were as fast (32 channels x 9 taps, 9.4 GFLOP, on the H200) and launch
+  // no relayout kernels.
+  if (!transposed && ChooseConvLoop(ci_g, taps, false) == ConvLoop::kUnrolledTaps) return ConvLayout::kAsGiven;
+  if (transposed) {
+    const bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; });
+    const bool dilated = std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+    return strided && !dilated ? ConvLayout::kSubpixel : ConvLayout::kAsGiven;
+  }
+  return w.stride == ir::ContiguousStrides(w.shape) ? ConvLayout::kChannelsLast : ConvLayout::kAsGiven;
+}
+
+// Strides of `shape` ([images, channels, spatial...]) stored channels-last: [images, spatial..., channels].
+std::vector<int64_t> ChannelsLastStrides(const ir::Shape& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t inner = shape[1];
+  strides[1] = 1;
+  for (size_t d = shape.size(); d-- > 2;) {
+    strides[d] = inner;
+    inner *= shape[d];
+  }
+  strides[0] = inner;
+  return strides;
+}
+
+// Forward lines that rewrite the input channels-last (and, for kChannelsLast, the weight
+// [out, taps, in]) into buffers named after the kernel; the buffers the kernel then reads.
+std::pair<std::string, std::string> EmitRelayout(EmittedKernel& kernel, const ir::Graph& graph, ir::NodeRef x, ir::NodeRef w,
+                                                 ConvLayout layout) {
+  const ir::TensorType &x_type = *graph.TypeOf(x), &w_type = *graph.TypeOf(w);
+  const int64_t images = x_type.shape[0], channels = x_type.shape[1];
+  int64_t positions = 1;
+  for (size_t d = 2; d < x_type.shape.size(); ++d) positions *= x_type.shape[d];
+  const std::string x_cl = kernel.name + "_x", x_name = VarName(graph, x);
+  kernel.helpers.insert("_kf_channels_last");
+  kernel.launch.push_back(fmt::format("{} = torch.empty(({}, {}, {}), dtype={}, device=device)", x_cl, images, positions,
+                                      channels, TorchDType(x_type.dtype)));
+  kernel.launch.push_back(fmt::format("_kf_channels_last[(triton.cdiv({0}, 64), triton.cdiv({1}, 32), {2})]({3}, {4}, {5}, {6}, {1}, {0}, "
+                                      "BLOCK_P=64, BLOCK_C=32)", positions, channels, images, x_name, x_cl, x_type.stride[0],
+                                      x_type.stride[1]));
+  if (layout != ConvLayout::kChannelsLast) return {x_cl, VarName(graph, w)};
+  const int64_t co = w_type.shape[0], ci_g = w_type.shape[1], total = w_type.numel();
+  const std::string w_taps = kernel.name + "_w";
+  kernel.helpers.insert("_kf_taps_outside");
+  kernel.launch.push_back(fmt::format("{} = torch.empty(({},), dtype={}, device=device)", w_taps, total,
+                                      TorchDType(w_type.dtype)));
+  kernel.launch.push_back(fmt::format("_kf_taps_outside[(triton.cdiv({}, 1024),)]({}, {}, {}, {}, {}, BLOCK=1024)", total,
+                                      VarName(graph, w), w_taps, co, ci_g, total / (co * ci_g)));
+  return {x_cl, w_taps};
+}
+
+}  // namespace
+
+// Convolution as an implicit GEMM: M = images x output positions, N = output channels of one
+// group, K = input channels of the group x kernel taps; the input tile is gathered per K slice.
+// A strided transposed convolution in the subpixel layout runs one GEMM per output phase (axis 1
+// of the grid): M = images x the phase's positions, K = input channels x the taps reaching it.
+Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
+  ASSIGN_OR_RETURN(const ConvolutionNode conv, ReadConvolution(graph, group));
+  const ir::TensorType &x_type = *conv.x_type, &w_type = *conv.w_type;
+  const ir::Shape& out_shape = conv.out_shape;
+  const size_t spatial = conv.spatial;
+  const ir::IntList &stride = conv.stride, &padding = conv.padding, &dilation = conv.dilation;
+  const int64_t groups = conv.groups, images = conv.images, co_g = conv.co_g, ci_g = conv.ci_g, taps = conv.taps;
+  // Fusion admits a transposed convolution with one group only.
+  const bool transposed = conv.transposed;
+  int64_t phases = 1;
+  for (size_t d = 0; d < spatial && transposed; ++d) phases *= stride[d];
+  const double flops = 2.0 * static_cast<double>(images * conv.positions) * static_cast<double>(co_g * ci_g * taps) *
+                       static_cast<double>(groups) / static_cast<double>(phases);
+  const ConvLayout layout = ChooseConvLayout(x_type, w_type, ci_g, taps, transposed, stride, dilation, flops, options);
+  // The output positions one program tile walks: all of them, or one phase's (rounded up).
+  std::vector<int64_t> tile_dims(out_shape.begin() + 2, out_shape.end());
+  if (layout == ConvLayout::kSubpixel) {
+    for (size_t d = 0; d < spatial; ++d) tile_dims[d] = (out_shape[2 + d] + stride[d] - 1) / stride[d];
+  }
+  int64_t tile_positions = 1;
+  for (int64_t size : tile_dims) tile_positions *= size;
+  const int64_t m = images * tile_positions, n = co_g, k = ci_g * taps;
+  // The strides the kernel reads its operands with: in place, or those of the relayout buffers.
+  const std::vector<int64_t> sx = layout == ConvLayout::kAsGiven ? x_type.stride : ChannelsLastStrides(x_type.shape);
+  const std::vector<int64_t> sw = layout == ConvLayout::kChannelsLast ? ChannelsLastStrides(w_type.shape) : w_type.stride;
+  const int64_t sw_co = transposed ? sw[1] : sw[0], sw_ci = transposed ? sw[0] : sw[1];
+
+  EmittedKernel kernel;
+  kernel.name = "conv_" + group.name;
+  SourceWriter out;
+  OpenGemmKernel(out, kernel.name, ConvolutionParams(graph, conv), graph, group);
+  out.Line(fmt::format("# Implicit GEMM{}: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
+                       "tl.dot with input_precision=\"{}\".", transposed ? " of a transposed convolution" : "", m, n, k,
+                       groups, options.dot_precision));
+  if (layout == ConvLayout::kChannelsLast) {
+    out.Line("# The input is read channels-last and the weight [out, taps, in]: each K slice is contiguous.");
+  } else if (layout == ConvLayout::kSubpixel) {
+    out.Line(fmt::format("# Subpixel form: axis 1 is the output phase (position modulo the stride, {} of them); the input "
+                         "is read channels-last.", phases));
+  }
+  EmitTilePosition(out, m, n);
+  const std::string position = layout == ConvLayout::kSubpixel ? "kf_q" : "kf_o";
+  if (layout == ConvLayout::kSubpixel) {
+    out.Line("kf_group = 0");
+    out.Line("kf_prem = tl.program_id(1)");
+    for (size_t d = spatial; d-- > 0;) {
+      out.Line(fmt::format("kf_r{} = kf_prem % {}", d, stride[d]));
+      if (d > 0) out.Line(fmt::format("kf_prem = kf_prem // {}", stride[d]));
+    }
+  } else {
+    out.Line("kf_group = tl.program_id(1)");
+  }
+  out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
+  // Output position of each row of the tile.
+  out.Line("kf_rem = kf_m");
+  for (size_t d = spatial; d-- > 0;) {
+    out.Line(fmt::format("{}{} = kf_rem % {}", position, d, tile_dims[d]));
+    out.Line(fmt::format("kf_rem = kf_rem // {}", tile_dims[d]));
+  }
+  out.Line("kf_img = kf_rem");
+  if (layout == ConvLayout::kSubpixel) {
+    for (size_t d = 0; d < spatial; ++d) out.Line(fmt::format("kf_o{0} = kf_q{0} * {1} + kf_r{0}", d, stride[d]));
+  }
+  out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+  // One BLOCK_K slice (kf_ci) of the tap's input channels into the accumulator; `tap_valid` masks
+  // the weight too (a subpixel phase's last tap may lie past the kernel).
+  auto channel_block = [&](const std::string& tap_valid) {
+    out.Line(fmt::format("kf_a_tile = tl.load(kf_x_row[:, None] + {}, mask=kf_valid[:, None] & (kf_ci[None, :] < {}), other=0.0)",
+                         Term("kf_ci[None, :]", sx[1]), ci_g));
+    out.Line(fmt::format("kf_b_tile = tl.load(kf_w_tap + {}, mask=(kf_ci[:, None] < {}) & (kf_n[None, :] < {}){}, other=0.0)",
+                         Term("kf_ci[:, None]", sw_ci), ci_g, n, tap_valid));
+    out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+  };
+  // The input row of the tap kf_t* for every output position of the tile (kf_in*, kf_valid), and the weight column.
+  auto tap_rows = [&](const std::string& valid) {
+    std::vector<std::string> x_terms = {Term("kf_img", sx[0])};
+    for (size_t d = 0; d < spatial; ++d) x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+    out.Line(fmt::format("kf_valid = {}", valid));
+    out.Line(fmt::format("kf_x_row = kf_x_ptr + {} + kf_group * {}", Sum(x_terms), ci_g * sx[1]));
+    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw_co)};
+    for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
+    out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
+  };
+  const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
+  if (layout == ConvLayout::kSubpixel) {
+    // Output o of phase r takes taps t = (r + padding) % stride + j * stride, from input (o + padding - t) / stride.
+    int64_t phase_taps = 1;
+    std::vector<int64_t> reach(spatial);
+    for (size_t d = 0; d < spatial; ++d) {
+      reach[d] = (w_type.shape[2 + d] + stride[d] - 1) / stride[d];
+      phase_taps *= reach[d];
+      out.Line(fmt::format("kf_first{0} = (kf_r{0} + {1}) % {2}", d, padding[d], stride[d]));
+    }
+    out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
+    out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phase_taps));
+    out.Line("kf_jrem = kf_kk // kf_ci_blocks");
+    out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
+    std::string valid = fmt::format("(kf_m < {})", m), tap_valid;
+    for (size_t d = spatial; d-- > 0;) {
+      out.Line(fmt::format("kf_t{0} = kf_first{0} + (kf_jrem % {1}) * {2}", d, reach[d], stride[d]));
+      if (d > 0) out.Line(fmt::format("kf_jrem = kf_jrem // {}", reach[d]));
+    }
+    for (size_t d = 0; d < spatial; ++d) {
+      out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0}", d, padding[d]));
+      out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
+      valid += fmt::format(" & (kf_o{0} < {1}) & (kf_span{0} >= 0) & (kf_in{0} < {2}) & (kf_t{0} < {3})", d, out_shape[2 + d],
+                           x_type.shape[2 + d], w_type.shape[2 + d]);
+      tap_valid += fmt::format(" & (kf_t{} < {})", d, w_type.shape[2 + d]);
+    }
+    tap_rows(valid);
+    channel_block(tap_valid);
+    out.Close();
+  } else if (loop != ConvLoop::kFlatK) {
+    // The input row and weight column of a kernel tap kf_t*, for every output position of the tile.
+    auto tap_operands = [&] {
+      std::string valid = fmt::format("(kf_m < {})", m);
+      for (size_t d = 0; d < spatial; ++d) {
+        if (!transposed) {
+          out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+          valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+        } else if (stride[d] == 1) {
+          out.Line(fmt::format("kf_in{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+          valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+        } else {
+          // Output o gathers input i through tap t where i * stride = o + padding - t * dilation.
+          out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+          out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
+          valid += fmt::format(" & (kf_span{0} >= 0) & (kf_span{0} % {1} == 0) & (kf_in{0} < {2})", d, stride[d],
+                               x_type.shape[2 + d]);
+        }
+      }
+      tap_rows(valid);
+    };
+    if (loop == ConvLoop::kUnrolledTaps) {
+      for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
+      tap_operands();
+      out.Open(fmt::format("for kf_c0 in range(0, {}, BLOCK_K):", ci_g));
+      out.Line("kf_ci = kf_c0 + tl.arange(0, BLOCK_K)");
+      channel_block("");
+      out.Close();
+      for (size_t d = 0; d < spatial; ++d) out.Close();
+    } else {
+      out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
+      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", taps));
+      out.Line("kf_trem = kf_kk // kf_ci_blocks");
+      out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
+      for (size_t d = spatial; d-- > 0;) {
+        out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
+        if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
+      }
+      tap_operands();
+      channel_block("");
+      out.Close();
+    }
+  } else {
+    out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+    out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");
+    out.Line("kf_krem = kf_k");
+    for (size_t d = spatial; d-- > 0;) {
+      out.Line(fmt::format("kf_t{} = kf_krem % {}", d, w_type.shape[2 + d]));
+      out.Line(fmt::format("kf_krem = kf_krem // {}", w_type.shape[2 + d]));
+    }
+    out.Line("kf_ci = kf_krem");
+    std::vector<std::string> x_terms = {Term("kf_img[:, None]", sx[0]),
+                                        Term(fmt::format("(kf_group * {} + kf_ci[None, :])", ci_g), sx[1])};
+    std::string valid = fmt::format("(kf_m[:, None] < {}) & (kf_k[None, :] < {})", m, k);
+    for (size_t d = 0; d < spatial; ++d) {
+      out.Line(fmt::format("kf_in{0} = kf_o{0}[:, None] * {1} - {2} + kf_t{0}[None, :] * {3}", d, stride[d], padding[d],
+                           dilation[d]));
+      valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+    }
+    out.Line(fmt::format("kf_a_tile = tl.load(kf_x_ptr + {}, mask={}, other=0.0)", Sum(x_terms), valid));
+    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0]), Term("kf_ci[:, None]", sw[1])};
+    for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}[:, None]", d), sw[2 + d]));
+    out.Line(fmt::format("kf_b_tile = tl.load(kf_w_ptr + {}, mask=(kf_k[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
+                         Sum(w_terms), k, n));
+    out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+    out.Close();
+  }
+  std::string mask = fmt::format("(kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n);
+  if (layout == ConvLayout::kSubpixel) {
+    for (size_t d = 0; d < spatial; ++d) mask += fmt::format(" & (kf_o{0}[:, None] < {1})", d, out_shape[2 + d]);
+  }
+  out.Line("kf_mask = " + mask);
+  RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
+  out.Close();
+  const std::optional<TileChoice> config =
+      FinishGemmKernel(kernel, out.text(), n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs, options);
+
+  auto [x_arg, w_arg] = layout == ConvLayout::kAsGiven ? std::pair(VarName(graph, conv.x), VarName(graph, conv.w))
+                                                       : EmitRelayout(kernel, graph, conv.x, conv.w, layout);
+  EmitGemmLaunch(kernel, graph, ConvolutionArgs(graph, conv, x_arg, w_arg), conv.outputs, config, m, n,
+                 layout == ConvLayout::kSubpixel ? phases : groups);
+  return kernel;
+}
+
+void EmitLayoutHelpers(const std::set<std::string>& helpers, SourceWriter& out) {
+  if (helpers.count("_kf_channels_last")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_channels_last(x_ptr, y_ptr, stride_image, stride_channel, C: tl.constexpr, P: tl.constexpr, "
+             "BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):");
+    out.Line("# y[image, p, c] = x[image, c, p] (positions dense in x): a [positions, channels] tile, read along");
+    out.Line("# positions and written along channels.");
+    out.Line("image = tl.program_id(2).to(tl.int64)");
+    out.Line("p = tl.program_id(0) * BLOCK_P + tl.arange(0, BLOCK_P)");
+    out.Line("c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)");
+    out.Line("mask = (p[:, None] < P) & (c[None, :] < C)");
+    out.Line("tile = tl.load(x_ptr + image * stride_image + c[None, :] * stride_channel + p[:, None], mask=mask)");
+    out.Line("tl.store(y_ptr + image * (P * C) + p[:, None] * C + c[None, :], tile, mask=mask)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+  if (helpers.count("_kf_taps_outside")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_taps_outside(w_ptr, y_ptr, CO: tl.constexpr, C: tl.constexpr, T: tl.constexpr, BLOCK: tl.constexpr):");
+    out.Line("# y[co, t, c] = w[co, c, t] for a contiguous weight: each tap's input channels become contiguous.");
+    out.Line("i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)");
+    out.Line("mask = i < CO * C * T");
+    out.Line("c = i % C");
+    out.Line("t = (i // C) % T");
+    out.Line("co = i // (C * T)");
+    out.Line("tl.store(y_ptr + i, tl.load(w_ptr + co * (C * T) + c * T + t, mask=mask), mask=mask)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+}
+
+}  // namespace kforge::codegen
