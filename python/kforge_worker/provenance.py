@@ -28,7 +28,9 @@ set_ view_as stride size numel dim is_contiguous _local_scalar_dense item cat st
 """.split())
 
 
-def _unwrap_jit(value: Any) -> str | None:
+def jit_function_name(value: Any) -> str | None:
+    """The name of the @triton.jit function `value` is or wraps (an autotuner, a heuristics
+    wrapper), or None."""
     seen = 0
     while value is not None and seen < 8:
         kind = type(value).__name__
@@ -41,7 +43,7 @@ def _unwrap_jit(value: Any) -> str | None:
 
 
 def authored_kernel_names(module: ModuleType, source: str) -> set[str]:
-    names = {name for name in (_unwrap_jit(v) for v in vars(module).values()) if name}
+    names = {name for name in (jit_function_name(v) for v in vars(module).values()) if name}
     names.update(GLOBAL_FUNCTION.findall(source))
     return names
 

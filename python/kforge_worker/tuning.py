@@ -10,19 +10,9 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from .provenance import jit_function_name
+
 SCALARS = (int, float, bool, str)
-
-
-def _kernel_name(autotuner: Any) -> str | None:
-    fn = getattr(autotuner, "fn", None)
-    for _ in range(8):
-        if fn is None:
-            return None
-        if type(fn).__name__ in ("JITFunction", "InterpretedFunction"):
-            inner = getattr(fn, "fn", None)
-            return getattr(inner, "__name__", None)
-        fn = getattr(fn, "fn", None)
-    return None
 
 
 def autotune_choices(module: ModuleType) -> dict[str, dict[str, Any]]:
@@ -33,7 +23,7 @@ def autotune_choices(module: ModuleType) -> dict[str, dict[str, Any]]:
         if type(value).__name__ != "Autotuner":
             continue
         config = getattr(value, "best_config", None)
-        name = _kernel_name(value)
+        name = jit_function_name(value)
         kwargs = getattr(config, "kwargs", None)
         if name is None or not isinstance(kwargs, dict):
             continue
