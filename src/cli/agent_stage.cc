@@ -14,6 +14,7 @@
 #include "agents/task_writer.h"
 #include "agents/writer_pool.h"
 #include "agents/writer_prompts.h"
+#include "cli/task_compiler.h"
 #include "core/clock.h"
 #include "core/files.h"
 #include "core/hash.h"
@@ -296,8 +297,7 @@ Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std
   auto check = [&](const std::string& source) -> Status {
     RETURN_IF_ERROR(WriteFile(path, source));
     ASSIGN_OR_RETURN(TaskFile task, ReadTaskFile(path));
-    auto captured = trusted->Call("capture", Json{{"task_path", task.path.string()}, {"task_name", task.name},
-                                                 {"cpu_sizes", workspace.device() == "cpu"}}, 600);
+    auto captured = CaptureTask(*trusted, task, workspace.device() == "cpu", /*fallback=*/false);
     return captured.ok() ? Status::Ok() : captured.status();
   };
   if (!common.quiet) LogInfo("asking {} to write the task \"{}\"", settings.llm, description);

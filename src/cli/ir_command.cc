@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/task_compiler.h"
 #include "compiler/ir/import_graph.h"
 #include "compiler/ir/partial_capture.h"
 #include "compiler/ir/printer.h"
@@ -37,8 +38,7 @@ int PrintPartial(const TaskFile& task, const Json& captured) {
 int PrintTask(WorkerClient& trusted, const std::string& path, bool cpu_sizes, bool json) {
   auto task = ReadTaskFile(path);
   if (!task.ok()) return UsageError(task.status().message());
-  auto captured = trusted.Call("capture", Json{{"task_path", task->path.string()}, {"task_name", task->name},
-                                               {"cpu_sizes", cpu_sizes}, {"fallback", true}}, 600);
+  auto captured = CaptureTask(trusted, *task, cpu_sizes, /*fallback=*/true);
   if (!captured.ok()) return UsageError(captured.status().message());
   if (json) {
     std::printf("%s\n", captured->dump(1).c_str());

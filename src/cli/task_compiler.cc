@@ -83,6 +83,12 @@ Result<std::string> WriteSource(const CompiledTask& compiled, const TaskFile& ta
 
 }  // namespace
 
+Result<Json> CaptureTask(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes, bool fallback) {
+  return trusted.Call("capture",
+                      Json{{"task_path", task.path.string()}, {"task_name", task.name}, {"cpu_sizes", cpu_sizes}, {"fallback", fallback}},
+                      600);
+}
+
 Result<CompiledTask> CompileTask(WorkerClient& trusted, const TaskFile& task, const CompileOptions& options) {
   const Clock& clock = RealClock();
   // torch.export's one-time start-up in the worker, apart from this task's capture (0 after the first task).
@@ -90,8 +96,7 @@ Result<CompiledTask> CompileTask(WorkerClient& trusted, const TaskFile& task, co
   double started = clock.NowSeconds();
   // The fallback costs nothing for a Model that exports whole; for one that does not, even strict
   // mode wants to say what partial mode would compile.
-  ASSIGN_OR_RETURN(Json captured, trusted.Call("capture", Json{{"task_path", task.path.string()}, {"task_name", task.name},
-                                                              {"cpu_sizes", options.cpu_sizes}, {"fallback", true}}, 600));
+  ASSIGN_OR_RETURN(Json captured, CaptureTask(trusted, task, options.cpu_sizes, /*fallback=*/true));
   double captured_at = clock.NowSeconds();
   CompiledTask compiled;
   if (!ir::IsPartialCapture(captured)) {

@@ -45,6 +45,11 @@ struct CompileOptions {
   passes::PipelineOptions pipeline;
 };
 
+// The trusted worker's capture of `task` (graph JSON) at its CPU sizes or full size; with
+// `fallback`, a Model that does not export whole comes back as a partial capture (its exportable
+// submodules) instead of an error.
+Result<Json> CaptureTask(WorkerClient& trusted, const TaskFile& task, bool cpu_sizes, bool fallback);
+
 // InvalidArgument for a task that does not load or capture (the worker's message), and for a
 // Model that does not export whole when partial capture is not allowed or captures nothing.
 Result<CompiledTask> CompileTask(WorkerClient& trusted, const TaskFile& task, const CompileOptions& options);

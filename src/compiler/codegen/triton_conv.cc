@@ -46,24 +46,23 @@ enum class ConvLayout {
                   // every d-dimensional tap set away)
 };
 
-ConvLayout ChooseConvLayout(const ir::TensorType& x, const ir::TensorType& w, int64_t ci_g, int64_t taps, bool transposed,
-                            const ir::IntList& stride, const ir::IntList& dilation, double flops, const KernelOptions& options) {
+ConvLayout ChooseConvLayout(const ConvolutionNode& conv, double flops, const KernelOptions& options) {
   // The relayout kernels read the input's positions densely and the weight contiguously.
-  const size_t spatial = x.shape.size() - 2;
+  const ir::TensorType &x = *conv.x_type, &w = *conv.w_type;
   int64_t dense = 1;
-  for (size_t d = spatial; d-- > 0;) {
+  for (size_t d = conv.spatial; d-- > 0;) {
     if (x.shape[2 + d] != 1 && x.stride[2 + d] != dense) return ConvLayout::kAsGiven;
     dense *= x.shape[2 + d];
   }
-  if (ci_g < kMinChannelsForTapLoop || flops < options.relayout_min_flops) return ConvLayout::kAsGiven;
-  // Unrolled taps in place were as fast (32 channels x 9 taps, 9.4 GFLOP, on the H200) and launch
-  // no relayout kernels.
-  if (!transposed && ChooseConvLoop(ci_g, taps, false) == ConvLoop::kUnrolledTaps) return ConvLayout::kAsGiven;
-  if (transposed) {
-    const bool strided = std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s > 1; });
-    const bool dilated = std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+  if (conv.ci_g < kMinChannelsForTapLoop || flops < options.relayout_min_flops) return ConvLayout::kAsGiven;
+  if (conv.transposed) {
+    const bool strided = std::any_of(conv.stride.begin(), conv.stride.end(), [](int64_t s) { return s > 1; });
+    const bool dilated = std::any_of(conv.dilation.begin(), conv.dilation.end(), [](int64_t d) { return d != 1; });
     return strided && !dilated ? ConvLayout::kSubpixel : ConvLayout::kAsGiven;
   }
+  // Unrolled taps in place were as fast (32 channels x 9 taps, 9.4 GFLOP, on the H200) and launch
+  // no relayout kernels.
+  if (ChooseConvLoop(conv.ci_g, conv.taps, false) == ConvLoop::kUnrolledTaps) return ConvLayout::kAsGiven;
   return w.stride == ir::ContiguousStrides(w.shape) ? ConvLayout::kChannelsLast : ConvLayout::kAsGiven;
 }
 
@@ -82,9 +81,10 @@ std::vector<int64_t> ChannelsLastStrides(const ir::Shape& shape) {
 
 // Forward lines that rewrite the input channels-last (and, for kChannelsLast, the weight
 // [out, taps, in]) into buffers named after the kernel; the buffers the kernel then reads.
-std::pair<std::string, std::string> EmitRelayout(EmittedKernel& kernel, const ir::Graph& graph, ir::NodeRef x, ir::NodeRef w,
+std::pair<std::string, std::string> EmitRelayout(EmittedKernel& kernel, const ir::Graph& graph, const ConvolutionNode& conv,
                                                  ConvLayout layout) {
-  const ir::TensorType &x_type = *graph.TypeOf(x), &w_type = *graph.TypeOf(w);
+  const ir::NodeRef x = conv.x, w = conv.w;
+  const ir::TensorType &x_type = *conv.x_type, &w_type = *conv.w_type;
   const int64_t images = x_type.shape[0], channels = x_type.shape[1];
   int64_t positions = 1;
   for (size_t d = 2; d < x_type.shape.size(); ++d) positions *= x_type.shape[d];
@@ -125,7 +125,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   for (size_t d = 0; d < spatial && transposed; ++d) phases *= stride[d];
   const double flops = 2.0 * static_cast<double>(images * conv.positions) * static_cast<double>(co_g * ci_g * taps) *
                        static_cast<double>(groups) / static_cast<double>(phases);
-  const ConvLayout layout = ChooseConvLayout(x_type, w_type, ci_g, taps, transposed, stride, dilation, flops, options);
+  const ConvLayout layout = ChooseConvLayout(conv, flops, options);
   // The output positions one program tile walks: all of them, or one phase's (rounded up).
   std::vector<int64_t> tile_dims(out_shape.begin() + 2, out_shape.end());
   if (layout == ConvLayout::kSubpixel) {
@@ -303,7 +303,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
       FinishGemmKernel(kernel, out.text(), n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs, options);
 
   auto [x_arg, w_arg] = layout == ConvLayout::kAsGiven ? std::pair(VarName(graph, conv.x), VarName(graph, conv.w))
-                                                       : EmitRelayout(kernel, graph, conv.x, conv.w, layout);
+                                                       : EmitRelayout(kernel, graph, conv, layout);
   EmitGemmLaunch(kernel, graph, ConvolutionArgs(graph, conv, x_arg, w_arg), conv.outputs, config, m, n,
                  layout == ConvLayout::kSubpixel ? phases : groups);
   return kernel;
