@@ -31,18 +31,18 @@ bool Flag(const ir::OpNode& op, ir::ArgSlot slot) {
   return arg != nullptr && arg->Is<bool>() && arg->As<bool>();
 }
 
-// The depthwise convolution's taps, one element per output and tap.
-void EmitDepthwiseTaps(SourceWriter& out, const ir::Graph& graph, ir::NodeRef weight, int64_t window_h, int64_t window_w,
-                       const std::vector<int64_t>& sx, const ir::IntList& dilation, int64_t in_h, int64_t in_w) {
-  const std::vector<int64_t>& sw = graph.TypeOf(weight)->stride;
+// A window tap by tap, one element per output and tap: loads each tap of the input (`other` where
+// it falls in the padding) as kf_v and folds it in with `accumulate` (which may read kf_i, kf_j).
+void EmitTaps(SourceWriter& out, int64_t window_h, int64_t window_w, const ir::IntList& dilation, int64_t in_h,
+              int64_t in_w, const std::vector<int64_t>& sx, const char* other, const std::string& accumulate) {
   out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
   out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
   out.Line(fmt::format("kf_h = kf_h0 + kf_i * {}", dilation[0]));
   out.Line(fmt::format("kf_w = kf_w0 + kf_j * {}", dilation[1]));
   out.Line(fmt::format("kf_in = kf_mask & (kf_h >= 0) & (kf_h < {}) & (kf_w >= 0) & (kf_w < {})", in_h, in_w));
-  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_base + kf_h * {} + kf_w * {}, mask=kf_in, other=0.0)", sx[2], sx[3]));
-  out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
-                       sw[0], sw[2], sw[3]));
+  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + kf_base + kf_h * {} + kf_w * {}, mask=kf_in, other={})", sx[2], sx[3],
+                       other));
+  out.Line(accumulate);
   out.Close();
   out.Close();
 }
@@ -54,14 +54,14 @@ int64_t NextPowerOfTwo(int64_t n) {
 }
 
 struct PoolRows {
-  bool is_max, adaptive, count_include_pad;
+  bool adaptive, count_include_pad;
   int64_t divisor;  // an average's constant divisor (every window whole), else 0: windows are counted
   int64_t window_h, window_w, in_h, in_w;
   ir::IntList padding, dilation;
   std::vector<int64_t> sx;
 };
 
-// A pooling window one row at a time: each output's taps along the row load together as one
+// An average-pooling window one row at a time: each output's taps along the row load together as one
 // [outputs, taps] tile (contiguous in memory when the input's rows are), then reduce along the
 // taps. Loading tap by tap instead made neighbouring lanes read addresses a stride apart.
 void EmitPoolRows(SourceWriter& out, const PoolRows& p) {
@@ -80,15 +80,8 @@ void EmitPoolRows(SourceWriter& out, const PoolRows& p) {
     tap_in = fmt::format("(kf_w >= 0) & (kf_w < {})", p.in_w);
   }
   out.Line(fmt::format("kf_in = ({})[:, None] & (kf_taps < {}) & {}", row_in, p.window_w, tap_in));
-  const char* other = p.is_max ? "float('-inf')" : "0.0";
-  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + (kf_base + kf_h * {})[:, None] + kf_w * {}, mask=kf_in, other={})",
-                       p.sx[2], p.sx[3], other));
-  if (p.is_max) {
-    out.Line("kf_row = tl.max(kf_v, axis=1)");
-    out.Line("kf_acc = tl.where(kf_row > kf_acc, kf_row, kf_acc)");
-    out.Close();
-    return;
-  }
+  out.Line(fmt::format("kf_v = tl.load(kf_x_ptr + (kf_base + kf_h * {})[:, None] + kf_w * {}, mask=kf_in, other=0.0)",
+                       p.sx[2], p.sx[3]));
   out.Line("kf_acc += tl.sum(kf_v, axis=1)");
   if (p.divisor > 0) {
     out.Close();
@@ -212,9 +205,18 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   const int64_t divisor = !is_max && !depthwise && whole_windows ? window_h * window_w : 0;
   if (!is_max && !depthwise && divisor == 0) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
   if (depthwise) {
-    EmitDepthwiseTaps(out, graph, *weight, window_h, window_w, sx, dilation, in_h, in_w);
+    const std::vector<int64_t>& sw = graph.TypeOf(*weight)->stride;
+    EmitTaps(out, window_h, window_w, dilation, in_h, in_w, sx, "0.0",
+             fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
+                         sw[0], sw[2], sw[3]));
+  } else if (is_max) {
+    // Tap by tap, NaN propagating like ATen's. Measured on an H200 (bench/pool_probe.py, 3x3 stride
+    // 2): 84% of the memory roofline, against 65% for the [outputs, taps] row tile, whose taps
+    // padded to a power of two waste a quarter of its loads.
+    EmitTaps(out, window_h, window_w, dilation, in_h, in_w, sx, "float('-inf')",
+             "kf_acc = tl.maximum(kf_acc, kf_v, propagate_nan=tl.PropagateNan.ALL)");
   } else {
-    PoolRows rows{is_max, adaptive && !uniform, count_include_pad, divisor, window_h, window_w, in_h, in_w, padding, dilation, sx};
+    PoolRows rows{adaptive && !uniform, count_include_pad, divisor, window_h, window_w, in_h, in_w, padding, dilation, sx};
     EmitPoolRows(out, rows);
   }
   if (depthwise && bias) out.Line("kf_acc += tl.load(kf_bias_ptr + kf_c, mask=kf_mask, other=0.0)");
@@ -236,9 +238,12 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
     args.push_back(VarName(graph, ref));
   }
-  // A pooling program holds a [outputs, taps] tile: as many elements as a pointwise block.
-  const int64_t outputs_per_program =
-      depthwise ? block_size : std::max<int64_t>(32, block_size / NextPowerOfTwo(window_w));
+  // An average-pooling program holds a [outputs, taps] tile: as many elements as a pointwise block.
+  // Tap-by-tap programs (max pooling, depthwise convolution) hold one element per output: max
+  // pooling measured best at 256 outputs over 4 warps (bench/pool_probe.py).
+  const int64_t outputs_per_program = depthwise ? block_size
+                                      : is_max  ? std::min<int64_t>(256, block_size)
+                                                : std::max<int64_t>(32, block_size / NextPowerOfTwo(window_w));
   args.push_back(fmt::format("BLOCK_SIZE={}", outputs_per_program));
   kernel.launch.push_back(
       fmt::format("{}[(triton.cdiv({}, {}),)]({})", kernel.name, numel, outputs_per_program, fmt::join(args, ", ")));

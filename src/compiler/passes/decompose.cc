@@ -105,22 +105,12 @@ class Decomposer : public ir::GraphRewriter {
     return Status::Ok();
   }
 
-  // sum(x, dims, keepdim) * (1 / n). `staged` sums over dim 0 last, separately: the per-channel
-  // statistics of batch norm then come from many contiguous rows in parallel instead of one long
-  // strided row per channel.
+  // sum(x, dims, keepdim) * (1 / n).
   Result<std::pair<NodeRef, NodeRef>> MeanOf(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
-                                             bool keepdim, bool staged = false) {
+                                             bool keepdim) {
     const ir::Shape shape = ShapeOf(x);
     ir::Shape out = Reduced(shape, dims, keepdim);
-    NodeRef sum;
-    if (staged && keepdim && dims.size() > 1 && dims.front() == 0) {
-      std::vector<int64_t> inner(dims.begin() + 1, dims.end());
-      ASSIGN_OR_RETURN(NodeRef partial, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(inner)}, {true}},
-                                             Reduced(shape, inner, true)));
-      ASSIGN_OR_RETURN(sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{partial}, {ir::IntList{0}}, {true}}, out));
-    } else {
-      ASSIGN_OR_RETURN(sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(dims)}, {keepdim}}, out));
-    }
+    ASSIGN_OR_RETURN(NodeRef sum, Emit(origin, "sum", "aten.sum.dim_IntList", {{x}, {ir::IntList(dims)}, {keepdim}}, out));
     double n = static_cast<double>(ReductionSpace{shape, dims}.reduced_count());
     ASSIGN_OR_RETURN(NodeRef mean, Emit(origin, "mean", "aten.mul.Tensor", {{sum}, {1.0 / n}}, out));
     return std::make_pair(sum, mean);
@@ -142,24 +132,56 @@ class Decomposer : public ir::GraphRewriter {
     return std::make_pair(NodeRef{id, 1}, rstd);
   }
 
+  // Batch statistics over dim 0 and the inner `dims` (dims.front() == 0): var_mean per (n, c) row,
+  // many contiguous rows in parallel instead of one long strided row per channel, then Chan's merge of the N rows of equal count over dim 0:
+  // mean = avg(mean_n), var = avg(var_n + (mean_n - mean)^2). Returns mean and rsqrt(var + eps).
+  Result<std::pair<NodeRef, NodeRef>> StagedMeanAndRstd(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
+                                                        double eps) {
+    const ir::Shape shape = ShapeOf(x);
+    std::vector<int64_t> inner(dims.begin() + 1, dims.end());
+    ir::Shape rows = Reduced(shape, inner, true);
+    ir::Shape kept = Reduced(shape, dims, true);
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(rows, ir::DType::kFloat32));
+    std::vector<ir::NamedArgument> kwargs = {{"correction", Argument(int64_t{0})}, {"keepdim", Argument(true)}};
+    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_var_mean"),
+                                                     "aten.var_mean.correction", {{x}, {ir::IntList(inner)}},
+                                                     std::move(kwargs), {type, type}));
+    NodeRef row_var{id, 0}, row_mean{id, 1};
+    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, row_mean, {0}, true));
+    ASSIGN_OR_RETURN(NodeRef deviation, Emit(origin, "deviation", "aten.sub.Tensor", {{row_mean}, {mean.second}}, rows));
+    ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "deviation_squared", "aten.mul.Tensor", {{deviation}, {deviation}}, rows));
+    ASSIGN_OR_RETURN(NodeRef spread, Emit(origin, "spread", "aten.add.Tensor", {{row_var}, {squared}}, rows));
+    ASSIGN_OR_RETURN(auto var, MeanOf(origin, spread, {0}, true));
+    ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{var.second}, {eps}}, kept));
+    ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
+    return std::make_pair(mean.second, rstd);
+  }
+
   // Normalizes x over `dims`: returns (x - mean) * rsqrt(var + eps), mean and rstd (kept dims).
-  // Rows split over many programs (ReductionSpace::split) take their statistics from MeanAndRstd
-  // and are normalized by a separate pass; shorter rows reduce sum(x) and sum((x - mean)^2), which
-  // one kernel fuses with the normalization.
+  // Rows split over many programs (ReductionSpace::split) take their statistics from MeanAndRstd,
+  // and batch statistics (`staged`, over dim 0 and inner dims) from StagedMeanAndRstd; both are
+  // normalized by a separate pass. Shorter rows reduce sum(x) and sum((x - mean)^2), which one
+  // kernel fuses with the normalization.
   Result<std::vector<NodeRef>> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps,
                                          bool staged = false) {
     const ir::Shape shape = ShapeOf(x);
     ir::Shape kept = Reduced(shape, dims, true);
-    if (!staged && ReductionSpace{shape, dims}.split()) {
-      ASSIGN_OR_RETURN(auto stats, MeanAndRstd(origin, x, dims, eps));
+    bool batch = staged && dims.size() > 1 && dims.front() == 0;
+    if (batch || (!staged && ReductionSpace{shape, dims}.split())) {
+      std::pair<NodeRef, NodeRef> stats;
+      if (batch) {
+        ASSIGN_OR_RETURN(stats, StagedMeanAndRstd(origin, x, dims, eps));
+      } else {
+        ASSIGN_OR_RETURN(stats, MeanAndRstd(origin, x, dims, eps));
+      }
       ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {stats.first}}, shape));
       ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {stats.second}}, shape));
       return std::vector<NodeRef>{normed, stats.first, stats.second};
     }
-    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true, staged));
+    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true));
     ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {mean.second}}, shape));
     ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "squared", "aten.mul.Tensor", {{centered}, {centered}}, shape));
-    ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true, staged));
+    ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true));
     ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{var.second}, {eps}}, kept));
     ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
     ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));

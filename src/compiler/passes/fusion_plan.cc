@@ -21,7 +21,8 @@ using Kind = FusionGroup::Kind;
 // producers that share its iteration space (same-shape pointwise groups; a reduction group whose
 // full or reduced shape it has; a matmul or window group whose output shape it has) when that creates no
 // cycle between groups; a reduction joins the group of its input when that group reduces the same
-// space or is a pointwise group over the space's full shape.
+// space or is a pointwise group over the space's full shape. Reduction groups over the same rows
+// merge where a pointwise op reads both.
 class Planner {
  public:
   explicit Planner(const ir::Graph& graph)
@@ -70,7 +71,8 @@ class Planner {
   }
 
   // Whether pointwise op `value` may join `group`, and whether `group` anchors the merge (a
-  // reduction or matmul group: at most one per merge, and a matmul group takes no other group).
+  // reduction or matmul group: at most one per merge, besides reduction groups over the same rows,
+  // and a matmul group takes no other group).
   bool Joinable(const ir::Value& value, int group, bool* anchor) const {
     const ir::Shape& shape = value.type().shape;
     *anchor = groups_[group].kind == Kind::kReduction || groups_[group].kind == Kind::kMatmul ||
@@ -99,7 +101,7 @@ class Planner {
       int group = group_of_[ref.value];
       bool is_anchor = false;
       if (group == kNoGroup || merged.count(group) || !Joinable(value, group, &is_anchor)) continue;
-      if (is_anchor && anchor != kNoGroup) continue;
+      if (is_anchor && anchor != kNoGroup && !SameRows(anchor, group)) continue;
       std::set<int> candidate = merged;
       candidate.insert(group);
       if (MakesCycle(candidate, value.id)) continue;
@@ -113,6 +115,7 @@ class Planner {
       if (!MakesCycle({anchor}, value.id)) kept.insert(anchor);
       for (int group : merged) {
         if (kept.empty() || group == anchor || groups_[anchor].kind != Kind::kReduction) continue;
+        if (groups_[group].kind == Kind::kReduction && !SameRows(anchor, group)) continue;
         std::set<int> trial = kept;
         trial.insert(group);
         if (InReductionSpace(GroupShape(group), *spaces_[anchor]) && !MakesCycle(trial, value.id)) kept = trial;
@@ -136,6 +139,14 @@ class Planner {
     groups_[target].nodes.push_back(value.id);
     group_of_[value.id] = target;
     std::sort(groups_[target].nodes.begin(), groups_[target].nodes.end());
+  }
+
+  // Two reduction groups over the same rows, neither split: one kernel can fold both (cosine
+  // similarity's two norms and their dot product read each row once instead of materializing a
+  // normalized operand).
+  bool SameRows(int a, int b) const {
+    return groups_[a].kind == Kind::kReduction && groups_[b].kind == Kind::kReduction && spaces_[a] == spaces_[b] &&
+           !spaces_[a]->split();
   }
 
   const ir::Shape& GroupShape(int group) const { return graph_.value(groups_[group].nodes.front()).type().shape; }

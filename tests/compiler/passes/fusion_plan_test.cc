@@ -153,6 +153,46 @@ TEST(FusionPlanTest, ReductionsOverDifferentDimsAreSeparateGroups) {
   EXPECT_EQ(plan.groups[1].kind, Kind::kReduction);
 }
 
+// sum(x / |x| * y / |y|) over rows: each norm is its own reduction group until the product reads
+// both; `rows` rows of `length` elements.
+ir::Graph CosineRows(int64_t rows, int64_t length) {
+  ir::GraphBuilder b("cosine");
+  ir::ValueId x = AddInputOk(b, "x", {rows, length});
+  ir::ValueId y = AddInputOk(b, "y", {rows, length}, 1);
+  auto normalized = [&](ir::ValueId v, const std::string& name) {
+    ir::ValueId sq = AddOk(b, name + "_sq", "aten.mul.Tensor", {Ref(v), Ref(v)}, {F32({rows, length})});
+    ir::ValueId sum = AddOk(b, name + "_sum", "aten.sum.dim_IntList", {Ref(sq), {ir::IntList{1}}, {true}}, {F32({rows, 1})});
+    ir::ValueId norm = AddOk(b, name + "_norm", "aten.sqrt.default", {Ref(sum)}, {F32({rows, 1})});
+    return AddOk(b, name + "_div", "aten.div.Tensor", {Ref(v), Ref(norm)}, {F32({rows, length})});
+  };
+  ir::ValueId xn = normalized(x, "x");
+  ir::ValueId yn = normalized(y, "y");
+  ir::ValueId mul = AddOk(b, "mul", "aten.mul.Tensor", {Ref(xn), Ref(yn)}, {F32({rows, length})});
+  ir::ValueId dot = AddOk(b, "dot", "aten.sum.dim_IntList", {Ref(mul), {ir::IntList{1}}}, {F32({rows})});
+  b.AddOutput({dot, 0});
+  return std::move(b).Build();
+}
+
+TEST(FusionPlanTest, ReductionGroupsOverTheSameRowsMergeWhereAnOpReadsBoth) {
+  // Both norms, both normalized rows and their dot product: one kernel reading x and y once; the
+  // normalized rows never leave it.
+  ir::Graph graph = CosineRows(8, 64);
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kReduction);
+  EXPECT_EQ(plan.groups[0].nodes.size(), 10u);
+  EXPECT_EQ(GroupInputs(graph, plan.groups[0]).size(), 2u);
+}
+
+TEST(FusionPlanTest, SplitReductionGroupsDoNotMerge) {
+  // One very long row: each reduction is split over many programs, whose kernels compute nothing of
+  // the full shape after it, so the normalized rows cannot be formed there.
+  ir::Graph graph = CosineRows(1, kMinSplitLength);
+  FusionPlan plan = PlanFusion(graph);
+  EXPECT_GT(plan.groups.size(), 1u);
+  for (const FusionGroup& group : plan.groups) EXPECT_LT(group.nodes.size(), 10u);
+}
+
 TEST(FusionPlanTest, IntermediateThatIsAGraphOutputStaysInTheGroupAndIsExported) {
   ir::GraphBuilder b("export");
   ir::ValueId x = AddInputOk(b, "x", {16});

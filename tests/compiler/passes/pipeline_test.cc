@@ -61,6 +61,39 @@ TEST(PipelineTest, RunsEveryPassInOrderAndPlansTheLiveGraph) {
   EXPECT_EQ(result->plan.groups[0].nodes.size(), 2u);
 }
 
+TEST(PipelineTest, TrainingBatchNormReadsItsInputTwiceAndWritesOnlyItsOutput) {
+  // Batch statistics from var_mean over each (image, channel) row, merged over the images in a
+  // small kernel; then one pointwise pass normalizes x itself: no x - mean of the full shape is
+  // materialized between them.
+  ir::GraphBuilder b("batch_norm");
+  ir::ValueId x = AddInputOk(b, "x", {4, 3, 8, 8});
+  std::vector<ir::Argument> args = {Ref(x)};
+  for (const char* name : {"weight", "bias", "running_mean", "running_var"}) {
+    args.push_back(Ref(AddInputOk(b, name, {3}, static_cast<int64_t>(args.size()))));
+  }
+  args.insert(args.end(), {ir::Argument{true}, ir::Argument{0.1}, ir::Argument{1e-5}});
+  ir::ValueId bn = AddOk(b, "bn", "aten._native_batch_norm_legit_functional.default", args,
+                         {F32({4, 3, 8, 8}), F32({3}), F32({3}), F32({3}), F32({3})});
+  b.AddOutput({bn, 0});
+  auto result = RunPipeline(std::move(b).Build(), PipelineOptions{});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const ir::Graph& graph = result->graph;
+  std::vector<FusionGroup::Kind> kinds;
+  int full_reads = 0;
+  for (const FusionGroup& group : result->plan.groups) {
+    if (group.kind == FusionGroup::Kind::kView) continue;
+    kinds.push_back(group.kind);
+    for (const ir::NodeRef& ref : GroupInputs(graph, group)) full_reads += graph.TypeOf(ref)->numel() == 4 * 3 * 8 * 8;
+    for (const ir::NodeRef& ref : GroupOutputs(graph, group)) {
+      if (graph.TypeOf(ref)->numel() == 4 * 3 * 8 * 8) EXPECT_EQ(group.kind, FusionGroup::Kind::kPointwise);
+    }
+  }
+  EXPECT_EQ(kinds, (std::vector<FusionGroup::Kind>{FusionGroup::Kind::kReduction, FusionGroup::Kind::kReduction,
+                                                   FusionGroup::Kind::kPointwise}));
+  EXPECT_EQ(full_reads, 2);
+  EXPECT_EQ(graph.value(result->plan.groups[0].nodes.front()).As<ir::OpNode>().op, "aten.var_mean.correction");
+}
+
 TEST(PipelineTest, DisabledPassesDoNotRun) {
   PipelineOptions options;
   options.disabled = {"decompose", "dead_code", "fuse"};
