@@ -3,7 +3,7 @@
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
 #   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|probe|all]
-# (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_GPUS, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
+# (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_MODE, KFORGE_BENCH_GPUS, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -29,8 +29,9 @@ case "$what" in
 esac
 case "$what" in
   compiler|all)
-    # kforge bench over the project's tasks (or KFORGE_BENCH_SUITE), resumable: the run folder
-    # bench/runs/h200 is carried between calls, so a call cut by its time limit continues. On a
+    # kforge bench over the project's tasks (or KFORGE_BENCH_SUITE) in KFORGE_BENCH_MODE (strict by
+    # default), resumable: the run folder bench/runs/h200 (h200-partial for partial mode) is
+    # carried between calls, so a call cut by its time limit continues. On a
     # machine with several GPUs (KFORGE_BENCH_GPUS=N) the tasks are dealt round-robin to N bench
     # processes, one per GPU, writing their reports into the same run folder; a last bench
     # --no-run summarizes them all. Each task's eager, torch.compile and candidate timings are
@@ -38,10 +39,13 @@ case "$what" in
     # launch-bound candidate timed while another process compiles is slowed (bench/RESULTS.md).
     suite="${KFORGE_BENCH_SUITE:-tasks}"
     gpus="${KFORGE_BENCH_GPUS:-1}"
-    mkdir -p bench/runs/h200
+    mode="${KFORGE_BENCH_MODE:-strict}"
+    runs=bench/runs/h200
+    [ "$mode" = strict ] || runs="bench/runs/h200-$mode"
+    mkdir -p "$runs"
     bench_shard() {  # GPU, suite folder, log
       CUDA_VISIBLE_DEVICES="$1" timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace "/tmp/kforge-bench-$1" \
-        bench "$2" --out bench/runs/h200 --timeout "${KFORGE_BENCH_TIMEOUT:-300}" >"$3" 2>&1
+        bench "$2" --mode "$mode" --out "$runs" --timeout "${KFORGE_BENCH_TIMEOUT:-300}" >"$3" 2>&1
     }
     if [ "$gpus" -le 1 ]; then
       bench_shard 0 "$suite" "$out/bench.log"
@@ -58,11 +62,11 @@ case "$what" in
       for ((g = 0; g < gpus; g++)); do bench_shard "$g" "/tmp/kforge-shards/$g" "$out/bench-gpu$g.log" & done
       wait
       tail -n 3 "$out"/bench-gpu*.log
-      "$kforge" --workspace /tmp/kforge-bench-0 bench "$suite" --out bench/runs/h200 --no-run 2>&1 | tee "$out/bench.log"
+      "$kforge" --workspace /tmp/kforge-bench-0 bench "$suite" --mode "$mode" --out "$runs" --no-run 2>&1 | tee "$out/bench.log"
     fi
     mkdir -p "$out/bench"
-    cp bench/runs/h200/bench.json "$out/bench/" 2>/dev/null
-    (cd bench/runs && tar czf "$out/bench/runs.tgz" h200) ;;
+    cp "$runs/bench.json" "$out/bench/" 2>/dev/null
+    (cd bench/runs && tar czf "$out/bench/runs.tgz" "$(basename "$runs")") ;;
 esac
 case "$what" in
   tuning)

@@ -11,6 +11,8 @@ by 2 * noise + spread * rms(noise), so a candidate is not failed for digits the 
 lacks. spread = 2 * sqrt(2 ln n) over n elements: another honest fp32 computation (a different
 summation order) differs from the reference by noise of the same size, and the largest of n such
 differences reaches about sqrt(2 ln n) times their rms, doubled for two independent errors. The
+rms and n are taken over the elements that carry noise: elements both computations get exactly
+(GELU far below zero, a ReLU's zeros) would otherwise dilute the rms of those that cancel. The
 noise comes from the reference alone; a candidate cannot widen it.
 """
 from __future__ import annotations
@@ -107,8 +109,9 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
     allowed = tolerance.rtol * ref.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0) + tolerance.atol * scale
     if noise is not None:
         noise = noise.to(allowed.device, torch.float64).nan_to_num(0.0, posinf=0.0, neginf=0.0)
-        noise_rms = noise.pow(2).mean().sqrt()
-        spread = max(1.0, 2.0 * math.sqrt(2.0 * math.log(max(noise.numel(), 2))))
+        noisy = noise[noise > 0]
+        noise_rms = noisy.pow(2).mean().sqrt() if noisy.numel() else noise.new_zeros(())
+        spread = max(1.0, 2.0 * math.sqrt(2.0 * math.log(max(noisy.numel(), 2))))
         allowed = allowed + 2.0 * (noise.reshape(-1)[where] if sampled else noise) + spread * noise_rms
         report["reference_noise_rms"] = noise_rms.item()
     ratio = diff / allowed

@@ -119,3 +119,22 @@ def test_an_honest_computation_as_noisy_as_the_reference_passes():
     assert honest["passed"], honest["tolerance_ratio"]
     worse = compare_tensor(exact + 10.0 * candidate_error, reference, tight, noise)
     assert not worse["passed"]
+
+
+def test_exact_elements_do_not_dilute_the_noise_of_those_that_cancel():
+    """GELU(x - max(x)) of large x: most outputs are exactly zero in any fp32 computation, the few
+    near the row maximum cancel and carry the reference's noise. An honest computation as noisy as
+    the reference on those elements passes; ten times that error fails."""
+    generator = torch.Generator().manual_seed(1)
+    n, active, sigma = 1 << 20, 1 << 12, 1e-3
+    exact = torch.zeros(n, dtype=torch.float64)
+    exact[:active] = torch.randn(active, generator=generator, dtype=torch.float64)
+    reference_error, candidate_error = torch.zeros(n, dtype=torch.float64), torch.zeros(n, dtype=torch.float64)
+    reference_error[:active] = torch.randn(active, generator=generator, dtype=torch.float64) * sigma
+    candidate_error[:active] = torch.randn(active, generator=generator, dtype=torch.float64) * sigma
+    noise = reference_error.abs()
+    tight = Tolerance(rtol=1e-9, atol=1e-9)
+    honest = compare_tensor(exact + candidate_error, exact + reference_error, tight, noise)
+    assert honest["passed"], honest["tolerance_ratio"]
+    worse = compare_tensor(exact + 10.0 * candidate_error, exact + reference_error, tight, noise)
+    assert not worse["passed"]
