@@ -16,15 +16,18 @@ OH, OW = (H + 2 * P - K) // S + 1, (W + 2 * P - K) // S + 1
 
 
 @triton.jit
-def pool_tile(x_ptr, y_ptr, numel, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
-              K: tl.constexpr, S: tl.constexpr, P: tl.constexpr, TAPS: tl.constexpr, BLOCK: tl.constexpr):
+def window_origin(numel, OH: tl.constexpr, OW: tl.constexpr, S: tl.constexpr, P: tl.constexpr, BLOCK: tl.constexpr):
+    """The program's outputs: flat offsets, their mask, image plane and top-left input tap."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < numel
     ow = offs % OW
     oh = (offs // OW) % OH
-    plane = offs // (OW * OH)
-    h0 = oh * S - P
-    w0 = ow * S - P
+    return offs, offs < numel, offs // (OW * OH), oh * S - P, ow * S - P
+
+
+@triton.jit
+def pool_tile(x_ptr, y_ptr, numel, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
+              K: tl.constexpr, S: tl.constexpr, P: tl.constexpr, TAPS: tl.constexpr, BLOCK: tl.constexpr):
+    offs, mask, plane, h0, w0 = window_origin(numel, OH, OW, S, P, BLOCK)
     acc = tl.full([BLOCK], float("-inf"), tl.float32)
     taps = tl.arange(0, TAPS)[None, :]
     for i in tl.static_range(K):
@@ -39,13 +42,7 @@ def pool_tile(x_ptr, y_ptr, numel, H: tl.constexpr, W: tl.constexpr, OH: tl.cons
 @triton.jit
 def pool_taps(x_ptr, y_ptr, numel, H: tl.constexpr, W: tl.constexpr, OH: tl.constexpr, OW: tl.constexpr,
               K: tl.constexpr, S: tl.constexpr, P: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < numel
-    ow = offs % OW
-    oh = (offs // OW) % OH
-    plane = offs // (OW * OH)
-    h0 = oh * S - P
-    w0 = ow * S - P
+    offs, mask, plane, h0, w0 = window_origin(numel, OH, OW, S, P, BLOCK)
     acc = tl.full([BLOCK], float("-inf"), tl.float32)
     for i in tl.static_range(K):
         for j in tl.static_range(K):

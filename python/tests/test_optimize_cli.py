@@ -48,13 +48,24 @@ def test_gemm_reduction_and_pooling_tasks_become_accepted_kernels_in_strict_mode
 
 
 def test_an_op_without_a_kernel_is_rejected_in_strict_mode_and_accepted_in_partial_mode(tmp_path):
-    # gather has no kernel form: it stays a library call.
-    code, report = optimize("level1/31_cross_entropy_loss.py", tmp_path)
+    # sort has no kernel form: it stays a library call.
+    task = os.path.join(REPO, "python", "tests", "tasks", "sort_rows.py")
+    code, report = optimize(task, tmp_path)
     assert code == 1 and report["evaluation"]["verdict"] == "rejected_hack(library_compute)"
-    code, report = optimize("level1/31_cross_entropy_loss.py", tmp_path, "--mode", "partial")
+    code, report = optimize(task, tmp_path, "--mode", "partial")
     assert code == 0 and report["evaluation"]["verdict"] == "accepted", report["evaluation"]["message"]
     source = open(report["model_new"], encoding="utf-8").read()
-    assert "torch.ops.aten.gather" in source and "@triton.jit" in source
+    assert "torch.ops.aten.sort" in source and "@triton.jit" in source
+
+
+def test_cross_entropy_is_all_kernels_in_strict_mode(tmp_path):
+    # The target's log-probability is gathered from the logits in the log-softmax's row kernel, the
+    # count of targets not ignored is a float sum: nothing is left to the library.
+    code, report = optimize("level1/31_cross_entropy_loss.py", tmp_path)
+    assert code == 0 and report["evaluation"]["verdict"] == "accepted", report["evaluation"]["message"]
+    assert {g["kind"] for g in report["compile"]["groups"]} - {"view"} == {"pointwise", "reduction"}
+    source = open(report["model_new"], encoding="utf-8").read()
+    assert all(".squeeze." in line or ".unsqueeze." in line for line in source.splitlines() if "torch.ops.aten" in line)
 
 
 def test_passes_can_be_disabled_and_their_ir_dumped(tmp_path):

@@ -221,10 +221,6 @@ class Writer {
     if (kernel.uses_sizes) {
       for (int64_t dim : kernel.shape) args.push_back(std::to_string(dim));
     }
-    std::string shape_args = fmt::format("{}", fmt::join(kernel.shape, ", "));
-    for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-      if (kernel.strided[i]) args.push_back(fmt::format("*{}.expand({}).stride()", VarName(graph_, kernel.inputs[i]), shape_args));
-    }
     args.push_back("BLOCK_SIZE=BLOCK_SIZE");
     out_.Line(fmt::format("{}[(triton.cdiv({}, BLOCK_SIZE),)]({})", kernel.name, numel, fmt::join(args, ", ")));
   }

@@ -17,12 +17,26 @@ bool IsInteger(ir::DType dtype) { return dtype == ir::DType::kInt64 || dtype == 
 bool Supported(ir::DType dtype) { return ir::IsFloatingPoint(dtype) || dtype == ir::DType::kBool || IsInteger(dtype); }
 
 // Ops whose integer result Triton computes exactly as torch does (no true division, no rounding).
+// The Triton type of a dtype, or nullptr.
+const char* TritonType(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kFloat32: return "tl.float32";
+    case ir::DType::kFloat64: return "tl.float64";
+    case ir::DType::kFloat16: return "tl.float16";
+    case ir::DType::kBFloat16: return "tl.bfloat16";
+    case ir::DType::kInt64: return "tl.int64";
+    case ir::DType::kInt32: return "tl.int32";
+    case ir::DType::kBool: return "tl.int1";
+    default: return nullptr;
+  }
+}
+
 bool IntegerSafe(const std::string& op) {
   static const char* const kOps[] = {"aten.arange.default", "aten.arange.start", "aten.arange.start_step",
                                      "aten.add.Tensor",     "aten.add.Scalar",   "aten.sub.Tensor",
                                      "aten.sub.Scalar",     "aten.mul.Tensor",   "aten.mul.Scalar",
                                      "aten.neg.default",    "aten.abs.default",  "aten.where.self",
-                                     "aten.maximum.default", "aten.minimum.default"};
+                                     "aten.maximum.default", "aten.minimum.default", "aten._to_copy.default"};
   return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
 }
 
@@ -46,9 +60,20 @@ class ExprBuilder {
     const ir::Argument* arg = op_->FindArgument(ir::ArgSlot{position, name});
     if (arg == nullptr) return Fail(fmt::format("missing argument {}", position));
     if (const auto* ref = arg->TryAs<ir::NodeRef>()) return VarName(graph_, *ref);
+    // Integer operands keep integer literals: a float literal would promote them to fp32.
+    if (const auto* i = arg->TryAs<int64_t>(); i != nullptr && IntegerOperands()) return std::to_string(*i);
     std::optional<double> scalar = AsNumber(*arg);
     if (!scalar) return Fail(fmt::format("argument {} is not a tensor or number", position));
     return FloatLiteral(*scalar);
+  }
+  // Whether the op computes on integers: an integer result, or an integer first tensor operand
+  // (a comparison of labels).
+  bool IntegerOperands() const {
+    if (IsInteger(op_->type().dtype)) return true;
+    const ir::Argument* first = op_->FindArgument(ir::ArgSlot{0, "self"});
+    const auto* ref = first ? first->TryAs<ir::NodeRef>() : nullptr;
+    const ir::TensorType* type = ref ? graph_.TypeOf(*ref) : nullptr;
+    return type != nullptr && IsInteger(type->dtype);
   }
   // A scalar argument as a literal, `fallback` when absent, "" when None and `allow_none`.
   std::string Scalar(int position, const char* name, std::optional<double> fallback, bool allow_none = false) {
@@ -218,6 +243,14 @@ class ExprBuilder {
     }
     if (name == "aten.maximum.default") return fmt::format("tl.maximum({}, {})", Operand(0, "self"), Operand(1, "other"));
     if (name == "aten.minimum.default") return fmt::format("tl.minimum({}, {})", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten._to_copy.default") {
+      // A cast on the same device (dtype, device and layout are all the copy may name).
+      for (const ir::NamedArgument& kwarg : op_->kwargs) {
+        if (kwarg.name != "dtype" && kwarg.name != "device" && kwarg.name != "layout") return Fail("a copy with " + kwarg.name);
+      }
+      const char* type = TritonType(op_->type().dtype);
+      return type ? fmt::format("{}.to({})", Operand(0, "self"), type) : Fail("a cast to an unsupported dtype");
+    }
     if (name == "aten.where.self") {
       return fmt::format("tl.where({}, {}, {})", Operand(0, "condition"), Operand(1, "self"), Operand(2, "other"));
     }
@@ -294,10 +327,6 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
     // divides by constants, not by runtime values, which cost more than the memory traffic.
     for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("size_{}: tl.constexpr", d));
   }
-  for (size_t i = 0; i < kernel.inputs.size(); ++i) {
-    if (!kernel.strided[i]) continue;
-    for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("{}_stride_{}", VarName(graph, kernel.inputs[i]), d));
-  }
   params.push_back("BLOCK_SIZE: tl.constexpr");
 
   SourceWriter out;
@@ -321,9 +350,15 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       }
     }
   }
-  auto strided_offset = [&](const std::string& name, const std::string& index) {
+  // An input's offset at the index variables `index`0.., through its strides broadcast to the
+  // output shape (a broadcast dim has stride 0 and no term).
+  auto strided_offset = [&](const ir::TensorType& type, const std::string& index) {
+    std::vector<int64_t> strides = ir::BroadcastStrides(type, kernel.shape);
     std::vector<std::string> terms;
-    for (size_t d = 0; d < rank; ++d) terms.push_back(fmt::format("{0}{1} * {2}_stride_{1}", index, d, name));
+    for (size_t d = 0; d < rank; ++d) {
+      if (strides[d] == 0) continue;
+      terms.push_back(strides[d] == 1 ? fmt::format("{}{}", index, d) : fmt::format("{}{} * {}", index, d, strides[d]));
+    }
     return terms.empty() ? std::string("0") : fmt::format("({})", fmt::join(terms, " + "));
   };
   bool unravelled_block = false;
@@ -336,7 +371,7 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       out.Line(fmt::format("{0} = tl.load({0}_ptr + offsets, mask=mask, other=0){1}", name, cast));
       continue;
     }
-    std::string load = fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, strided_offset(name, "idx_"), cast);
+    std::string load = fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, strided_offset(type, "idx_"), cast);
     const int64_t run = ConstantRun(type, kernel.shape);
     if (run < kMinConstantRun) {
       out.Line(load);
@@ -353,7 +388,7 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       unravelled_block = true;
     }
     out.Open(fmt::format("if {} % BLOCK_SIZE == 0:", run));
-    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}){2}", name, strided_offset(name, "kf_block_"), cast));
+    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}){2}", name, strided_offset(type, "kf_block_"), cast));
     out.Close();
     out.Open("else:");
     out.Line(load);

@@ -16,9 +16,8 @@ namespace kforge::codegen {
 
 // What the launcher needs to know about an emitted kernel. Its arguments are, in order: a pointer
 // per input, a pointer per output, numel, then (when `uses_sizes`) size_0.. of the output shape
-// (compile-time constants),
-// then stride_0.. (one per output dim, 0 where broadcast) of each input marked `strided`, then
-// BLOCK_SIZE.
+// (compile-time constants), then BLOCK_SIZE. A `strided` input's strides (0 where it broadcasts)
+// are literals in the source, as every emitter's are: no launch computes them.
 struct PointwiseKernel {
   std::string name;                 // "fused_relu"
   std::string source;               // the @triton.jit function

@@ -101,7 +101,9 @@ class ReductionEmitter {
  private:
   Status FindSpace() {
     for (ir::ValueId id : group_.nodes) {
-      if (auto space = passes::FusableReductionSpace(graph_, graph_.value(id))) {
+      std::optional<passes::ReductionSpace> space = passes::FusableReductionSpace(graph_, graph_.value(id));
+      if (!space) space = passes::RowGatherSpace(graph_, graph_.value(id));
+      if (space) {
         if (space_ && !(*space_ == *space)) {
           return Status::InvalidArgument(fmt::format("%{}: reduces another space than the group", graph_.value(id).name));
         }
@@ -124,7 +126,8 @@ class ReductionEmitter {
   Status ClassifyInputs() {
     for (const ir::NodeRef& ref : passes::GroupInputs(graph_, group_)) {
       const ir::TensorType& type = *graph_.TypeOf(ref);
-      if (!ir::IsFloatingPoint(type.dtype) && type.dtype != ir::DType::kBool) {
+      if (!ir::IsFloatingPoint(type.dtype) && type.dtype != ir::DType::kBool && type.dtype != ir::DType::kInt64 &&
+          type.dtype != ir::DType::kInt32) {
         return Status::InvalidArgument(fmt::format("{}: unsupported input dtype {}", ir::PrintRef(graph_, ref), ToString(type.dtype)));
       }
       const std::vector<int64_t>& own = type.stride;
@@ -424,9 +427,24 @@ class ReductionEmitter {
     for (int64_t d : space_->dims) terms.push_back({fmt::format("kf_i{}", d), strides[static_cast<size_t>(d)]});
     return Offset(terms);
   }
+  // Other floating types compute in fp32; booleans and integers (indices, labels) stay as they are.
   std::string Cast(ir::NodeRef ref) const {
     ir::DType dtype = graph_.TypeOf(ref)->dtype;
-    return dtype == ir::DType::kFloat32 || dtype == ir::DType::kBool ? "" : ".to(tl.float32)";
+    return ir::IsFloatingPoint(dtype) && dtype != ir::DType::kFloat32 ? ".to(tl.float32)" : "";
+  }
+
+  // A row gather's one load per row: x at the row's index along the gathered dim, 0 where the
+  // index is out of range (torch would raise; the kernel must not read outside x).
+  std::string RowGather(const ir::OpNode& op) const {
+    const ir::NodeRef x = op.args[0].As<ir::NodeRef>(), index = op.args[2].As<ir::NodeRef>();
+    const int64_t d = space_->dims.front();
+    int64_t stride = 0;
+    for (const auto& input : inputs_) {
+      if (input.ref == x) stride = input.strides[static_cast<size_t>(d)];
+    }
+    std::string i = Name(index);
+    return fmt::format("tl.load({0}_ptr + {0}_base + {1} * {2}, mask=({1} >= 0) & ({1} < {3}){4}, other=0.0)", Name(x), i,
+                       stride, space_->full[static_cast<size_t>(d)], cols_ ? " & kf_kmask" : "");
   }
 
   // Kept-space pointwise nodes whose inputs are all available, in node order, until none is left.
@@ -437,10 +455,20 @@ class ReductionEmitter {
         const auto& op = graph_.value(id).As<ir::OpNode>();
         if (available_.count(Key(op.ref())) || passes::FusableReductionSpace(graph_, op)) continue;
         if (SpaceOf(op.ref()) != Space::kKept) continue;
+        const bool gather = passes::RowGatherSpace(graph_, op).has_value();
         bool ready = true;
-        for (const ir::NodeRef& ref : passes::TensorInputs(op)) ready = ready && available_.count(Key(ref));
+        for (const ir::NodeRef& ref : passes::TensorInputs(op)) {
+          // A gather reads x from memory, not from a pass: only its index must be ready.
+          if (gather && ref == op.args[0].As<ir::NodeRef>()) continue;
+          ready = ready && available_.count(Key(ref));
+        }
         if (!ready) continue;
-        ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph_, op, kernel.helpers));
+        std::string expr;
+        if (gather) {
+          expr = RowGather(op);
+        } else {
+          ASSIGN_OR_RETURN(expr, PointwiseExpression(graph_, op, kernel.helpers));
+        }
         out.Line(fmt::format("{} = {}", Name(op.ref()), expr));
         available_.insert(Key(op.ref()));
         progress = true;

@@ -62,6 +62,8 @@ class Decomposer : public ir::GraphRewriter {
     else if (op == "aten.mm.default") done = MatrixVector(node);
     else if (op == "aten.clone.default" || op == "aten._to_copy.default") done = DropCopy(node);
     else if (op == "aten.scalar_tensor.default") done = RememberScalar(node);
+    else if (op == "aten.gather.default") done = GatherLogSoftmax(node);
+    else if (op == "aten.sum.dim_IntList") done = CountTrue(node);
     if (done) return *done;
     if (node.op_kind() == ir::OpKind::kPointwise) return CopyWithScalars(node);
     return CopyOp(node);
@@ -74,6 +76,13 @@ class Decomposer : public ir::GraphRewriter {
     ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, dtype));
     ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_" + suffix), op,
                                                      std::move(args), {}, {type}));
+    return NodeRef{id, 0};
+  }
+  // _to_copy(x, dtype=dtype): a cast, which both a kernel and the library call read from `dtype`.
+  Result<NodeRef> Cast(const ir::OpNode& origin, const char* suffix, NodeRef x, ir::DType dtype) {
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(ShapeOf(x), dtype));
+    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_" + suffix), "aten._to_copy.default",
+                                                     {{x}}, {{"dtype", Argument(dtype)}}, {type}));
     return NodeRef{id, 0};
   }
   const ir::Shape& ShapeOf(NodeRef ref) { return builder().TypeOf(ref)->shape; }
@@ -229,6 +238,7 @@ class Decomposer : public ir::GraphRewriter {
       }
       ASSIGN_OR_RETURN(NodeRef log_sum, Emit(node, "log_sum", "aten.log.default", {{sum}}, kept));
       ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.sub.Tensor", {{shifted}, {log_sum}}, shape));
+      log_softmax_.emplace(std::make_pair(out.value, out.output), LogSoftmax{x, max, log_sum, (*dims)[0]});
       return Finish(node, {out});
     });
   }
@@ -438,6 +448,51 @@ class Decomposer : public ir::GraphRewriter {
     });
   }
 
+  // gather(log_softmax(x, d), d, index) with one index per row (the loss of the target class):
+  // x[index] - max - log(sum(exp(x - max))), so the row is gathered from x itself and the full
+  // log-softmax never needs to exist.
+  std::optional<Status> GatherLogSoftmax(const ir::OpNode& node) {
+    std::optional<NodeRef> src = Tensor(node, {0, "self"}), index = Tensor(node, {2, "index"});
+    const Argument* dim = node.FindArgument({1, "dim"});
+    if (!src || !index || dim == nullptr || !dim->Is<int64_t>() || Flag(node, {3, "sparse_grad"}, false)) return std::nullopt;
+    auto found = log_softmax_.find({src->value, src->output});
+    if (found == log_softmax_.end()) return std::nullopt;
+    const LogSoftmax& parts = found->second;
+    const ir::Shape& shape = ShapeOf(parts.x);
+    int64_t d = dim->As<int64_t>() < 0 ? dim->As<int64_t>() + static_cast<int64_t>(shape.size()) : dim->As<int64_t>();
+    if (d != parts.dim || !IsRowGatherShape(shape, d, *builder().TypeOf(*index))) return std::nullopt;
+    return Run(node, [&]() -> Status {
+      const ir::Shape& kept = ShapeOf(*index);
+      ASSIGN_OR_RETURN(NodeRef picked, Emit(node, "picked", "aten.gather.default", {{parts.x}, {d}, {*index}}, kept));
+      ASSIGN_OR_RETURN(NodeRef shifted, Emit(node, "shifted", "aten.sub.Tensor", {{picked}, {parts.max}}, kept));
+      ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.sub.Tensor", {{shifted}, {parts.log_sum}}, kept));
+      return Finish(node, {out});
+    });
+  }
+
+  // sum of a boolean tensor (a count, such as cross-entropy's targets not ignored) as an fp32 sum
+  // cast back to the integer result: exact while the count stays below 2^24, which the rewrite
+  // requires of the number of elements summed.
+  std::optional<Status> CountTrue(const ir::OpNode& node) {
+    if (node.args.empty() || !node.args[0].Is<NodeRef>() || node.FindArgument({-1, "dtype"}) != nullptr) return std::nullopt;
+    NodeRef x = Map(node.args[0].As<NodeRef>());
+    const ir::TensorType* type = builder().TypeOf(x);
+    if (type == nullptr || type->dtype != ir::DType::kBool || node.num_outputs() != 1 ||
+        node.type().dtype != ir::DType::kInt64) {
+      return std::nullopt;
+    }
+    auto dims = ReducedDims(node.FindArgument({1, "dim"}), type->rank());
+    if (!dims || dims->empty() || ReductionSpace{type->shape, *dims}.reduced_count() >= (int64_t{1} << 24)) return std::nullopt;
+    bool keepdim = Flag(node, {2, "keepdim"}, false);
+    return Run(node, [&]() -> Status {
+      ASSIGN_OR_RETURN(NodeRef ones, Cast(node, "ones", x, ir::DType::kFloat32));
+      ASSIGN_OR_RETURN(NodeRef sum, Emit(node, "count", "aten.sum.dim_IntList", {{ones}, {ir::IntList(*dims)}, {keepdim}},
+                                         node.type().shape));
+      ASSIGN_OR_RETURN(NodeRef out, Cast(node, "out", sum, ir::DType::kInt64));
+      return Finish(node, {out});
+    });
+  }
+
   // A copy that changes nothing but identity is the input itself, unless it is returned (the
   // output must not alias an input) or changes dtype, layout or memory format.
   std::optional<Status> DropCopy(const ir::OpNode& node) {
@@ -499,6 +554,12 @@ class Decomposer : public ir::GraphRewriter {
     return status.ok() ? status : CopyOp(node);
   }
 
+  // What a decomposed log-softmax computed: out = x - max - log_sum over `dim`.
+  struct LogSoftmax {
+    NodeRef x, max, log_sum;
+    int64_t dim;
+  };
+  std::map<std::pair<ir::ValueId, int32_t>, LogSoftmax> log_softmax_;  // by the new graph's `out`
   std::set<std::pair<ir::ValueId, int32_t>> graph_outputs_, used_;
   std::map<ir::ValueId, Argument> scalars_;
 };

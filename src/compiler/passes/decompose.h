@@ -2,7 +2,10 @@
 // (reductions, pointwise ops, matmuls, metadata views), so that fusion sees through them.
 //   softmax, log_softmax          -> amax, sub, exp, sum, div (log, sub)
 //   layer, group, batch norm      -> sum, mul by 1/n, sub, rsqrt, mul, add (views for groups and channels);
-//                                    over rows the reduction splits, var_mean and one normalizing pass
+//                                    over rows the reduction splits, var_mean and one normalizing pass;
+//                                    training batch norm, var_mean per (image, channel) merged over images
+//   gather of a log_softmax       -> gather of its input minus max and log-sum (one index per row)
+//   sum of a boolean tensor       -> an fp32 sum of it cast, cast back to int64 (fewer than 2^24 elements)
 //   mean, vector 1/2/inf-norms    -> sum (abs, amax) and pointwise
 //   addmm                         -> mm plus a bias add (and the alpha/beta scales)
 //   mm by a column vector         -> a row reduction of products

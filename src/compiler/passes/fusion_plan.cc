@@ -21,12 +21,19 @@ using Kind = FusionGroup::Kind;
 // producers that share its iteration space (same-shape pointwise groups; a reduction group whose
 // full or reduced shape it has; a matmul or window group whose output shape it has) when that creates no
 // cycle between groups; a reduction joins the group of its input when that group reduces the same
-// space or is a pointwise group over the space's full shape. Reduction groups over the same rows
-// merge where a pointwise op reads both.
+// space or is a pointwise group over the space's full shape. A row gather (one element per row)
+// starts a reduction group over the rows it picks from. Reduction groups over the same rows merge
+// where a pointwise op reads both. A pointwise group of a smaller, broadcasting shape that only one
+// pointwise op reads is absorbed into that op's group and recomputed there.
 class Planner {
  public:
   explicit Planner(const ir::Graph& graph)
-      : graph_(graph), group_of_(graph.size(), kNoGroup) {}
+      : graph_(graph), group_of_(graph.size(), kNoGroup), users_(graph.size()), returned_(graph.size(), false) {
+    for (const ir::Value& value : graph_) {
+      for (const ir::NodeRef& ref : TensorInputs(value)) users_[ref.value].push_back(value.id);
+    }
+    for (const ir::NodeRef& out : graph_.outputs()) returned_[out.value] = true;
+  }
 
   FusionPlan Run() {
     for (const ir::Value& value : graph_) {
@@ -35,6 +42,8 @@ class Planner {
         AddPointwise(value);
       } else if (auto space = FusableReductionSpace(graph_, value)) {
         AddReduction(value, *space);
+      } else if (auto rows = RowGatherSpace(graph_, value); rows && !rows->split()) {
+        spaces_[NewGroup(Kind::kReduction, value.id)] = *rows;
       } else if (IsFusableMatmul(graph_, value)) {
         NewGroup(Kind::kMatmul, value.id);
       } else if (IsFusablePooling(graph_, value)) {
@@ -50,6 +59,8 @@ class Planner {
   int NewGroup(Kind kind, ir::ValueId id) {
     groups_.push_back(FusionGroup{kind, {id}, ""});
     spaces_.emplace_back();
+    shapes_.push_back(graph_.value(id).type().shape);
+    absorbing_.push_back(false);
     group_of_[id] = static_cast<int>(groups_.size()) - 1;
     return group_of_[id];
   }
@@ -58,7 +69,7 @@ class Planner {
     int group = group_of_[TensorInputs(value).front().value];
     bool joins = group != kNoGroup && !MakesCycle({group}, value.id) &&
                  ((groups_[group].kind == Kind::kReduction && spaces_[group] == space) ||
-                  (groups_[group].kind == Kind::kPointwise && GroupShape(group) == space.full));
+                  (groups_[group].kind == Kind::kPointwise && GroupShape(group) == space.full && !absorbing_[group]));
     if (!joins) {
       group = NewGroup(Kind::kReduction, value.id);
       spaces_[group] = space;
@@ -95,12 +106,17 @@ class Planner {
   }
 
   void AddPointwise(const ir::Value& value) {
-    std::set<int> merged;
+    std::set<int> merged, absorbed;
     int anchor = kNoGroup;
     for (const ir::NodeRef& ref : TensorInputs(value)) {
       int group = group_of_[ref.value];
       bool is_anchor = false;
-      if (group == kNoGroup || merged.count(group) || !Joinable(value, group, &is_anchor)) continue;
+      if (group == kNoGroup || merged.count(group) || absorbed.count(group)) continue;
+      if (Absorbable(group, value)) {
+        absorbed.insert(group);
+        continue;
+      }
+      if (!Joinable(value, group, &is_anchor)) continue;
       if (is_anchor && anchor != kNoGroup && !SameRows(anchor, group)) continue;
       std::set<int> candidate = merged;
       candidate.insert(group);
@@ -116,6 +132,7 @@ class Planner {
       for (int group : merged) {
         if (kept.empty() || group == anchor || groups_[anchor].kind != Kind::kReduction) continue;
         if (groups_[group].kind == Kind::kReduction && !SameRows(anchor, group)) continue;
+        if (absorbing_[group]) continue;  // a reduction kernel computes only its space's shapes
         std::set<int> trial = kept;
         trial.insert(group);
         if (InReductionSpace(GroupShape(group), *spaces_[anchor]) && !MakesCycle(trial, value.id)) kept = trial;
@@ -123,12 +140,23 @@ class Planner {
       merged = kept;
       if (kept.empty()) anchor = kNoGroup;
     }
+    // Small producers are absorbed only into a pointwise kernel, and only while that makes no cycle.
+    if (anchor != kNoGroup) absorbed.clear();
+    std::set<int> all = merged;
+    for (int group : absorbed) {
+      std::set<int> trial = all;
+      trial.insert(group);
+      if (!MakesCycle(trial, value.id)) all = trial;
+    }
     if (merged.empty()) {
-      NewGroup(Kind::kPointwise, value.id);
-      return;
+      int own = NewGroup(Kind::kPointwise, value.id);
+      if (all.empty()) return;
+      all.insert(own);
+      merged.insert(own);
     }
     int target = anchor != kNoGroup ? anchor : *merged.begin();
-    for (int other : merged) {
+    for (int other : all) {
+      absorbing_[target] = absorbing_[target] || absorbing_[other] || absorbed.count(other) > 0;
       if (other == target) continue;
       for (ir::ValueId id : groups_[other].nodes) {
         groups_[target].nodes.push_back(id);
@@ -136,9 +164,30 @@ class Planner {
       }
       groups_[other].nodes.clear();
     }
-    groups_[target].nodes.push_back(value.id);
-    group_of_[value.id] = target;
+    if (group_of_[value.id] != target) {
+      groups_[target].nodes.push_back(value.id);
+      group_of_[value.id] = target;
+    }
     std::sort(groups_[target].nodes.begin(), groups_[target].nodes.end());
+  }
+
+  // A pointwise group of a smaller shape that broadcasts to `value`'s, whose results only `value`
+  // reads (rsqrt(running_var + eps) of inference batch norm), with no arange: `value`'s kernel recomputes it from
+  // its inputs, loaded once per program where they are constant over the program's block, instead
+  // of a launch of its own and a tensor between the two.
+  bool Absorbable(int group, const ir::Value& value) const {
+    if (groups_[group].kind != Kind::kPointwise || GroupShape(group) == value.type().shape ||
+        !BroadcastsTo(GroupShape(group), value.type().shape)) {
+      return false;
+    }
+    for (ir::ValueId id : groups_[group].nodes) {
+      // An arange is its own iteration space's index: in a larger space it would be another value.
+      if (returned_[id] || IsArange(graph_.value(id))) return false;
+      for (ir::ValueId user : users_[id]) {
+        if (user != value.id && group_of_[user] != group) return false;
+      }
+    }
+    return true;
   }
 
   // Two reduction groups over the same rows, neither split: one kernel can fold both (cosine
@@ -149,7 +198,9 @@ class Planner {
            !spaces_[a]->split();
   }
 
-  const ir::Shape& GroupShape(int group) const { return graph_.value(groups_[group].nodes.front()).type().shape; }
+  // The shape of the node that started the group: a pointwise group's iteration space (its
+  // absorbed producers are smaller).
+  const ir::Shape& GroupShape(int group) const { return shapes_[group]; }
 
   // Whether the union of `groups` and node `extra` would depend on itself through a value outside it.
   bool MakesCycle(const std::set<int>& groups, ir::ValueId extra) const {
@@ -241,7 +292,11 @@ class Planner {
   const ir::Graph& graph_;
   std::vector<FusionGroup> groups_;
   std::vector<std::optional<ReductionSpace>> spaces_;  // per group: what a reduction group reduces
+  std::vector<ir::Shape> shapes_;                      // per group: its starting node's shape
+  std::vector<bool> absorbing_;                        // per group: holds absorbed smaller producers
   std::vector<int> group_of_;
+  std::vector<std::vector<ir::ValueId>> users_;  // per value: the values that read it
+  std::vector<bool> returned_;                   // per value: a graph output
 };
 
 bool Contains(const std::vector<ir::ValueId>& nodes, ir::ValueId id) {

@@ -134,6 +134,32 @@ std::optional<double> VarianceCorrection(const ir::OpNode& op) {
   return std::nullopt;
 }
 
+bool IsRowGatherShape(const ir::Shape& x, int64_t dim, const ir::TensorType& index) {
+  if (index.dtype != ir::DType::kInt64 && index.dtype != ir::DType::kInt32) return false;
+  if (index.shape.size() != x.size() || dim < 0 || dim >= static_cast<int64_t>(x.size())) return false;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (index.shape[d] != (static_cast<int64_t>(d) == dim ? 1 : x[d])) return false;
+  }
+  return true;
+}
+
+std::optional<ReductionSpace> RowGatherSpace(const ir::Graph& graph, const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->op != "aten.gather.default" || op->num_outputs() != 1 || op->args.size() < 3) return std::nullopt;
+  const auto* x = op->args[0].TryAs<ir::NodeRef>();
+  const auto* dim = op->args[1].TryAs<int64_t>();
+  const auto* index = op->args[2].TryAs<ir::NodeRef>();
+  if (x == nullptr || dim == nullptr || index == nullptr) return std::nullopt;
+  const ir::TensorType* x_type = graph.TypeOf(*x);
+  const ir::TensorType* index_type = graph.TypeOf(*index);
+  if (x_type == nullptr || index_type == nullptr || x_type->dtype != ir::DType::kFloat32 || x_type->numel() == 0) {
+    return std::nullopt;
+  }
+  int64_t d = *dim < 0 ? *dim + x_type->rank() : *dim;
+  if (!IsRowGatherShape(x_type->shape, d, *index_type)) return std::nullopt;
+  return ReductionSpace{x_type->shape, {d}};
+}
+
 bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space) {
   return shape == space.full || shape == space.Kept(true) || shape == space.Kept(false);
 }

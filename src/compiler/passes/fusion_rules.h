@@ -51,6 +51,11 @@ std::optional<std::vector<int64_t>> ReducedDims(const ir::Argument* arg, int64_t
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value);
 // The divisor offset of var_mean.correction (n - correction): its `correction` keyword, 1 when absent or None.
 std::optional<double> VarianceCorrection(const ir::OpNode& op);
+// Row gather: gather(x, dim, index) of an fp32 x with one integer index per row along `dim` (index
+// has x's shape with 1 at `dim`): a reduction group over those rows computes it, one load per row.
+bool IsRowGatherShape(const ir::Shape& x, int64_t dim, const ir::TensorType& index);
+// The rows a row gather picks from (x's shape, folding `dim`), or nullopt for any other value.
+std::optional<ReductionSpace> RowGatherSpace(const ir::Graph& graph, const ir::Value& value);
 // In the space: a pointwise op joins a reduction's group when its shape is the full or a reduced shape.
 bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space);
 // Fusable matmul: mm of fp32 matrices, bmm of fp32 batches, or a non-depthwise fp32 convolution, transposed

@@ -160,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level1/29_mean_reduction", "level1/30_argmax", "level1/24_group_norm",
                              "level1/22_batch_norm", "level1/23_batch_norm_eval", "level1/32_kl_div_loss",
                              "level1/33_smooth_l1_loss", "level1/34_cosine_similarity_loss", "level1/35_cumsum",
-                             "level1/36_masked_cumsum",
+                             "level1/36_masked_cumsum", "level1/31_cross_entropy_loss",
                              // matmuls and convolutions with epilogues, pooling
                              "level1/02_matmul", "level1/06_batched_matmul", "level1/07_matrix_vector",
                              "level1/08_matmul_transposed_a", "level1/10_diag_matmul", "level1/12_conv2d", "level1/13_depthwise_conv2d",
@@ -170,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level2/10_conv2d_avgpool_tanh_channel_sum", "level3/03_resnet_basic_block",
                              // kernel forms the tasks' CPU sizes do not reach
                              "codegen/split_loss", "codegen/split_norm", "codegen/var_mean_forms", "codegen/column_sum", "codegen/column_argmax", "codegen/column_index_long", "codegen/conv_taps", "codegen/conv_flat_taps",
-                             "codegen/conv_transpose_taps", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax",
+                             "codegen/conv_transpose_taps", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax", "codegen/gather_rows",
                              "level2/07_conv_transpose2d_add_hardswish"),
                          TestName);
 

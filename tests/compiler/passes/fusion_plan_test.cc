@@ -54,6 +54,12 @@ TEST(PassGoldenTest, EveryPassOnEveryGoldenGraph) {
   }
 }
 
+std::vector<Kind> Kinds(const FusionPlan& plan) {
+  std::vector<Kind> kinds;
+  for (const FusionGroup& group : plan.groups) kinds.push_back(group.kind);
+  return kinds;
+}
+
 std::vector<std::string> Names(const ir::Graph& graph, const FusionGroup& group) {
   std::vector<std::string> names;
   for (ir::ValueId id : group.nodes) names.push_back(graph.value(id).name);
@@ -134,10 +140,7 @@ TEST(FusionPlanTest, FullShapeWorkAfterASplitReductionIsItsOwnGroup) {
   ir::ValueId div = AddOk(b, "div", "aten.div.Tensor", {Ref(x), Ref(sum)}, {F32({1, kMinSplitLength})});
   b.AddOutput({div, 0});
   ir::Graph graph = std::move(b).Build();
-  FusionPlan plan = PlanFusion(graph);
-  ASSERT_EQ(plan.groups.size(), 2u);
-  EXPECT_EQ(plan.groups[0].kind, Kind::kReduction);
-  EXPECT_EQ(plan.groups[1].kind, Kind::kPointwise);
+  EXPECT_EQ(Kinds(PlanFusion(graph)), (std::vector<Kind>{Kind::kReduction, Kind::kPointwise}));
 }
 
 TEST(FusionPlanTest, ReductionsOverDifferentDimsAreSeparateGroups) {
@@ -147,10 +150,7 @@ TEST(FusionPlanTest, ReductionsOverDifferentDimsAreSeparateGroups) {
   ir::ValueId total = AddOk(b, "total", "aten.sum.dim_IntList", {Ref(rows), {ir::IntList{0}}, {false}}, {F32({})});
   b.AddOutput({total, 0});
   ir::Graph graph = std::move(b).Build();
-  FusionPlan plan = PlanFusion(graph);
-  ASSERT_EQ(plan.groups.size(), 2u);
-  EXPECT_EQ(plan.groups[0].kind, Kind::kReduction);
-  EXPECT_EQ(plan.groups[1].kind, Kind::kReduction);
+  EXPECT_EQ(Kinds(PlanFusion(graph)), (std::vector<Kind>{Kind::kReduction, Kind::kReduction}));
 }
 
 // sum(x / |x| * y / |y|) over rows: each norm is its own reduction group until the product reads
@@ -193,6 +193,75 @@ TEST(FusionPlanTest, SplitReductionGroupsDoNotMerge) {
   for (const FusionGroup& group : plan.groups) EXPECT_LT(group.nodes.size(), 10u);
 }
 
+ir::ValueId AddIndexInput(ir::GraphBuilder& b, const std::string& name, ir::Shape shape, int64_t index) {
+  Result<ir::ValueId> id = b.AddInput(name, index, ir::TensorType::Contiguous(std::move(shape), ir::DType::kInt64).value());
+  EXPECT_TRUE(id.ok()) << id.status().ToString();
+  return id.ok() ? *id : ir::kNoValue;
+}
+
+TEST(FusionPlanTest, RowGatherJoinsTheReductionOverItsRows) {
+  // x[row, index[row]] - max(x[row]): the gather is one load per row in the row kernel.
+  ir::GraphBuilder b("row_gather");
+  ir::ValueId x = AddInputOk(b, "x", {4, 16});
+  ir::ValueId index = AddIndexInput(b, "index", {4, 1}, 1);
+  ir::ValueId max = AddOk(b, "max", "aten.amax.default", {Ref(x), {ir::IntList{1}}, {true}}, {F32({4, 1})});
+  ir::ValueId picked = AddOk(b, "picked", "aten.gather.default", {Ref(x), {int64_t{1}}, Ref(index)}, {F32({4, 1})});
+  ir::ValueId sub = AddOk(b, "sub", "aten.sub.Tensor", {Ref(picked), Ref(max)}, {F32({4, 1})});
+  b.AddOutput({sub, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kReduction);
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"max", "picked", "sub"}));
+}
+
+TEST(FusionPlanTest, GatherOfAnotherShapeOrFromASplitRowStaysALibraryCall) {
+  ir::GraphBuilder b("gathers");
+  ir::ValueId x = AddInputOk(b, "x", {4, 16});
+  ir::ValueId two = AddIndexInput(b, "two", {4, 2}, 1);
+  ir::ValueId y = AddInputOk(b, "y", {1, kMinSplitLength}, 2);
+  ir::ValueId one = AddIndexInput(b, "one", {1, 1}, 3);
+  ir::ValueId pairs = AddOk(b, "pairs", "aten.gather.default", {Ref(x), {int64_t{1}}, Ref(two)}, {F32({4, 2})});
+  ir::ValueId far = AddOk(b, "far", "aten.gather.default", {Ref(y), {int64_t{1}}, Ref(one)}, {F32({1, 1})});
+  b.AddOutput({pairs, 0});
+  b.AddOutput({far, 0});
+  ir::Graph graph = std::move(b).Build();
+  EXPECT_EQ(Kinds(PlanFusion(graph)), (std::vector<Kind>{Kind::kLibrary, Kind::kLibrary}));
+}
+
+TEST(FusionPlanTest, SmallProducerOnlyOneOpReadsIsAbsorbedIntoItsKernel) {
+  // (x - mean) * rsqrt(var + eps) per channel: the per-channel rsqrt is recomputed in x's kernel
+  // rather than launched on its own.
+  ir::GraphBuilder b("absorb");
+  ir::ValueId x = AddInputOk(b, "x", {2, 3, 4, 4});
+  ir::ValueId var = AddInputOk(b, "var", {3, 1, 1}, 1);
+  ir::ValueId shifted = AddOk(b, "shifted", "aten.add.Tensor", {Ref(var), {1e-5}}, {F32({3, 1, 1})});
+  ir::ValueId rstd = AddOk(b, "rstd", "aten.rsqrt.default", {Ref(shifted)}, {F32({3, 1, 1})});
+  ir::ValueId normed = AddOk(b, "normed", "aten.mul.Tensor", {Ref(x), Ref(rstd)}, {F32({2, 3, 4, 4})});
+  ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(normed)}, {F32({2, 3, 4, 4})});
+  b.AddOutput({relu, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kPointwise);
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"shifted", "rstd", "normed", "relu"}));
+  EXPECT_EQ(GroupInputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{var, 0}, {x, 0}}));
+}
+
+TEST(FusionPlanTest, AnArangeIsNotAbsorbedIntoALargerSpace) {
+  // arange(8) == index: in the [4, 8] kernel the flat index is not the arange's value.
+  ir::GraphBuilder b("arange");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  ir::ValueId arange = AddOk(b, "arange", "aten.arange.default", {{int64_t{8}}},
+                             {ir::TensorType::Contiguous({8}, ir::DType::kInt64).value()});
+  ir::ValueId scaled = AddOk(b, "scaled", "aten.mul.Tensor", {Ref(x), Ref(arange)}, {F32({4, 8})});
+  b.AddOutput({scaled, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"arange"}));
+}
+
 TEST(FusionPlanTest, IntermediateThatIsAGraphOutputStaysInTheGroupAndIsExported) {
   ir::GraphBuilder b("export");
   ir::ValueId x = AddInputOk(b, "x", {16});
@@ -221,7 +290,8 @@ TEST(FusionPlanTest, DiamondIsOneGroup) {
   EXPECT_EQ(GroupInputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{x, 0}}));
 }
 
-TEST(FusionPlanTest, BroadcastInputFusesButDifferentShapeProducerDoesNot) {
+TEST(FusionPlanTest, BroadcastInputFusesButADifferentShapeProducerReadElsewhereDoesNot) {
+  // neg also leaves the graph: it must be stored, so it keeps its own kernel.
   ir::GraphBuilder b("broadcast");
   ir::ValueId x = AddInputOk(b, "x", {4, 8});
   ir::ValueId bias = AddInputOk(b, "bias", {8}, 1);
@@ -229,6 +299,7 @@ TEST(FusionPlanTest, BroadcastInputFusesButDifferentShapeProducerDoesNot) {
   ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(x), Ref(neg)}, {F32({4, 8})});
   ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(add)}, {F32({4, 8})});
   b.AddOutput({relu, 0});
+  b.AddOutput({neg, 0});
   ir::Graph graph = std::move(b).Build();
   FusionPlan plan = PlanFusion(graph);
   ASSERT_EQ(plan.groups.size(), 2u);

@@ -1,6 +1,8 @@
 // The pass pipeline and dead-code elimination on small hand-built graphs.
 #include "compiler/passes/pipeline.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "compiler/passes/dead_code.h"
@@ -92,6 +94,56 @@ TEST(PipelineTest, TrainingBatchNormReadsItsInputTwiceAndWritesOnlyItsOutput) {
                                                    FusionGroup::Kind::kPointwise}));
   EXPECT_EQ(full_reads, 2);
   EXPECT_EQ(graph.value(result->plan.groups[0].nodes.front()).As<ir::OpNode>().op, "aten.var_mean.correction");
+}
+
+ir::ValueId AddTypedInput(ir::GraphBuilder& b, const std::string& name, ir::Shape shape, ir::DType dtype, int64_t index) {
+  Result<ir::ValueId> id = b.AddInput(name, index, ir::TensorType::Contiguous(std::move(shape), dtype).value());
+  EXPECT_TRUE(id.ok()) << id.status().ToString();
+  return id.ok() ? *id : ir::kNoValue;
+}
+
+// The ops of a pipeline result's graph, by name.
+std::vector<std::string> Ops(const PipelineResult& result) {
+  std::vector<std::string> ops;
+  for (const ir::Value& value : result.graph) {
+    if (const auto* op = value.TryAs<ir::OpNode>()) ops.push_back(op->op);
+  }
+  return ops;
+}
+
+TEST(PipelineTest, TargetLogProbabilityIsGatheredFromTheLogitsInTheRowKernel) {
+  // gather(log_softmax(x), 1, index) = x[index] - max - log(sum(exp(x - max))): one row kernel,
+  // and the full log-softmax is never formed.
+  ir::GraphBuilder b("nll");
+  ir::ValueId x = AddInputOk(b, "x", {4, 16});
+  ir::ValueId index = AddTypedInput(b, "index", {4, 1}, ir::DType::kInt64, 1);
+  ir::ValueId log_softmax = AddOk(b, "ls", "aten._log_softmax.default", {Ref(x), {int64_t{1}}, {false}}, {F32({4, 16})});
+  ir::ValueId picked = AddOk(b, "picked", "aten.gather.default", {Ref(log_softmax), {int64_t{1}}, Ref(index)}, {F32({4, 1})});
+  b.AddOutput({picked, 0});
+  auto result = RunPipeline(std::move(b).Build(), PipelineOptions{});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->plan.groups.size(), 1u);
+  EXPECT_EQ(result->plan.groups[0].kind, FusionGroup::Kind::kReduction);
+  for (const ir::NodeRef& ref : GroupOutputs(result->graph, result->plan.groups[0])) {
+    EXPECT_EQ(result->graph.TypeOf(ref)->numel(), 4);
+  }
+  std::vector<std::string> ops = Ops(*result);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "aten.gather.default"), 1);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "aten._log_softmax.default"), 0);
+}
+
+TEST(PipelineTest, CountOfTrueIsAFloatSumCastBack) {
+  ir::GraphBuilder b("count");
+  ir::ValueId keep = AddTypedInput(b, "keep", {64}, ir::DType::kBool, 0);
+  ir::ValueId count = AddOk(b, "count", "aten.sum.dim_IntList", {Ref(keep), {ir::IntList{}}},
+                            {ir::TensorType::Contiguous({}, ir::DType::kInt64).value()});
+  b.AddOutput({count, 0});
+  auto result = RunPipeline(std::move(b).Build(), PipelineOptions{});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  ASSERT_EQ(result->plan.groups.size(), 1u);
+  EXPECT_EQ(result->plan.groups[0].kind, FusionGroup::Kind::kReduction);
+  EXPECT_EQ(Ops(*result), (std::vector<std::string>{"aten._to_copy.default", "aten.sum.dim_IntList", "aten._to_copy.default"}));
+  EXPECT_EQ(result->graph.TypeOf(result->graph.outputs()[0])->dtype, ir::DType::kInt64);
 }
 
 TEST(PipelineTest, DisabledPassesDoNotRun) {

@@ -26,7 +26,7 @@ def _kf_tanh(x):
 
 
 @triton.jit
-def fused_add_gelu(x_ptr, bias_ptr, gelu_ptr, numel, size_0: tl.constexpr, size_1: tl.constexpr, bias_stride_0, bias_stride_1, BLOCK_SIZE: tl.constexpr):
+def fused_add_gelu(x_ptr, bias_ptr, gelu_ptr, numel, size_0: tl.constexpr, size_1: tl.constexpr, BLOCK_SIZE: tl.constexpr):
     # Computes %add, %gelu over [4, 8] elements.
     pid = tl.program_id(0)
     offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
@@ -37,7 +37,7 @@ def fused_add_gelu(x_ptr, bias_ptr, gelu_ptr, numel, size_0: tl.constexpr, size_
     rem = rem // size_1
     idx_0 = rem
     x = tl.load(x_ptr + offsets, mask=mask, other=0)
-    bias = tl.load(bias_ptr + (idx_0 * bias_stride_0 + idx_1 * bias_stride_1), mask=mask, other=0)
+    bias = tl.load(bias_ptr + (idx_1), mask=mask, other=0)
     add = x + bias
     gelu = 0.5 * add * (1.0 + _kf_tanh(0.7978845608028654 * (add + 0.044715 * add * add * add)))
     tl.store(gelu_ptr + offsets, gelu, mask=mask)
@@ -58,6 +58,6 @@ class ModelNew(nn.Module):
 
         # pointwise add_gelu: %add, %gelu -> one Triton kernel
         gelu = torch.empty((4, 8), dtype=torch.float32, device=device)
-        fused_add_gelu[(triton.cdiv(32, BLOCK_SIZE),)](x, bias, gelu, 32, 4, 8, *bias.expand(4, 8).stride(), BLOCK_SIZE=BLOCK_SIZE)
+        fused_add_gelu[(triton.cdiv(32, BLOCK_SIZE),)](x, bias, gelu, 32, 4, 8, BLOCK_SIZE=BLOCK_SIZE)
 
         return gelu
