@@ -16,7 +16,6 @@ namespace {
 bool IsInteger(ir::DType dtype) { return dtype == ir::DType::kInt64 || dtype == ir::DType::kInt32; }
 bool Supported(ir::DType dtype) { return ir::IsFloatingPoint(dtype) || dtype == ir::DType::kBool || IsInteger(dtype); }
 
-// Ops whose integer result Triton computes exactly as torch does (no true division, no rounding).
 // The Triton type of a dtype, or nullptr.
 const char* TritonType(ir::DType dtype) {
   switch (dtype) {
@@ -31,6 +30,7 @@ const char* TritonType(ir::DType dtype) {
   }
 }
 
+// Ops whose integer result Triton computes exactly as torch does (no true division, no rounding).
 bool IntegerSafe(const std::string& op) {
   static const char* const kOps[] = {"aten.arange.default", "aten.arange.start", "aten.arange.start_step",
                                      "aten.add.Tensor",     "aten.add.Scalar",   "aten.sub.Tensor",
@@ -285,6 +285,10 @@ constexpr int64_t kMinConstantRun = 256;
 
 }  // namespace
 
+std::string ComputeCast(ir::DType dtype) {
+  return ir::IsFloatingPoint(dtype) && dtype != ir::DType::kFloat32 ? ".to(tl.float32)" : "";
+}
+
 Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode& op, std::set<std::string>& helpers) {
   if (!Supported(op.type().dtype) || (IsInteger(op.type().dtype) && !IntegerSafe(op.op))) {
     return Status::InvalidArgument(fmt::format("%{}: unsupported dtype {} for {}", op.name, ToString(op.type().dtype), op.op));
@@ -366,7 +370,7 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
     const ir::NodeRef& ref = kernel.inputs[i];
     const ir::TensorType& type = *graph.TypeOf(ref);
     std::string name = VarName(graph, ref);
-    std::string cast = ir::IsFloatingPoint(type.dtype) && type.dtype != ir::DType::kFloat32 ? ".to(tl.float32)" : "";
+    std::string cast = ComputeCast(type.dtype);
     if (!kernel.strided[i]) {
       out.Line(fmt::format("{0} = tl.load({0}_ptr + offsets, mask=mask, other=0){1}", name, cast));
       continue;

@@ -29,6 +29,10 @@ struct PointwiseKernel {
   std::set<std::string> helpers;    // helper functions it calls ("_kf_tanh"), see EmitPointwiseHelpers
 };
 
+// What a loaded value of `dtype` is cast with to compute: other floating types to fp32 (""
+// for fp32); booleans and integers (masks, indices, labels) stay as they are.
+std::string ComputeCast(ir::DType dtype);
+
 // The Triton expression for pointwise `op` over its operands' variables (VarName), in fp32;
 // records the helpers it calls. InvalidArgument naming the node when it cannot be translated.
 Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode& op, std::set<std::string>& helpers);

@@ -250,9 +250,7 @@ class ReductionEmitter {
     SourceWriter out;
     std::vector<std::string> params;
     for (const auto& input : inputs_) params.push_back(Name(input.ref) + "_ptr");
-    for (const ir::OpNode* op : Reductions()) {
-      for (const char* suffix : PartialSuffixes(*op)) params.push_back(fmt::format("kf_part_{}{}_ptr", Name(op->ref()), suffix));
-    }
+    AddPartialParams(params);
     params.push_back("R_BLOCK: tl.constexpr");
     out.Line("@triton.jit");
     out.Open(fmt::format("def {}_partial({}):", kernel.name, fmt::join(params, ", ")));
@@ -274,9 +272,7 @@ class ReductionEmitter {
 
     available_.clear();
     params.clear();
-    for (const ir::OpNode* op : Reductions()) {
-      for (const char* suffix : PartialSuffixes(*op)) params.push_back(fmt::format("kf_part_{}{}_ptr", Name(op->ref()), suffix));
-    }
+    AddPartialParams(params);
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) params.push_back(Name(input.ref) + "_ptr");
     }
@@ -427,11 +423,7 @@ class ReductionEmitter {
     for (int64_t d : space_->dims) terms.push_back({fmt::format("kf_i{}", d), strides[static_cast<size_t>(d)]});
     return Offset(terms);
   }
-  // Other floating types compute in fp32; booleans and integers (indices, labels) stay as they are.
-  std::string Cast(ir::NodeRef ref) const {
-    ir::DType dtype = graph_.TypeOf(ref)->dtype;
-    return ir::IsFloatingPoint(dtype) && dtype != ir::DType::kFloat32 ? ".to(tl.float32)" : "";
-  }
+  std::string Cast(ir::NodeRef ref) const { return ComputeCast(graph_.TypeOf(ref)->dtype); }
 
   // A row gather's one load per row: x at the row's index along the gathered dim, 0 where the
   // index is out of range (torch would raise; the kernel must not read outside x).
@@ -661,6 +653,12 @@ class ReductionEmitter {
   static std::vector<const char*> PartialSuffixes(const ir::OpNode& op) {
     if (IsVarMean(op)) return {"_mean", "_m2", "_n"};
     return {""};
+  }
+  // The pointer parameters of every reduction's partial results, shared by a split row's two kernels.
+  void AddPartialParams(std::vector<std::string>& params) const {
+    for (const ir::OpNode* op : Reductions()) {
+      for (const char* suffix : PartialSuffixes(*op)) params.push_back(fmt::format("kf_part_{}{}_ptr", Name(op->ref()), suffix));
+    }
   }
 
   // n - correction, the divisor of var_mean's M2 (FusableReductionSpace keeps it positive).

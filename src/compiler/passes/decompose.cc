@@ -72,18 +72,16 @@ class Decomposer : public ir::GraphRewriter {
  private:
   // Adds `op` and returns its single output.
   Result<NodeRef> Emit(const ir::OpNode& origin, const char* suffix, const char* op, std::vector<Argument> args,
-                       const ir::Shape& shape, ir::DType dtype = ir::DType::kFloat32) {
+                       const ir::Shape& shape, ir::DType dtype = ir::DType::kFloat32,
+                       std::vector<ir::NamedArgument> kwargs = {}) {
     ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, dtype));
     ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_" + suffix), op,
-                                                     std::move(args), {}, {type}));
+                                                     std::move(args), std::move(kwargs), {type}));
     return NodeRef{id, 0};
   }
   // _to_copy(x, dtype=dtype): a cast, which both a kernel and the library call read from `dtype`.
   Result<NodeRef> Cast(const ir::OpNode& origin, const char* suffix, NodeRef x, ir::DType dtype) {
-    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(ShapeOf(x), dtype));
-    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_" + suffix), "aten._to_copy.default",
-                                                     {{x}}, {{"dtype", Argument(dtype)}}, {type}));
-    return NodeRef{id, 0};
+    return Emit(origin, suffix, "aten._to_copy.default", {{x}}, ShapeOf(x), dtype, {{"dtype", Argument(dtype)}});
   }
   const ir::Shape& ShapeOf(NodeRef ref) { return builder().TypeOf(ref)->shape; }
   bool Used(const ir::OpNode& node, int32_t output) const {
@@ -125,44 +123,46 @@ class Decomposer : public ir::GraphRewriter {
     return std::make_pair(sum, mean);
   }
 
-  // mean and rsqrt(var + eps) over `dims` (kept as 1) from one var_mean: its kernel folds Welford
-  // updates and merges the partial statistics of a split row with Chan's formula, so no x - mean
-  // of the full shape is materialized for a second reduction.
-  Result<std::pair<NodeRef, NodeRef>> MeanAndRstd(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
-                                                  double eps) {
-    ir::Shape kept = Reduced(ShapeOf(x), dims, true);
-    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(kept, ir::DType::kFloat32));
+  // var_mean(x, dims, correction=0, keepdim=True): (population variance, mean). Its kernel folds
+  // Welford updates and merges the partial statistics of a split row with Chan's formula.
+  Result<std::pair<NodeRef, NodeRef>> VarMean(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims) {
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(Reduced(ShapeOf(x), dims, true), ir::DType::kFloat32));
     std::vector<ir::NamedArgument> kwargs = {{"correction", Argument(int64_t{0})}, {"keepdim", Argument(true)}};
     ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_var_mean"),
                                                      "aten.var_mean.correction", {{x}, {ir::IntList(dims)}},
                                                      std::move(kwargs), {type, type}));
-    ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{NodeRef{id, 0}}, {eps}}, kept));
-    ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
-    return std::make_pair(NodeRef{id, 1}, rstd);
+    return std::make_pair(NodeRef{id, 0}, NodeRef{id, 1});
+  }
+
+  // rsqrt(var + eps).
+  Result<NodeRef> Rstd(const ir::OpNode& origin, NodeRef var, double eps) {
+    ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{var}, {eps}}, ShapeOf(var)));
+    return Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, ShapeOf(var));
+  }
+
+  // mean and rsqrt(var + eps) over `dims` (kept as 1) from one var_mean, so no x - mean of the
+  // full shape is materialized for a second reduction.
+  Result<std::pair<NodeRef, NodeRef>> MeanAndRstd(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
+                                                  double eps) {
+    ASSIGN_OR_RETURN(auto stats, VarMean(origin, x, dims));
+    ASSIGN_OR_RETURN(NodeRef rstd, Rstd(origin, stats.first, eps));
+    return std::make_pair(stats.second, rstd);
   }
 
   // Batch statistics over dim 0 and the inner `dims` (dims.front() == 0): var_mean per (n, c) row,
-  // many contiguous rows in parallel instead of one long strided row per channel, then Chan's merge of the N rows of equal count over dim 0:
-  // mean = avg(mean_n), var = avg(var_n + (mean_n - mean)^2). Returns mean and rsqrt(var + eps).
+  // many contiguous rows in parallel instead of one long strided row per channel, then Chan's
+  // merge of the N rows of equal count over dim 0: mean = avg(mean_n),
+  // var = avg(var_n + (mean_n - mean)^2). Returns mean and rsqrt(var + eps).
   Result<std::pair<NodeRef, NodeRef>> StagedMeanAndRstd(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
                                                         double eps) {
-    const ir::Shape shape = ShapeOf(x);
-    std::vector<int64_t> inner(dims.begin() + 1, dims.end());
-    ir::Shape rows = Reduced(shape, inner, true);
-    ir::Shape kept = Reduced(shape, dims, true);
-    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(rows, ir::DType::kFloat32));
-    std::vector<ir::NamedArgument> kwargs = {{"correction", Argument(int64_t{0})}, {"keepdim", Argument(true)}};
-    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_var_mean"),
-                                                     "aten.var_mean.correction", {{x}, {ir::IntList(inner)}},
-                                                     std::move(kwargs), {type, type}));
-    NodeRef row_var{id, 0}, row_mean{id, 1};
-    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, row_mean, {0}, true));
-    ASSIGN_OR_RETURN(NodeRef deviation, Emit(origin, "deviation", "aten.sub.Tensor", {{row_mean}, {mean.second}}, rows));
+    ASSIGN_OR_RETURN(auto row, VarMean(origin, x, std::vector<int64_t>(dims.begin() + 1, dims.end())));
+    const ir::Shape rows = ShapeOf(row.second);
+    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, row.second, {0}, true));
+    ASSIGN_OR_RETURN(NodeRef deviation, Emit(origin, "deviation", "aten.sub.Tensor", {{row.second}, {mean.second}}, rows));
     ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "deviation_squared", "aten.mul.Tensor", {{deviation}, {deviation}}, rows));
-    ASSIGN_OR_RETURN(NodeRef spread, Emit(origin, "spread", "aten.add.Tensor", {{row_var}, {squared}}, rows));
+    ASSIGN_OR_RETURN(NodeRef spread, Emit(origin, "spread", "aten.add.Tensor", {{row.first}, {squared}}, rows));
     ASSIGN_OR_RETURN(auto var, MeanOf(origin, spread, {0}, true));
-    ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{var.second}, {eps}}, kept));
-    ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
+    ASSIGN_OR_RETURN(NodeRef rstd, Rstd(origin, var.second, eps));
     return std::make_pair(mean.second, rstd);
   }
 
@@ -174,7 +174,6 @@ class Decomposer : public ir::GraphRewriter {
   Result<std::vector<NodeRef>> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps,
                                          bool staged = false) {
     const ir::Shape shape = ShapeOf(x);
-    ir::Shape kept = Reduced(shape, dims, true);
     bool batch = staged && dims.size() > 1 && dims.front() == 0;
     if (batch || (!staged && ReductionSpace{shape, dims}.split())) {
       std::pair<NodeRef, NodeRef> stats;
@@ -191,8 +190,7 @@ class Decomposer : public ir::GraphRewriter {
     ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {mean.second}}, shape));
     ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "squared", "aten.mul.Tensor", {{centered}, {centered}}, shape));
     ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true));
-    ASSIGN_OR_RETURN(NodeRef shifted, Emit(origin, "var_eps", "aten.add.Tensor", {{var.second}, {eps}}, kept));
-    ASSIGN_OR_RETURN(NodeRef rstd, Emit(origin, "rstd", "aten.rsqrt.default", {{shifted}}, kept));
+    ASSIGN_OR_RETURN(NodeRef rstd, Rstd(origin, var.second, eps));
     ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));
     return std::vector<NodeRef>{normed, mean.second, rstd};
   }
@@ -333,10 +331,8 @@ class Decomposer : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(auto mean, PerChannel(node, Tensor(node, {3, "running_mean"}), rank));
       ASSIGN_OR_RETURN(auto var, PerChannel(node, Tensor(node, {4, "running_var"}), rank));
       if (!mean || !var) return Status::InvalidArgument("batch norm without running statistics");
-      ir::Shape channel = ShapeOf(*var);
       ASSIGN_OR_RETURN(NodeRef centered, Emit(node, "centered", "aten.sub.Tensor", {{x}, {*mean}}, shape));
-      ASSIGN_OR_RETURN(NodeRef shifted, Emit(node, "var_eps", "aten.add.Tensor", {{*var}, {*eps}}, channel));
-      ASSIGN_OR_RETURN(NodeRef rstd, Emit(node, "rstd", "aten.rsqrt.default", {{shifted}}, channel));
+      ASSIGN_OR_RETURN(NodeRef rstd, Rstd(node, *var, *eps));
       ASSIGN_OR_RETURN(NodeRef normed, Emit(node, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));
       ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
       ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
@@ -459,11 +455,13 @@ class Decomposer : public ir::GraphRewriter {
     if (found == log_softmax_.end()) return std::nullopt;
     const LogSoftmax& parts = found->second;
     const ir::Shape& shape = ShapeOf(parts.x);
-    int64_t d = dim->As<int64_t>() < 0 ? dim->As<int64_t>() + static_cast<int64_t>(shape.size()) : dim->As<int64_t>();
-    if (d != parts.dim || !IsRowGatherShape(shape, d, *builder().TypeOf(*index))) return std::nullopt;
+    auto dims = ReducedDims(dim, static_cast<int64_t>(shape.size()));
+    if (!dims || dims->front() != parts.dim || !IsRowGatherShape(shape, parts.dim, *builder().TypeOf(*index))) {
+      return std::nullopt;
+    }
     return Run(node, [&]() -> Status {
       const ir::Shape& kept = ShapeOf(*index);
-      ASSIGN_OR_RETURN(NodeRef picked, Emit(node, "picked", "aten.gather.default", {{parts.x}, {d}, {*index}}, kept));
+      ASSIGN_OR_RETURN(NodeRef picked, Emit(node, "picked", "aten.gather.default", {{parts.x}, {parts.dim}, {*index}}, kept));
       ASSIGN_OR_RETURN(NodeRef shifted, Emit(node, "shifted", "aten.sub.Tensor", {{picked}, {parts.max}}, kept));
       ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.sub.Tensor", {{shifted}, {parts.log_sum}}, kept));
       return Finish(node, {out});

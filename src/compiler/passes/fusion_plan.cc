@@ -60,7 +60,6 @@ class Planner {
     groups_.push_back(FusionGroup{kind, {id}, ""});
     spaces_.emplace_back();
     shapes_.push_back(graph_.value(id).type().shape);
-    absorbing_.push_back(false);
     group_of_[id] = static_cast<int>(groups_.size()) - 1;
     return group_of_[id];
   }
@@ -69,7 +68,7 @@ class Planner {
     int group = group_of_[TensorInputs(value).front().value];
     bool joins = group != kNoGroup && !MakesCycle({group}, value.id) &&
                  ((groups_[group].kind == Kind::kReduction && spaces_[group] == space) ||
-                  (groups_[group].kind == Kind::kPointwise && GroupShape(group) == space.full && !absorbing_[group]));
+                  (groups_[group].kind == Kind::kPointwise && GroupShape(group) == space.full && !Absorbing(group)));
     if (!joins) {
       group = NewGroup(Kind::kReduction, value.id);
       spaces_[group] = space;
@@ -132,7 +131,7 @@ class Planner {
       for (int group : merged) {
         if (kept.empty() || group == anchor || groups_[anchor].kind != Kind::kReduction) continue;
         if (groups_[group].kind == Kind::kReduction && !SameRows(anchor, group)) continue;
-        if (absorbing_[group]) continue;  // a reduction kernel computes only its space's shapes
+        if (Absorbing(group)) continue;  // a reduction kernel computes only its space's shapes
         std::set<int> trial = kept;
         trial.insert(group);
         if (InReductionSpace(GroupShape(group), *spaces_[anchor]) && !MakesCycle(trial, value.id)) kept = trial;
@@ -156,7 +155,6 @@ class Planner {
     }
     int target = anchor != kNoGroup ? anchor : *merged.begin();
     for (int other : all) {
-      absorbing_[target] = absorbing_[target] || absorbing_[other] || absorbed.count(other) > 0;
       if (other == target) continue;
       for (ir::ValueId id : groups_[other].nodes) {
         groups_[target].nodes.push_back(id);
@@ -196,6 +194,13 @@ class Planner {
   bool SameRows(int a, int b) const {
     return groups_[a].kind == Kind::kReduction && groups_[b].kind == Kind::kReduction && spaces_[a] == spaces_[b] &&
            !spaces_[a]->split();
+  }
+
+  // A pointwise group holding absorbed producers: nodes smaller than its iteration space.
+  bool Absorbing(int group) const {
+    if (groups_[group].kind != Kind::kPointwise) return false;
+    return std::any_of(groups_[group].nodes.begin(), groups_[group].nodes.end(),
+                       [&](ir::ValueId id) { return graph_.value(id).type().shape != GroupShape(group); });
   }
 
   // The shape of the node that started the group: a pointwise group's iteration space (its
@@ -293,7 +298,6 @@ class Planner {
   std::vector<FusionGroup> groups_;
   std::vector<std::optional<ReductionSpace>> spaces_;  // per group: what a reduction group reduces
   std::vector<ir::Shape> shapes_;                      // per group: its starting node's shape
-  std::vector<bool> absorbing_;                        // per group: holds absorbed smaller producers
   std::vector<int> group_of_;
   std::vector<std::vector<ir::ValueId>> users_;  // per value: the values that read it
   std::vector<bool> returned_;                   // per value: a graph output

@@ -147,17 +147,16 @@ std::optional<ReductionSpace> RowGatherSpace(const ir::Graph& graph, const ir::V
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr || op->op != "aten.gather.default" || op->num_outputs() != 1 || op->args.size() < 3) return std::nullopt;
   const auto* x = op->args[0].TryAs<ir::NodeRef>();
-  const auto* dim = op->args[1].TryAs<int64_t>();
   const auto* index = op->args[2].TryAs<ir::NodeRef>();
-  if (x == nullptr || dim == nullptr || index == nullptr) return std::nullopt;
+  if (x == nullptr || !op->args[1].Is<int64_t>() || index == nullptr) return std::nullopt;
   const ir::TensorType* x_type = graph.TypeOf(*x);
   const ir::TensorType* index_type = graph.TypeOf(*index);
   if (x_type == nullptr || index_type == nullptr || x_type->dtype != ir::DType::kFloat32 || x_type->numel() == 0) {
     return std::nullopt;
   }
-  int64_t d = *dim < 0 ? *dim + x_type->rank() : *dim;
-  if (!IsRowGatherShape(x_type->shape, d, *index_type)) return std::nullopt;
-  return ReductionSpace{x_type->shape, {d}};
+  auto dims = ReducedDims(&op->args[1], x_type->rank());
+  if (!dims || !IsRowGatherShape(x_type->shape, dims->front(), *index_type)) return std::nullopt;
+  return ReductionSpace{x_type->shape, *dims};
 }
 
 bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space) {
