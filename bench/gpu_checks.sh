@@ -3,7 +3,8 @@
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
 #   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|probe|all]
-# (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_MODE, KFORGE_BENCH_GPUS, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
+# (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS, KFORGE_BENCH_SHARD,
+#  KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -29,44 +30,38 @@ case "$what" in
 esac
 case "$what" in
   compiler|all)
-    # kforge bench over the project's tasks (or KFORGE_BENCH_SUITE) in KFORGE_BENCH_MODE (strict by
-    # default), resumable: the run folder bench/runs/h200 (h200-partial for partial mode) is
-    # carried between calls, so a call cut by its time limit continues. On a
-    # machine with several GPUs (KFORGE_BENCH_GPUS=N) the tasks are dealt round-robin to N bench
-    # processes, one per GPU, writing their reports into the same run folder; a last bench
-    # --no-run summarizes them all. Each task's eager, torch.compile and candidate timings are
-    # still measured side by side, on one GPU; but the processes share the host's CPUs, and a
-    # launch-bound candidate timed while another process compiles is slowed (bench/RESULTS.md).
+    # kforge bench over the project's tasks (or KFORGE_BENCH_SUITE, e.g. a carried copy of
+    # KernelBench's level folders) in KFORGE_BENCH_MODE (strict by default), resumable: the run
+    # folder (bench/runs/h200, h200-partial for partial mode, or KFORGE_BENCH_RUNS) holds the
+    # reports and the workspace (its store keeps the measured baselines and tile configurations),
+    # and is carried between calls, so a call cut by its time limit continues and a later bench
+    # reuses every stored baseline. With KFORGE_BENCH_GPUS=N the suite is split with --shard into
+    # N parts, one bench process per GPU, all writing into the same run folder; a last bench
+    # --no-run summarizes them together. Each task's eager, torch.compile and candidate timings are
+    # still measured side by side on one GPU, but the processes share the host's CPUs
+    # (bench/RESULTS.md: launch-bound candidates timed while another process compiles are slowed).
     suite="${KFORGE_BENCH_SUITE:-tasks}"
     gpus="${KFORGE_BENCH_GPUS:-1}"
     mode="${KFORGE_BENCH_MODE:-strict}"
-    runs=bench/runs/h200
-    [ "$mode" = strict ] || runs="bench/runs/h200-$mode"
+    runs="${KFORGE_BENCH_RUNS:-bench/runs/h200}"
+    [ "$mode" = strict ] || [ -n "${KFORGE_BENCH_RUNS:-}" ] || runs="bench/runs/h200-$mode"
     mkdir -p "$runs"
-    bench_shard() {  # GPU, suite folder, log
-      CUDA_VISIBLE_DEVICES="$1" timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace "/tmp/kforge-bench-$1" \
-        bench "$2" --mode "$mode" --out "$runs" --timeout "${KFORGE_BENCH_TIMEOUT:-300}" >"$3" 2>&1
+    bench_shard() {  # GPU index, shard (I/N or empty), log
+      CUDA_VISIBLE_DEVICES="$1" timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace "$runs/workspace" \
+        bench "$suite" --mode "$mode" --out "$runs" --timeout "${KFORGE_BENCH_TIMEOUT:-300}" ${2:+--shard "$2"} >"$3" 2>&1
     }
     if [ "$gpus" -le 1 ]; then
-      bench_shard 0 "$suite" "$out/bench.log"
-      cat "$out/bench.log"
+      bench_shard 0 "${KFORGE_BENCH_SHARD:-}" "$out/bench.log"
     else
-      rm -rf /tmp/kforge-shards
-      i=0
-      (cd "$suite" && find . -name '*.py' -not -path '*/__pycache__/*' | sort) | while read -r task; do
-        shard="/tmp/kforge-shards/$((i % gpus))"
-        mkdir -p "$shard/$(dirname "$task")"
-        cp "$suite/$task" "$shard/$task"
-        i=$((i + 1))
-      done
-      for ((g = 0; g < gpus; g++)); do bench_shard "$g" "/tmp/kforge-shards/$g" "$out/bench-gpu$g.log" & done
+      for ((g = 0; g < gpus; g++)); do bench_shard "$g" "$((g + 1))/$gpus" "$out/bench-gpu$g.log" & done
       wait
       tail -n 3 "$out"/bench-gpu*.log
-      "$kforge" --workspace /tmp/kforge-bench-0 bench "$suite" --mode "$mode" --out "$runs" --no-run 2>&1 | tee "$out/bench.log"
     fi
+    "$kforge" --workspace "$runs/workspace" bench "$suite" --mode "$mode" --out "$runs" --no-run >"$out/summary.log" 2>&1
+    tail -n 60 "$out/summary.log"
     mkdir -p "$out/bench"
     cp "$runs/bench.json" "$out/bench/" 2>/dev/null
-    (cd bench/runs && tar czf "$out/bench/runs.tgz" "$(basename "$runs")") ;;
+    (cd "$(dirname "$runs")" && tar czf "$out/bench/runs.tgz" "$(basename "$runs")") ;;
 esac
 case "$what" in
   tuning)

@@ -14,16 +14,21 @@ differences reaches about sqrt(2 ln n) times their rms, doubled for two independ
 rms and n are taken over the elements that carry noise: elements both computations get exactly
 (GELU far below zero, a ReLU's zeros) would otherwise dilute the rms of those that cancel. The
 noise comes from the reference alone; a candidate cannot widen it.
+
+Everything is computed in chunks of CHUNK_ELEMENTS on the tensors' device, so judging a
+several-gigabyte output needs a few hundred megabytes beside it, not several copies of it.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
-from .output_sample import Sampled, positions
+from .output_sample import Sampled
+
+CHUNK_ELEMENTS = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -36,12 +41,17 @@ class Tolerance:
         return Tolerance(rtol=float(data["rtol"]), atol=float(data["atol"]))
 
 
-def _index_of(flat_index: int, shape: torch.Size) -> list[int]:
+def _index_of(flat_index: int, shape: torch.Size | list[int]) -> list[int]:
     index = []
-    for size in reversed(shape):
+    for size in reversed(list(shape)):
         index.append(flat_index % size if size else 0)
         flat_index //= max(size, 1)
     return list(reversed(index))
+
+
+def _spans(count: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, count, CHUNK_ELEMENTS):
+        yield start, min(count, start + CHUNK_ELEMENTS)
 
 
 def tolerance_failure(report: dict[str, Any]) -> bool:
@@ -50,10 +60,87 @@ def tolerance_failure(report: dict[str, Any]) -> bool:
             and not report.get("nonfinite_where_reference_finite"))
 
 
+def reference_scale(reference: torch.Tensor) -> float:
+    """The root mean square of the reference's finite values (1 when there are none or all are 0)."""
+    flat = reference.reshape(-1)
+    squares = torch.zeros((), dtype=torch.float64, device=flat.device)
+    finite = torch.zeros((), dtype=torch.int64, device=flat.device)
+    for start, end in _spans(flat.numel()):
+        chunk = flat[start:end].double()
+        ok = torch.isfinite(chunk)
+        squares += torch.where(ok, chunk, 0.0).pow(2).sum()
+        finite += ok.sum()
+    count = int(finite.item())
+    scale = math.sqrt(squares.item() / count) if count else 0.0
+    return scale if scale > 0.0 else 1.0
+
+
+def noise_level(noise: torch.Tensor) -> tuple[float, int]:
+    """(rms, count) of the reference noise over the elements that carry any."""
+    flat = noise.reshape(-1)
+    squares = torch.zeros((), dtype=torch.float64, device=flat.device)
+    noisy = torch.zeros((), dtype=torch.int64, device=flat.device)
+    for start, end in _spans(flat.numel()):
+        chunk = flat[start:end].double().nan_to_num(0.0, posinf=0.0, neginf=0.0)
+        squares += chunk.pow(2).sum()
+        noisy += (chunk > 0).sum()
+    count = int(noisy.item())
+    return (math.sqrt(squares.item() / count) if count else 0.0), count
+
+
+class _Worst:
+    """The largest ratio seen so far and where, kept on the device until the end."""
+
+    def __init__(self, device: torch.device):
+        self.ratios: list[torch.Tensor] = []
+        self.indices: list[torch.Tensor] = []
+        self.max_abs: list[torch.Tensor] = []
+        self.bad_nonfinite = torch.zeros((), dtype=torch.int64, device=device)
+
+    def add(self, ratio: torch.Tensor, abs_error: torch.Tensor, offset: int) -> None:
+        position = ratio.argmax()
+        self.ratios.append(ratio[position])
+        self.indices.append(position + offset)
+        self.max_abs.append(abs_error.max())
+
+    def result(self) -> tuple[float, int, float, int]:
+        ratios = torch.stack(self.ratios)
+        best = int(ratios.argmax().item())
+        return (ratios[best].item(), int(self.indices[best].item()), torch.stack(self.max_abs).max().item(),
+                int(self.bad_nonfinite.item()))
+
+
+def _judge_floats(got_of: Callable[[int, int], torch.Tensor], ref_of: Callable[[int, int], torch.Tensor],
+                  count: int, scale: float, tolerance: Tolerance,
+                  noise_of: Callable[[int, int], torch.Tensor] | None, noise_rms: float, spread: float,
+                  device: torch.device) -> tuple[float, int, float, int, float, float]:
+    """(worst ratio, its flat position, max abs error, NaN/Inf where the reference is finite,
+    the reference and candidate values there) over `count` elements given chunk by chunk."""
+    worst = _Worst(device)
+    for start, end in _spans(count):
+        ref = ref_of(start, end).double()
+        got = got_of(start, end).to(device).double()
+        finite = torch.isfinite(ref)
+        bad_nonfinite = finite & ~torch.isfinite(got)
+        same_nonfinite = ~finite & ((got == ref) | (torch.isnan(got) & torch.isnan(ref)))
+        diff = (got - ref).abs()
+        diff = torch.where(finite & ~bad_nonfinite, diff,
+                           torch.where(same_nonfinite, 0.0, float("inf")))
+        allowed = tolerance.rtol * ref.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0) + tolerance.atol * scale
+        if noise_of is not None:
+            noise = noise_of(start, end).to(device).double().nan_to_num(0.0, posinf=0.0, neginf=0.0)
+            allowed = allowed + 2.0 * noise + spread * noise_rms
+        worst.add(diff / allowed, torch.where(finite & ~bad_nonfinite, diff, 0.0), start)
+        worst.bad_nonfinite += bad_nonfinite.sum()
+    ratio, where, max_abs, bad = worst.result()
+    return ratio, where, max_abs, bad, ref_of(where, where + 1).double().item(), \
+        got_of(where, where + 1).double().item()
+
+
 def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance,
-                   noise: torch.Tensor | None = None, keys: torch.Tensor | None = None) -> dict[str, Any]:
-    """One output judged against the reference's. A Sampled candidate is judged at its sample's
-    positions (drawn from `keys`), against the whole reference's scale."""
+                   noise: torch.Tensor | None = None) -> dict[str, Any]:
+    """One output judged against the reference's. A Sampled candidate is judged at its positions,
+    against the whole reference's scale."""
     report: dict[str, Any] = {"shape": list(reference.shape), "dtype": str(reference.dtype).replace("torch.", "")}
     sampled = isinstance(candidate, Sampled)
     values = candidate.values if sampled else candidate
@@ -66,110 +153,101 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
     if values.dtype != reference.dtype:
         return {**report, "passed": False,
                 "problem": f"dtype {str(values.dtype).replace('torch.', '')} differs from the reference's {report['dtype']}"}
-    where = None
+    if values.is_meta:
+        return {**report, "passed": False, "problem": "the output was not handed over"}
+    flat_ref = reference.reshape(-1)
+    flat_got = values.reshape(-1)
     if sampled:
-        if keys is None:
-            return {**report, "passed": False, "problem": "a sampled output arrived where the whole output was due"}
-        where = positions(keys, reference.numel(), reference.device)
-        if values.numel() != where.numel():
+        where = candidate.positions.to(reference.device)
+        if flat_got.numel() != where.numel():
             return {**report, "passed": False,
-                    "problem": f"the sample holds {values.numel()} values; {where.numel()} were due"}
+                    "problem": f"the sample holds {flat_got.numel()} values; {where.numel()} were due"}
         report["sampled_elements"] = int(where.numel())
-    view = reference.reshape(-1)[where] if sampled else reference
-    out = values.to(reference.device).reshape(view.shape)
+        count = where.numel()
 
-    def index_of(flat: int) -> list[int]:
-        return _index_of(int(where[flat].item()) if where is not None else flat, reference.shape)
+        def ref_of(start: int, end: int) -> torch.Tensor:
+            return flat_ref[where[start:end]]
+
+        def index_of(flat: int) -> list[int]:
+            return _index_of(int(where[flat].item()), reference.shape)
+    else:
+        count = flat_ref.numel()
+
+        def ref_of(start: int, end: int) -> torch.Tensor:
+            return flat_ref[start:end]
+
+        def index_of(flat: int) -> list[int]:
+            return _index_of(flat, reference.shape)
+
+    def got_of(start: int, end: int) -> torch.Tensor:
+        return flat_got[start:end].to(reference.device)
 
     if not reference.is_floating_point() and not reference.is_complex():
-        mismatched = (out != view).reshape(-1)
-        count = int(mismatched.sum().item())
-        report.update(passed=count == 0, mismatched=count, max_abs_error=0.0 if count == 0 else None)
-        if count:
-            flat = int(mismatched.nonzero()[0].item())
-            report.update(worst_index=index_of(flat), reference_value=view.reshape(-1)[flat].item(),
-                          candidate_value=out.reshape(-1)[flat].item(),
-                          problem=f"{count} of {view.numel()}{' sampled' if sampled else ''} elements differ")
-        return report
-    if reference.numel() == 0:
+        return _judge_exact(report, got_of, ref_of, count, index_of, sampled, reference.device)
+    if count == 0:
         return {**report, "passed": True, "max_abs_error": 0.0, "max_rel_error": 0.0, "tolerance_ratio": 0.0}
-    whole = reference.double()
-    finite_whole = torch.isfinite(whole)
-    scale = whole[finite_whole].pow(2).mean().sqrt().item() if bool(finite_whole.any()) else 0.0
-    if scale == 0.0:
-        scale = 1.0
-    ref = view.double() if sampled else whole
-    got = out.double()
-    finite = torch.isfinite(ref) if sampled else finite_whole
-    bad_nonfinite = finite & ~torch.isfinite(got)
-    same_nonfinite = ~finite & ((got == ref) | (torch.isnan(got) & torch.isnan(ref)))
-    diff = (got - ref).abs()
-    diff = torch.where(finite, diff, torch.where(same_nonfinite, torch.zeros_like(diff), torch.full_like(diff, float("inf"))))
-    diff = torch.where(bad_nonfinite, torch.full_like(diff, float("inf")), diff)
-    allowed = tolerance.rtol * ref.abs().nan_to_num(0.0, posinf=0.0, neginf=0.0) + tolerance.atol * scale
+    scale = reference_scale(reference)
+    noise_of, noise_rms, spread = None, 0.0, 0.0
     if noise is not None:
-        noise = noise.to(allowed.device, torch.float64).nan_to_num(0.0, posinf=0.0, neginf=0.0)
-        noisy = noise[noise > 0]
-        noise_rms = noisy.pow(2).mean().sqrt() if noisy.numel() else noise.new_zeros(())
-        spread = max(1.0, 2.0 * math.sqrt(2.0 * math.log(max(noisy.numel(), 2))))
-        allowed = allowed + 2.0 * (noise.reshape(-1)[where] if sampled else noise) + spread * noise_rms
-        report["reference_noise_rms"] = noise_rms.item()
-    ratio = diff / allowed
-    worst = int(ratio.reshape(-1).argmax().item())
-    worst_ratio = ratio.reshape(-1)[worst].item()
+        flat_noise = noise.reshape(-1)
+        noise_rms, noisy = noise_level(noise)
+        spread = max(1.0, 2.0 * math.sqrt(2.0 * math.log(max(noisy, 2))))
+        noise_of = (lambda s, e: flat_noise[where[s:e]]) if sampled else (lambda s, e: flat_noise[s:e])
+        report["reference_noise_rms"] = noise_rms
+    ratio, worst, max_abs, bad_nonfinite, reference_value, candidate_value = _judge_floats(
+        got_of, ref_of, count, scale, tolerance, noise_of, noise_rms, spread, reference.device)
     report.update(
-        passed=bool(worst_ratio <= 1.0),
-        max_abs_error=diff[finite].max().item() if bool(finite.any()) else 0.0,
-        max_rel_error=(diff[finite].max().item() / scale) if bool(finite.any()) else 0.0,
-        tolerance_ratio=worst_ratio,
+        passed=bool(ratio <= 1.0),
+        max_abs_error=max_abs,
+        max_rel_error=max_abs / scale,
+        tolerance_ratio=ratio,
         reference_rms=scale,
         worst_index=index_of(worst),
-        reference_value=ref.reshape(-1)[worst].item(),
-        candidate_value=got.reshape(-1)[worst].item(),
-        nonfinite_where_reference_finite=int(bad_nonfinite.sum().item()),
+        reference_value=reference_value,
+        candidate_value=candidate_value,
+        nonfinite_where_reference_finite=bad_nonfinite,
     )
     if not report["passed"]:
-        if report["nonfinite_where_reference_finite"]:
-            report["problem"] = (f"{report['nonfinite_where_reference_finite']} NaN/Inf elements where the "
-                                 "reference is finite")
+        if bad_nonfinite:
+            report["problem"] = f"{bad_nonfinite} NaN/Inf elements where the reference is finite"
         else:
-            report["problem"] = (f"error {report['max_abs_error']:.3g} at {report['worst_index']} is "
-                                 f"{worst_ratio:.3g}x the tolerance (rtol {tolerance.rtol:g}, "
-                                 f"atol {tolerance.atol:g} x output rms {scale:.3g})")
+            report["problem"] = (f"error {max_abs:.3g} at {report['worst_index']} is {ratio:.3g}x the tolerance "
+                                 f"(rtol {tolerance.rtol:g}, atol {tolerance.atol:g} x output rms {scale:.3g})")
+    return report
+
+
+def _judge_exact(report: dict[str, Any], got_of: Callable[[int, int], torch.Tensor],
+                 ref_of: Callable[[int, int], torch.Tensor], count: int, index_of: Callable[[int], list[int]],
+                 sampled: bool, device: torch.device) -> dict[str, Any]:
+    mismatched = torch.zeros((), dtype=torch.int64, device=device)
+    first = None
+    for start, end in _spans(count):
+        differ = (got_of(start, end) != ref_of(start, end))
+        mismatched += differ.sum()
+        if first is None and bool(differ.any()):
+            first = start + int(differ.nonzero()[0].item())
+    total = int(mismatched.item())
+    report.update(passed=total == 0, mismatched=total, max_abs_error=0.0 if total == 0 else None)
+    if first is not None:
+        report.update(worst_index=index_of(first), reference_value=ref_of(first, first + 1).item(),
+                      candidate_value=got_of(first, first + 1).item(),
+                      problem=f"{total} of {count}{' sampled' if sampled else ''} elements differ")
     return report
 
 
 def compare_outputs(candidate: list, reference: list[torch.Tensor], tolerance: Tolerance,
-                    noise: Callable[[], list | None] | None = None, keys: torch.Tensor | None = None) -> dict[str, Any]:
+                    noise: Callable[[], list | None] | None = None) -> dict[str, Any]:
     """Per-output reports and an overall `passed`. `noise`, called only when an output fails on
     values alone, gives the reference's fp32 noise per output (None where unknown); those outputs
     are judged again with it."""
     if len(candidate) != len(reference):
         return {"passed": False, "outputs": [],
                 "problem": f"forward returned {len(candidate)} outputs; the reference returns {len(reference)}"}
-    reports = [compare_tensor(c, r, tolerance, keys=keys) for c, r in zip(candidate, reference)]
+    reports = [compare_tensor(c, r, tolerance) for c, r in zip(candidate, reference)]
     if noise is not None and any(tolerance_failure(r) for r in reports):
         levels = noise()
         for index, report in enumerate(reports):
             if levels is not None and tolerance_failure(report) and levels[index] is not None:
-                reports[index] = compare_tensor(candidate[index], reference[index], tolerance, levels[index], keys)
+                reports[index] = compare_tensor(candidate[index], reference[index], tolerance, levels[index])
                 reports[index]["reference_noise_considered"] = True
     return {"passed": all(r["passed"] for r in reports), "outputs": reports}
-
-
-def bitwise_equal(a: list, b: list) -> bool:
-    """Same length, shapes, dtypes and values (NaNs in the same places count as equal)."""
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
-            return False
-        if x.shape != y.shape or x.dtype != y.dtype:
-            return False
-        x = x.to(y.device)
-        if x.is_floating_point():
-            if not torch.allclose(x, y, rtol=0.0, atol=0.0, equal_nan=True):
-                return False
-        elif not torch.equal(x, y):
-            return False
-    return True

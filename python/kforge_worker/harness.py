@@ -18,14 +18,13 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from . import output_sample, provenance, timing, tuning
+from . import provenance, timing, tuning
 from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
-from .inputs import derive_distribution, is_dense
-from .protocol import finite_json
-from .shared_memory import Arena, arena_bytes
+from .inputs import is_dense
+from .protocol import finite_json, read_message, write_message
+from .shared_memory import Arena, arena_bytes, dtype_name, put_values, view_values
 from .task_loader import import_file
-from .tensor_files import load_tensor, load_values, save_values
 
 PRECISION_FLAGS = {
     "fp32": (False, "highest"),
@@ -114,24 +113,58 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] < b[1] and b[0] < a[1] and a[0] != a[1] and b[0] != b[1]
 
 
+class SessionClient:
+    """The candidate process's end of the live session with the trusted worker: it asks what to
+    call next and hands every call's outputs back through the shared output slot as the call ends."""
+
+    def __init__(self, fd: int, arenas: dict[str, Arena]):
+        self.fd = fd
+        self.inputs_arena, self.outputs_arena = arenas["inputs"], arenas["outputs"]
+
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        write_message(self.fd, message)
+        reply = read_message(self.fd)
+        if reply is None:
+            raise RuntimeError("the trusted worker closed the evaluation session")
+        return reply
+
+    def inputs(self, described: list[dict[str, Any]]) -> list:
+        """A call's inputs: views of the shared input slot, which the trusted worker checks after the call."""
+        return view_values(self.inputs_arena, described)
+
+    def hand_off(self, op: str, outputs: list, buffers: list | None = None, **fields: Any) -> dict[str, Any]:
+        """Copies `outputs` (and after them `buffers`, the model's buffers a forward mutates) into
+        the output slot and reports them; tensors too large for the slot are described by shape only."""
+        self.outputs_arena.rewind(0)
+        described = self._put(outputs)
+        if buffers is not None:
+            fields["buffers"] = self._put(buffers)
+        self.outputs_arena.synchronize()
+        return self.request({"op": op, "outputs": described, **fields})
+
+    def _put(self, values: list) -> list[dict[str, Any]]:
+        tensors = [t for t in values if isinstance(t, torch.Tensor)]
+        if self.outputs_arena.room_for(arena_bytes(tensors)) and all(not t.is_meta for t in tensors):
+            return put_values(self.outputs_arena, values)
+        return [{"unsent": True, "shape": list(t.shape), "dtype": dtype_name(t.dtype)}
+                if isinstance(t, torch.Tensor) else {"value": t} for t in values]
+
+
 class Run:
     """One candidate's evaluation inside its process."""
 
-    def __init__(self, job: dict[str, Any], private_dir: str, result: dict[str, Any], arenas: dict[str, Arena]):
+    def __init__(self, job: dict[str, Any], private_dir: str, result: dict[str, Any], arenas: dict[str, Arena],
+                 session_fd: int):
         self.job = job
         self.private_dir = private_dir
         self.result = result
-        self.arenas = arenas
         self.spent: dict[str, float] = {}  # seconds per kind of work, to explain a slow evaluation
         self.device = torch.device(job["device"])
         self.exchange = job["exchange_dir"]
         self.candidate_path = os.path.join(self.exchange, "candidate.py")
         self.findings: list[dict[str, Any]] = result["findings"]
-        self.outputs: dict[str, Any] = result["outputs"]
-        self.loaded: dict[tuple, list] = {}
-        sample = job.get("sample") or {}
-        self.full_sets = set(sample.get("full_sets", []))
-        self.sample_keys = load_tensor(self.exchange, sample["keys"], self.device, arenas) if sample.get("keys") else None
+        self.arenas = arenas
+        self.session = SessionClient(session_fd, arenas)
 
     @contextlib.contextmanager
     def timed(self, what: str) -> Iterator[None]:
@@ -199,48 +232,6 @@ class Run:
     def load(self, name: str) -> Any:
         return torch.load(os.path.join(self.exchange, name), weights_only=True, map_location="cpu")
 
-    def input_set(self, entry: dict[str, Any]) -> list:
-        """A set's inputs on the device: from its file, or derived from another set's file the
-        same way the trusted worker derived them."""
-        if "derive" in entry:
-            recipe = entry["derive"]
-            return derive_distribution(self.load_inputs(recipe["from"]), recipe["kind"], int(recipe["seed"]))
-        return self.load_inputs(entry["inputs"])
-
-    def load_inputs(self, described: list[dict[str, Any]]) -> list:
-        """Fresh device copies of an input set; each file is read once per process (a device-side
-        clone is far cheaper than another pass over the file)."""
-        key = tuple((meta.get("file"), meta.get("arena"), meta.get("offset")) for meta in described)
-        with self.timed("inputs"):
-            if key not in self.loaded:
-                self.loaded[key] = load_values(self.exchange, described, self.device, self.arenas)
-            return [v.clone() if isinstance(v, torch.Tensor) else v for v in self.loaded[key]]
-
-    def save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
-        with self.timed("outputs"):
-            self._save_outputs(key, outputs)
-
-    def _save_outputs(self, key: str, outputs: list[torch.Tensor]) -> None:
-        """Outputs go whole to the trusted worker through the output arena while it has room.
-        Beyond it they travel as files: the task's seeds whole, any other call's large outputs as
-        their values at the secret sample positions (output_sample)."""
-        arena = self.arenas.get("outputs")
-        if arena is not None and arena.room_for(arena_bytes(outputs)):
-            self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs, arena)
-            arena.synchronize()
-            return
-        if self.sample_keys is None or key in self.full_sets:
-            self.outputs[key] = save_values(self.private_dir, f"out_{key}", outputs)
-            return
-        keys = self.sample_keys
-        cut = [output_sample.take(t, keys) if isinstance(t, torch.Tensor) and output_sample.worth_sampling(t, keys) else t
-               for t in outputs]
-        described = save_values(self.private_dir, f"out_{key}", cut)
-        for meta, whole, part in zip(described, outputs, cut):
-            if part is not whole:
-                meta["sampled_from"] = list(whole.shape)
-        self.outputs[key] = described
-
     def poison_allocator(self, nbytes: int) -> None:
         """Leaves NaN bit patterns where the next allocations land, so unwritten outputs show."""
         if self.device.type == "cuda" and nbytes > 0:
@@ -258,18 +249,23 @@ class Run:
         return outputs
 
     def checked_call(self, inputs: list, earlier: list[torch.Tensor], where: str) -> list[torch.Tensor]:
-        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         outputs = self.forward(inputs, where)
         flat = self.check_outputs(outputs, inputs, earlier, where)
-        for index, (now, before) in enumerate(zip(inputs, pristine)):
-            if isinstance(now, torch.Tensor) and not _same_bits(now, before):
-                self.finding("input_mutation", f"{where}: input {index} was modified by the forward call; "
-                                               "inputs must be left exactly as given")
         self.check_guards(f"forward on {where}")
         return flat
 
+    def buffers(self, names: list[str]) -> list:
+        """The model's buffers the reference's forward mutates, as they are after a call."""
+        named = dict(self.model.named_buffers())
+        missing = torch.tensor(float("nan"))  # judged wrong by its shape
+        return [named[name] if isinstance(named.get(name), torch.Tensor) else missing for name in names]
+
     def run(self) -> None:
         apply_precision(self.job.get("precision", "fp32"))
+        limit = int(self.job.get("gpu_memory_limit_bytes", 0))
+        if self.device.type == "cuda" and limit > 0:
+            total = torch.cuda.get_device_properties(self.device).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total), self.device)
         self.state = GlobalState()
         self.identities = Identities()
         self.threads_before = threading.active_count()
@@ -289,8 +285,10 @@ class Run:
         self.check_guards("import")
         init_inputs = self.load("init.pt")
         model = run_phase("construct", self.candidate_path, lambda: model_class(*init_inputs))
-        state_dict = {name: load_tensor(self.exchange, meta, "cpu", self.arenas) for name, meta in self.job["state"].items()}
+        state_dict = {name: self.arenas["inputs"].view(meta).to("cpu", copy=True)
+                      for name, meta in self.job["state"].items()}
         run_phase("load_state_dict", self.candidate_path, lambda: model.load_state_dict(state_dict, strict=True))
+        del state_dict
         self.model = run_phase("construct", self.candidate_path, lambda: model.to(self.device))
         self.state_tensors = [(n, t) for n, t in list(self.model.named_parameters()) + list(self.model.named_buffers())
                               if isinstance(t, torch.Tensor) and t.device.type == self.device.type]
@@ -298,93 +296,103 @@ class Run:
         self.result["phase_s"] = {"load": time.perf_counter() - started}
 
         started = time.perf_counter()
-        previous: list[torch.Tensor] = []
-        for entry in self.job["sets"]:
-            name = entry["name"]
-            inputs = self.input_set(entry)
-            outputs = self.checked_call(inputs, previous, f"input set {name}")
-            self.save_outputs(name, outputs)
-            if name == self.job.get("repeat_set"):
-                again = self.checked_call(inputs, outputs, f"second call on input set {name}")
-                self.save_outputs("repeat", again)  # judged by the trusted worker, whatever its bits
-                del again
-            for probe in self.job.get("probes", []):
-                if name != probe["target"]:
-                    continue
-                source = self.input_set(probe["set"])
-                for destination, values in zip(inputs, source):
-                    if isinstance(destination, torch.Tensor):
-                        destination.copy_(values)
-                probed = self.checked_call(inputs, outputs, f"input set {name} rewritten in place ({probe['name']})")
-                self.save_outputs(probe["name"], probed)
-                del probed, source
-            previous = outputs
-            del inputs
-        del previous
+        self.checked_calls()
         self.result["phase_s"]["correctness"] = time.perf_counter() - started
         self.result["phase_s"]["correctness_detail"] = dict(self.spent)
-
         if self.job.get("timing"):
             self.time_candidate()
         if self.job.get("profile"):
             self.profile(module, launches)
+        self.second_size()
+        self.session.request({"op": "end"})
         self.result["tuning"] = tuning.autotune_choices(module)
         self.check_guards("the whole run")
+
+    def checked_calls(self) -> None:
+        """Every checked call the trusted worker hands out, in its order: new inputs, or the same
+        input tensors again (rewritten in place for a probe)."""
+        step = self.session.request({"op": "start"})["step"]
+        inputs: list = []
+        previous: list[torch.Tensor] = []
+        while step:
+            if step["fresh"] or not inputs:
+                inputs = self.session.inputs(step["inputs"])
+            name = step["name"]
+            where = {"repeat": "a second call on input set seed0"}.get(
+                name, f"input set seed0 rewritten in place ({name})" if name.startswith("probe_") else f"input set {name}")
+            outputs = self.checked_call(inputs, previous, where)
+            with self.timed("outputs"):
+                step = self.session.hand_off("done", outputs, self.buffers(step.get("buffers", [])), name=name)["step"]
+            previous = outputs
+        del previous, inputs
 
     def time_candidate(self) -> None:
         started = time.perf_counter()
         spec = self.job["timing"]
-        base = self.load_inputs(spec["inputs"])
-        timed: list[dict[str, Any]] = []
+        base = self.session.inputs(self.session.request({"op": "timing"})["inputs"])
 
-        def keep(index: int, shift: int, output: Any) -> None:
+        def hand_off(index: int, shift: int, output: Any) -> None:
             flat = output if isinstance(output, (list, tuple)) else [output]
-            key = f"timed_{index}"
-            self.save_outputs(key, [t for t in flat if isinstance(t, torch.Tensor)])
-            timed.append({"call": index, "shift": shift, "key": key})
+            self.session.hand_off("timed", [t for t in flat if isinstance(t, torch.Tensor)], call=index, shift=shift)
 
         config = timing.TimingConfig.from_json(spec.get("config"))
         measured = run_phase("timing", self.candidate_path,
-                             lambda: timing.time_calls(self.model, base, self.device, config, keep))
-        measured["kept"] = timed
+                             lambda: timing.time_calls(self.model, base, self.device, config, hand_off))
         self.result["timing"] = measured
         self.result["phase_s"]["timing"] = time.perf_counter() - started
         self.check_guards("timing")
 
     def profile(self, module: Any, launches: provenance.InterpreterLaunches | None) -> None:
         started = time.perf_counter()
-        spec = self.job["timing"] or {"inputs": self.job["sets"][0]["inputs"]}
-        inputs = self.load_inputs(spec["inputs"])
+        inputs = self.session.inputs(self.session.request({"op": "profile"})["inputs"])
         source = open(self.candidate_path, encoding="utf-8", errors="replace").read()
         authored = provenance.authored_kernel_names(module, source)
+        outputs: list = []
 
         def one_forward() -> None:
             with torch.no_grad():
-                self.model(*inputs)
+                outputs.append(self.model(*inputs))
 
         if self.device.type == "cuda":
             trace = run_phase("profile", self.candidate_path, lambda: provenance.profile_cuda(one_forward, authored))
         else:
             trace = run_phase("profile", self.candidate_path, lambda: provenance.profile_cpu(one_forward, launches))
+        flat = outputs[-1] if isinstance(outputs[-1], (list, tuple)) else [outputs[-1]]
+        self.session.hand_off("profiled", [t for t in flat if isinstance(t, torch.Tensor)])
         trace["authored_names"] = sorted(authored)
         self.result["provenance"] = trace
         self.result["phase_s"]["profile"] = time.perf_counter() - started
 
-
-def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_floating_point() or a.is_complex():
-        return bool(torch.allclose(a, b, rtol=0.0, atol=0.0, equal_nan=True))
-    return bool(torch.equal(a, b))
+    def second_size(self) -> None:
+        """The call at a second size: right there, or refused with an exception; last, since a
+        kernel that faults there leaves no CUDA context to go on with."""
+        described = self.session.request({"op": "resized"})["inputs"]
+        if described is None:
+            self.session.request({"op": "resized_done"})
+            return
+        inputs = self.session.inputs(described)
+        try:
+            with torch.no_grad():
+                outputs = self.model(*inputs)
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize()
+        except Exception as error:  # refusing another size is allowed; a wrong answer there is not
+            self.session.request({"op": "resized_done", "refused": f"{type(error).__name__}: {error}"[:2000]})
+            return
+        flat = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        tensors = [t if isinstance(t, torch.Tensor) else torch.tensor(float("nan")) for t in flat]
+        self.session.hand_off("resized_done", tensors)
+        self.check_guards("the call at a second size")
 
 
 def run_job(job: dict[str, Any], private_dir: str, sandbox_report: dict[str, Any],
-            open_arenas: Callable[[], dict[str, Arena]] = dict) -> None:
-    """Runs one job and writes result.json into the private folder, whatever happens."""
-    result: dict[str, Any] = {"sandbox": sandbox_report, "findings": [], "outputs": {}, "error": None}
+            open_shared: Callable[[], tuple[dict[str, Arena], int]]) -> None:
+    """Runs one job and writes result.json into the private folder, whatever happens.
+    `open_shared` gives the evaluation's shared arenas and its session's socket."""
+    result: dict[str, Any] = {"sandbox": sandbox_report, "findings": [], "error": None}
     try:
-        Run(job, private_dir, result, open_arenas()).run()
+        arenas, session_fd = open_shared()
+        Run(job, private_dir, result, arenas, session_fd).run()
     except HackFound:
         pass
     except CandidateFailure as failure:

@@ -1,9 +1,12 @@
 """The trusted side of an evaluation: the task's reference model, its inputs and its outputs.
 
-`prepare` builds the reference with randomized parameters, writes the input sets a candidate may
-read into the exchange folder, and keeps the reference outputs in this process only. `compare`
-loads a candidate's saved outputs (weights-only, so a file cannot run code here) and judges them.
-`time_reference` times the reference (eager or torch.compile) with the candidates' method.
+`prepare` builds the reference with randomized parameters, measures one call of it (memory,
+FLOPs, the buffers its forward mutates, whether it runs at a second size), plans the evaluation's
+memory against what is free, and opens the live session (evaluation_session.py) that feeds the
+candidate's process its inputs and judges its outputs as they come. `compare` collects what the
+session judged once the process is gone. `time_reference` times the reference (eager or
+torch.compile) with the candidates' method. `release` returns the worker to its memory before
+the evaluation. Reference outputs never leave this process.
 """
 from __future__ import annotations
 
@@ -14,34 +17,21 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from . import timing
-from .compare import Tolerance, bitwise_equal, compare_outputs
+from . import memory_plan, timing
+from .compare import Tolerance
 from .errors import UserError
+from .evaluation_session import EvaluationSession, Reference, SessionReport
 from .harness import apply_precision
-from .inputs import (DISTRIBUTIONS, check_input_values, derive_distribution, flatten_outputs, is_dense, move_inputs,
-                     randomize_parameters, rolled_inputs, seed_everything, tensor_bytes)
-from . import output_sample
-from .shared_memory import Arena, DescriptorOffer, arena_bytes
+from .input_sets import InputSets, grow_leading_dim, second_size_candidates
+from .inputs import flatten_outputs, is_dense, move_inputs, randomize_parameters, seed_everything, tensor_bytes
+from .shared_memory import Arena, DescriptorOffer, aligned, arena_bytes, put_values
 from .task_loader import call_task_function, load_task
-from .tensor_files import load_values, save_tensor, save_values
-
-ARENA_LIMIT_BYTES = {"cuda": 16 << 30, "cpu": 1 << 30}  # beyond this, tensors travel as files
-
-
-@dataclass
-class InputSet:
-    name: str
-    seed: int
-    distribution: str
-    inputs: list
-    files: list[dict[str, Any]] = field(default_factory=list)  # where a candidate reads them
-    outputs: list[torch.Tensor] = field(default_factory=list)
 
 
 @dataclass
@@ -50,17 +40,16 @@ class Session:
     device: torch.device
     precision: str
     model: torch.nn.Module
-    sets: dict[str, InputSet]
-    timing_set: InputSet | None
-    keys: torch.Tensor | None = None  # where sampled outputs are looked at (output_sample)
-    model64: torch.nn.Module | None = None  # the reference in fp64, made when first needed
-    noise: dict[str, list | None] = field(default_factory=dict)  # per set: the fp32 reference's noise
+    sets: InputSets
+    live: EvaluationSession | None = None
     exchange: "SharedExchange | None" = None
+    model64: torch.nn.Module | None = None  # the reference in fp64, made when first needed
 
 
 class SharedExchange:
-    """An evaluation's shared arenas: `inputs` (what the candidate reads) and `outputs` (where it
-    writes its results), offered once to the zygote, which passes them to the candidate."""
+    """An evaluation's shared arenas: `inputs` (the state, then the slot each call's inputs go
+    into) and `outputs` (the slot each call's outputs come back through), offered once to the
+    zygote together with the candidate's end of the session's socket."""
 
     def __init__(self, device: torch.device, input_bytes: int, output_bytes: int):
         self.folder = tempfile.mkdtemp(prefix="kforge-arenas-")
@@ -73,13 +62,15 @@ class SharedExchange:
             self.close()
             raise
 
-    def publish(self) -> dict[str, Any]:
-        """Makes the arenas' contents visible and offers their descriptors; returns what the
+    def publish(self, live: EvaluationSession) -> dict[str, Any]:
+        """Offers the arenas' descriptors and the candidate's end of the session; returns what the
         zygote needs to fetch them."""
         for arena in self.arenas.values():
             arena.synchronize()
-        self.offer = DescriptorOffer(self.folder, [arena.descriptor for arena in self.arenas.values()])
-        return {"socket": self.offer.path, "arenas": [arena.describe() for arena in self.arenas.values()]}
+        descriptors = [arena.descriptor for arena in self.arenas.values()] + [live.candidate_descriptor()]
+        self.offer = DescriptorOffer(self.folder, descriptors, served=live.forget_candidate_end)
+        return {"socket": self.offer.path, "arenas": [arena.describe() for arena in self.arenas.values()],
+                "session": True}
 
     def close(self) -> None:
         if self.offer is not None:
@@ -88,22 +79,6 @@ class SharedExchange:
             arena.close()
         self.arenas.clear()
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def _shared_exchange(device: torch.device, input_bytes: int, output_bytes: int) -> SharedExchange | None:
-    """Arenas for an evaluation, unless they would be too large, KFORGE_SHARED_MEMORY=0 turns
-    them off, or the machine cannot make them (then tensors travel as files, as they always can)."""
-    if os.environ.get("KFORGE_SHARED_MEMORY", "1") == "0":
-        return None
-    limit = ARENA_LIMIT_BYTES.get(device.type, 0)
-    if device.type == "cuda":
-        limit = min(limit, torch.cuda.get_device_properties(device).total_memory // 8)
-    if input_bytes + output_bytes > limit:
-        return None
-    try:
-        return SharedExchange(device, input_bytes, output_bytes)
-    except (OSError, RuntimeError):
-        return None
 
 
 def _describe(tensors: list[torch.Tensor]) -> list[dict[str, Any]]:
@@ -128,24 +103,35 @@ def _under_bf16_autocast(model: Any, device_type: str) -> Any:
     return call
 
 
-class ReferenceWorker:
-    PROBE_SOURCES = ("seed1", "swapped")
+def _buffers(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: buffer.detach().clone() for name, buffer in model.named_buffers()}
 
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(torch.equal(a.nan_to_num(0.5), b.nan_to_num(0.5)) and torch.equal(a.isnan(), b.isnan()))
+    return bool(torch.equal(a, b))
+
+
+class ReferenceWorker:
     def __init__(self, device: str):
         self.device = torch.device(device)
         self.sessions: dict[str, Session] = {}
 
-    def _reference_outputs(self, session_model: torch.nn.Module, inputs: list, where: str) -> list[torch.Tensor]:
+    # -- the reference --------------------------------------------------------------------------
+    def _reference_outputs(self, model: torch.nn.Module, inputs: list, where: str) -> list[torch.Tensor]:
         with torch.no_grad():
             try:
-                output = session_model(*move_inputs(inputs, self.device))
+                output = model(*move_inputs(inputs, self.device))
             except Exception as error:
                 raise UserError(f"the reference Model's forward failed on {where}: {type(error).__name__}: {error}") from None
-        return [t.detach().clone() for t in flatten_outputs(output, "the reference Model")]
+        return [t.detach().contiguous().clone() for t in flatten_outputs(output, "the reference Model")]
 
     def _noise(self, session: Session, inputs: list, outputs: list[torch.Tensor]) -> list | None:
         """|fp32 reference - fp64 reference| per floating output (None for the others), or None
-        when the reference cannot run in fp64 (a dtype fixed inside its forward)."""
+        when the reference cannot run in fp64 (a dtype fixed inside its forward, or no memory)."""
         try:
             if session.model64 is None:
                 session.model64 = copy.deepcopy(session.model).double()
@@ -153,68 +139,22 @@ class ReferenceWorker:
                        for v in move_inputs(inputs, self.device)]
             with torch.no_grad():
                 exact = flatten_outputs(session.model64(*doubled), "the reference Model")
+            del doubled
         except Exception:
             return None
         if len(exact) != len(outputs):
             return None
-        return [(o.double() - e.double()).abs() if o.is_floating_point() and e.shape == o.shape else None
+        return [(o.double() - e).abs().float() if o.is_floating_point() and e.shape == o.shape else None
                 for o, e in zip(outputs, exact)]
-
-    def _set_noise(self, session: Session, name: str) -> Callable[[], list | None]:
-        def noise() -> list | None:
-            if name not in session.noise:
-                entry = session.sets[name]
-                session.noise[name] = self._noise(session, entry.inputs, entry.outputs)
-            return session.noise[name]
-        return noise
 
     def _on_device(self) -> Any:
         """Tensor factories in the task's code default to the GPU inside this context."""
         return torch.device(self.device) if self.device.type == "cuda" else contextlib.nullcontext()
 
-    def _task_inputs(self, task: Any, path: str, seed: int) -> list:
-        """get_inputs() under `seed`, created directly on the device where it is a GPU (the task's
-        factory calls follow the default device), so big inputs cost no host work."""
-        seed_everything(seed)
-        with self._on_device():
-            inputs = call_task_function(task, path, "get_inputs")
-        check_input_values(inputs, f"{path}: get_inputs()")
-        return move_inputs(inputs, self.device)
-
-    @staticmethod
-    def _describe_set(entry: InputSet, base: InputSet) -> dict[str, Any]:
-        described: dict[str, Any] = {"name": entry.name, "seed": entry.seed, "distribution": entry.distribution}
-        if entry.distribution == "task":
-            described["inputs"] = entry.files
-        else:
-            described["derive"] = {"from": base.files, "kind": entry.distribution, "seed": entry.seed}
-        return described
-
-    def _probes(self, sets: dict[str, InputSet]) -> list[dict[str, Any]]:
-        """In-place rewrites of seed0's input tensors after its call: with all of another seed's
-        values (caught: caches keyed on tensor identity) and with two elements swapped (caught:
-        caches keyed on a sample of values)."""
-        return [{"name": f"probe_{source}", "target": "seed0", "source": source,
-                 "set": self._describe_set(sets[source], sets["seed0"])} for source in self._probe_sources(sets)]
-
-    @classmethod
-    def _probe_sources(cls, sets: dict[str, InputSet]) -> list[str]:
-        return [source for source in cls.PROBE_SOURCES if source in sets]
-
-    @staticmethod
-    def _full_sets(sets: dict[str, InputSet]) -> list[str]:
-        """Calls whose outputs are compared whole: the task's seeds, and the probe that swaps two
-        input elements, whose right answer may differ from the old one in a single element (a
-        cache keyed on a few sampled input values returns the old answer there)."""
-        return [name for name, entry in sets.items() if entry.distribution == "task"] + ["probe_swapped"]
-
-    def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
-        path, exchange = request["task_path"], request["exchange_dir"]
-        precision = request.get("precision", "fp32")
-        seeds = [int(s) for s in request["seeds"]]
-        started = time.perf_counter()
+    def _build(self, request: dict[str, Any]) -> tuple[Any, torch.nn.Module, dict[str, torch.Tensor], list]:
+        path = request["task_path"]
         task = load_task(path, cpu_sizes=bool(request.get("cpu_sizes", False)))
-        seed_everything(seeds[0])
+        seed_everything(int(request["seeds"][0]))
         init_inputs = call_task_function(task, path, "get_init_inputs")
         try:
             with self._on_device():  # large layers initialise on the GPU in milliseconds
@@ -224,77 +164,101 @@ class ReferenceWorker:
         if not isinstance(model, torch.nn.Module):
             raise UserError(f"{path}: Model must be a torch.nn.Module")
         model = model.to(self.device)
-        randomize_parameters(model, seeds[0] ^ 0x5EED)
+        randomize_parameters(model, int(request["seeds"][0]) ^ 0x5EED)
         state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return task, model, state, init_inputs
+
+    # -- requests -------------------------------------------------------------------------------
+    def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
+        started = time.perf_counter()
+        path, exchange = request["task_path"], request["exchange_dir"]
         apply_precision("fp32")  # the reference outputs are computed in full fp32
+        task, model, state, init_inputs = self._build(request)
         torch.save(init_inputs, os.path.join(exchange, "init.pt"))
-
-        sets: dict[str, InputSet] = {}
-        for seed in seeds:
-            name = f"seed{len(sets)}"
-            sets[name] = InputSet(name, seed, "task", self._task_inputs(task, path, seed))
-        base = sets["seed0"].inputs
-        if request.get("distributions", True) and any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in base):
-            for index, kind in enumerate(DISTRIBUTIONS):
-                seed = (seeds[0] + index + 1) % (1 << 62)
-                sets[kind] = InputSet(kind, seed, kind, derive_distribution(base, kind, seed))
-        skipped = []
-        for entry in list(sets.values()):
-            entry.outputs = self._reference_outputs(model, entry.inputs, f"input set {entry.name}")
-            finite = all(bool(torch.isfinite(t).all()) for t in entry.outputs if t.is_floating_point())
-            if entry.distribution != "task" and not finite:
-                skipped.append(entry.name)
-                del sets[entry.name]
-
-        timing_set = None
-        if request.get("timing_seed") is not None:
-            timing_set = InputSet("timing", int(request["timing_seed"]), "task",
-                                  self._task_inputs(task, path, int(request["timing_seed"])))
-
-        first = sets["seed0"]
-        device_inputs = move_inputs(first.inputs, self.device)
-        flops = _count_flops(model, device_inputs)
-        param_bytes = tensor_bytes(list(state.values()))
-        keys = output_sample.make_keys()
-        session = Session(path, self.device, precision, model, sets, timing_set, keys=keys.to(self.device))
+        timing_seed = request.get("timing_seed")
+        sets = InputSets(task, path, self.device, [int(s) for s in request["seeds"]],
+                         None if timing_seed is None else int(timing_seed), bool(request.get("distributions", True)))
+        if not sets.has_float_inputs():
+            sets.drop_distributions()
+        session = Session(path, self.device, request.get("precision", "fp32"), model, sets)
         self.sessions[request["eval_id"]] = session
-        # Checked calls (each set, the repeat, each probe) and kept timed calls.
-        calls = len(sets) + 1 + len(self._probe_sources(sets)) + timing.TimingConfig().kept_outputs
-        session.exchange = self._make_exchange(state, sets, timing_set, keys, calls)
-        arena = session.exchange.arenas["inputs"] if session.exchange else None
-        state_files = {name: save_tensor(exchange, f"state_{index}.bin", tensor, arena)
-                       for index, (name, tensor) in enumerate(state.items())}
-        for entry in sets.values():
-            if entry.distribution == "task":
-                entry.files = save_values(exchange, f"set_{entry.name}", entry.inputs, arena)
-        if timing_set is not None:
-            timing_set.files = save_values(exchange, "set_timing", timing_set.inputs, arena)
-        sample_keys = save_tensor(exchange, "sample_keys.bin", keys, arena)
-        return {
-            "shared": session.exchange.publish() if session.exchange else None,
-            "sample": {"keys": sample_keys, "full_sets": self._full_sets(sets)},
-            "sets": [self._describe_set(s, sets["seed0"]) for s in sets.values()],
-            "probes": self._probes(sets),
-            "state": state_files,
-            "timing_inputs": timing_set.files if timing_set else None,
-            "skipped_distributions": skipped,
-            "outputs": _describe(first.outputs),
-            "input_bytes": tensor_bytes(first.inputs),
-            "output_bytes": tensor_bytes(first.outputs),
-            "parameter_bytes": param_bytes,
-            "flops": flops,
+        measured = self._measure(session, state)
+        model.load_state_dict(state)  # the measuring calls moved the buffers a forward mutates
+        result: dict[str, Any] = {
+            "outputs": measured["outputs"], "input_bytes": measured["input_bytes"],
+            "output_bytes": measured["output_bytes"], "parameter_bytes": measured["parameter_bytes"],
+            "flops": measured["flops"], "mutated_buffers": measured["mutated_buffers"],
+            "second_size": measured["second_size"], "sets": [spec.to_json() for spec in sets.specs.values()],
             "cpu_sizes_applied": bool(request.get("cpu_sizes", False)) and hasattr(task, "KFORGE_CPU_SIZES"),
-            "prepare_s": time.perf_counter() - started,
         }
+        if request.get("candidate", True):
+            gc.collect()
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            plan = memory_plan.plan_evaluation(measured["footprint"], *memory_plan.free_memory(self.device),
+                                               memory_plan.reserve_for(self.device))
+            result["memory"] = plan.to_json()
+            if not plan.fits:
+                result["does_not_fit"] = plan.refusal(self.device.type)
+            else:
+                result.update(self._open_session(session, state, measured, request))
+        result["prepare_s"] = time.perf_counter() - started
+        return result
 
-    def _make_exchange(self, state: dict[str, torch.Tensor], sets: dict[str, InputSet], timing_set: InputSet | None,
-                       keys: torch.Tensor, calls: int) -> SharedExchange | None:
-        """Arenas sized for every tensor a candidate reads and the outputs of `calls` calls."""
-        given = list(state.values()) + [keys] + [v for entry in sets.values() if entry.distribution == "task"
-                                                 for v in entry.inputs]
-        if timing_set is not None:
-            given += timing_set.inputs
-        return _shared_exchange(self.device, arena_bytes(given), arena_bytes(sets["seed0"].outputs) * calls)
+    def _measure(self, session: Session, state: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """One call of the reference on seed0, measured: its bytes, transient peak, FLOPs and the
+        buffers it mutates; then the second size it accepts, if any."""
+        model, sets = session.model, session.sets
+        inputs = sets.make("seed0")
+        before = _buffers(model)
+        with memory_plan.PeakMeter(self.device) as meter:
+            outputs = self._reference_outputs(model, inputs, "input set seed0")
+        after = dict(model.named_buffers())
+        mutated = [name for name, value in before.items() if not _same(value, after[name])]
+        input_bytes, output_bytes = tensor_bytes(inputs), tensor_bytes(outputs)
+        flops = _count_flops(model, inputs)
+        second = {"grown_inputs": [], "leading_dim": None}
+        resized_in = resized_out = 0
+        for grown in second_size_candidates(inputs):
+            try:
+                resized = grow_leading_dim(inputs, grown)
+                resized_outputs = self._reference_outputs(model, resized, "the second size")
+            except (UserError, RuntimeError):
+                continue
+            sets.set_second_size(grown)
+            second = {"grown_inputs": grown, "leading_dim": [int(inputs[grown[0]].shape[0]), int(resized[grown[0]].shape[0])]}
+            resized_in, resized_out = arena_bytes(resized), arena_bytes(resized_outputs)
+            del resized, resized_outputs
+            break
+        parameter_bytes = tensor_bytes(list(state.values()))
+        buffer_bytes = arena_bytes([after[name] for name in mutated])
+        footprint = memory_plan.Footprint(
+            parameter_bytes=arena_bytes(list(state.values())),
+            input_bytes=max(arena_bytes(inputs), resized_in),
+            output_bytes=max(arena_bytes(outputs), resized_out) + buffer_bytes,
+            transient_bytes=max(0, meter.peak_bytes - output_bytes))
+        return {"outputs": _describe(outputs), "input_bytes": input_bytes, "output_bytes": output_bytes,
+                "parameter_bytes": parameter_bytes, "flops": flops, "mutated_buffers": mutated,
+                "second_size": second, "footprint": footprint}
+
+    def _open_session(self, session: Session, state: dict[str, torch.Tensor], measured: dict[str, Any],
+                      request: dict[str, Any]) -> dict[str, Any]:
+        footprint: memory_plan.Footprint = measured["footprint"]
+        state_bytes = footprint.parameter_bytes
+        session.exchange = SharedExchange(self.device, state_bytes + footprint.input_bytes,
+                                          max(footprint.output_bytes, aligned(1)))
+        inputs_arena = session.exchange.arenas["inputs"]
+        state_described = dict(zip(state, put_values(inputs_arena, list(state.values()))))
+        model = session.model
+        reference = Reference(model, lambda inputs: self._reference_outputs(model, inputs, "a checked call"),
+                              measured["mutated_buffers"], lambda inputs, outputs: self._noise(session, inputs, outputs))
+        session.live = EvaluationSession(session.sets, reference, Tolerance.from_json(request["tolerance"]),
+                                         session.exchange.arenas, inputs_arena.used,
+                                         timing=request.get("timing_seed") is not None,
+                                         profile=bool(request.get("profile", True)))
+        shared = session.exchange.publish(session.live)
+        session.live.start()
+        return {"shared": shared, "state": state_described}
 
     def _session(self, request: dict[str, Any]) -> Session:
         session = self.sessions.get(request["eval_id"])
@@ -302,109 +266,52 @@ class ReferenceWorker:
             raise KeyError(f"no prepared evaluation {request['eval_id']}")
         return session
 
-    @staticmethod
-    def _load_outputs(session: Session, folder: str, described: Any) -> list:
-        """A candidate's saved outputs, copied out of the output arena or read from its files."""
-        if not isinstance(described, list) or not all(isinstance(meta, dict) for meta in described):
-            raise ValueError("malformed description of candidate outputs")
-        arenas = {"outputs": session.exchange.arenas["outputs"]} if session.exchange else {}
-        return output_sample.wrap_loaded(load_values(folder, described, session.device, arenas), described)
-
-    @staticmethod
-    def _same_bits(later: list, earlier: list, session: Session) -> bool:
-        """Whether a later call's outputs (maybe sampled) carry the earlier call's very bits."""
-        return bitwise_equal(output_sample.plain(later),
-                             output_sample.like(output_sample.plain(earlier), later, session.keys))
-
-    @staticmethod
-    def _missing_outputs(session: Session, request: dict[str, Any]) -> list[str]:
-        """Calls whose outputs the candidate's process should have reported and did not. Its
-        harness reports every one after a clean run, so a gap means the report was tampered with
-        (dropping the outputs of the calls that would fail is a way to pass)."""
-        files = request["outputs"] if isinstance(request.get("outputs"), dict) else {}
-        expected = list(session.sets) + [probe["name"] for probe in request.get("probes", [])]
-        if request.get("repeat_set") in session.sets:
-            expected.append("repeat")
-        missing = [name for name in expected if name not in files]
-        kept = timing.TimingConfig().kept_outputs
-        if request.get("timing_ran") and len(request.get("timed", [])) < kept:
-            missing.append(f"timed calls ({len(request.get('timed', []))} of {kept})")
-        return missing
-
     def compare(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Judges every saved output; returns per-set reports plus the probe and repeat facts, or
-        `tampered` when the candidate's report of its outputs is incomplete or malformed."""
+        """What the live session judged, once the candidate's process is gone; `tampered` when the
+        process broke the session's protocol or left part of its run unreported."""
         session = self._session(request)
-        missing = self._missing_outputs(session, request)
-        if missing:
-            return {"tampered": f"the candidate's process reported no outputs for {', '.join(missing)}; its harness "
-                                "reports every call, so the report was changed"}
-        try:
-            return self._compare(session, request)
-        except (ValueError, KeyError, TypeError, OSError) as error:
-            return {"tampered": f"the candidate's process described its outputs in a way that cannot be read "
-                                f"({type(error).__name__}: {error})"}
-
-    def _compare(self, session: Session, request: dict[str, Any]) -> dict[str, Any]:
-        tolerance = Tolerance.from_json(request["tolerance"])
-        folder, files = request["private_dir"], request["outputs"]
-        reports: dict[str, Any] = {}
-        loaded: dict[str, list] = {}
-        for name, entry in session.sets.items():
-            loaded[name] = self._load_outputs(session, folder, files[name])
-            reports[name] = compare_outputs(loaded[name], entry.outputs, tolerance, self._set_noise(session, name),
-                                            session.keys)
-        result: dict[str, Any] = {"sets": reports, "probes": {}}
-        repeat_set = request.get("repeat_set")
-        if repeat_set in session.sets:
-            again = self._load_outputs(session, folder, files["repeat"])
-            result["repeat"] = compare_outputs(again, session.sets[repeat_set].outputs, tolerance,
-                                               self._set_noise(session, repeat_set), session.keys)
-            result["repeat"]["bitwise_equal_to_first"] = self._same_bits(again, loaded.get(repeat_set, []), session)
-        for probe in request.get("probes", []):
-            if probe["source"] not in session.sets:
-                continue
-            probed = self._load_outputs(session, folder, files[probe["name"]])
-            expected = session.sets[probe["source"]].outputs
-            report = compare_outputs(probed, expected, tolerance, self._set_noise(session, probe["source"]),
-                                     session.keys)
-            report["unchanged_from_before_rewrite"] = self._same_bits(probed, loaded.get(probe["target"], []), session)
-            report["reference_changed"] = not bitwise_equal(expected, session.sets[probe["target"]].outputs)
-            report["target"] = probe["target"]
-            result["probes"][probe["name"]] = report
-        timed = []
-        for kept in request.get("timed", []):
-            if session.timing_set is None:
-                break
-            outputs = self._load_outputs(session, folder, files[kept["key"]])
-            rolled = rolled_inputs(session.timing_set.inputs, kept["shift"])
-            expected = self._reference_outputs(session.model, rolled, f"timed call {kept['call']}")
-            noise = lambda rolled=rolled, expected=expected: self._noise(session, rolled, expected)  # noqa: E731
-            timed.append({"call": kept["call"], "shift": kept["shift"],
-                          **compare_outputs(outputs, expected, tolerance, noise, session.keys)})
-        result["timed"] = timed
+        if session.live is None:
+            raise ValueError("the evaluation was prepared without a candidate session")
+        report = session.live.finish(timeout_s=60)
+        if report.internal_error:
+            raise RuntimeError(f"the evaluation session failed: {report.internal_error}")
+        clean = bool(request.get("clean_run", True))
+        problem = report.tampered or (_missing(report, session.live, request) if clean else None)
+        if problem:
+            return {"tampered": problem}
+        result: dict[str, Any] = {"sets": report.sets, "probes": report.probes, "repeat": report.repeat,
+                                  "input_mutations": report.input_mutations,
+                                  "skipped_distributions": report.skipped_distributions,
+                                  "resized": report.resized, "timed_calls": report.timed_calls,
+                                  "handoff_gaps_ms": report.handoff_gaps_ms}
+        # A process that failed is judged by how it failed; its timed calls are not worth a reference run.
+        result["timed"] = session.live.judge_timed() if clean else []
+        # The arenas are not needed any more: their memory goes back before the reference is timed.
+        session.exchange.close()
+        session.exchange = None
         return result
 
     def time_reference(self, request: dict[str, Any]) -> dict[str, Any]:
         session = self._session(request)
-        if session.timing_set is None:
+        if "timing" not in session.sets.specs:
             raise ValueError("the evaluation was prepared without a timing input set")
         mode = request.get("mode", "eager")
         apply_precision(session.precision)
         model: Any = session.model
         autocast = session.precision == "bf16"
         compile_s = 0.0
+        inputs = session.sets.make("timing")
         if mode.startswith("compile"):
             started = time.perf_counter()
             model = torch.compile(session.model, mode="max-autotune" if mode == "compile_max_autotune" else None)
             with torch.no_grad():
-                model(*move_inputs(session.timing_set.inputs, self.device))
+                model(*inputs)
             compile_s = time.perf_counter() - started
         # fp32 and tf32 time the model itself: no wrapper in the timed call.
         call = _under_bf16_autocast(model, self.device.type) if autocast else model
         try:
-            measured = timing.time_calls(call, move_inputs(session.timing_set.inputs, self.device), self.device,
-                                         timing.TimingConfig.from_json(request.get("config")))
+            measured = timing.time_calls(call, inputs, self.device, timing.TimingConfig.from_json(request.get("config")),
+                                         timing.LocalHandOff(self.device))
         finally:
             apply_precision("fp32")
         measured["compile_s"] = compile_s
@@ -413,12 +320,31 @@ class ReferenceWorker:
 
     def release(self, request: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.pop(request["eval_id"], None)
-        if session is not None and session.exchange is not None:
-            session.exchange.close()
+        if session is not None:
+            if session.live is not None:
+                session.live.close()
+            if session.exchange is not None:
+                session.exchange.close()
         del session
         # The evaluation's object graphs (models, fp64 copies, torch.compile's) are collected now,
         # at the evaluation's cost, not by a later full collection inside another request.
         gc.collect()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
-        return {"released": True}
+        return {"released": True, "memory": memory_plan.process_memory(self.device)}
+
+
+def _missing(report: SessionReport, live: EvaluationSession, request: dict[str, Any]) -> str | None:
+    """What the candidate's process left unreported although its run ended cleanly (its harness
+    reports every call, so a gap means the run was tampered with)."""
+    if not report.ended:
+        return "the candidate's process ended its run without finishing the evaluation's protocol"
+    timed = int(request.get("timing_calls", 0))
+    if live.expect_timing and (not report.timing_started or report.timed_calls != timed or timed == 0):
+        return (f"the candidate's process reported {timed} timed calls but handed over the outputs of "
+                f"{report.timed_calls}; every timed call's outputs are handed over as it ends")
+    if live.expect_profile and request.get("profiled") and report.profiled is None:
+        return "the candidate's process profiled a call whose outputs it did not hand over"
+    if report.resized is None:
+        return "the candidate's process skipped the call at the second size"
+    return None

@@ -17,7 +17,7 @@ import mmap
 import os
 import socket
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -247,6 +247,10 @@ class Arena:
     def room_for(self, nbytes: int) -> bool:
         return self.used + aligned(nbytes) <= self.nbytes
 
+    def rewind(self, offset: int) -> None:
+        """Frees every range from `offset` on, to be handed out again (a reused slot)."""
+        self.used = offset
+
     def put(self, tensor: torch.Tensor) -> dict[str, Any]:
         """Copies `tensor` into the next free range; returns its description."""
         raw = as_bytes(tensor)
@@ -284,14 +288,37 @@ class Arena:
             self.descriptor = -1
 
 
+def put_values(arena: Arena, values: list) -> list[dict[str, Any]]:
+    """A list of tensors and plain values as descriptions: tensors copied into `arena`, numbers
+    (and None) in the description itself."""
+    described = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            described.append(arena.put(value))
+        elif value is None or isinstance(value, (bool, int, float)):
+            described.append({"value": value})
+        else:
+            raise ValueError(f"cannot pass a {type(value).__name__} between processes")
+    return described
+
+
+def view_values(arena: Arena, described: list[dict[str, Any]]) -> list:
+    """The values `put_values` described, tensors as views of the arena (checked)."""
+    if not isinstance(described, list) or not all(isinstance(meta, dict) for meta in described):
+        raise ValueError("malformed description of shared values")
+    return [arena.view(meta) if "arena" in meta else meta.get("value") for meta in described]
+
+
 # -- handing descriptors over ---------------------------------------------------------------------
 class DescriptorOffer:
     """Serves a set of descriptors once, on a Unix socket only this user can reach, to a peer
-    running as the same user (the zygote), then closes the socket."""
+    running as the same user (the zygote), then closes the socket and calls `served`."""
 
-    def __init__(self, folder: str, descriptors: list[int], timeout_s: float = 600.0):
+    def __init__(self, folder: str, descriptors: list[int], timeout_s: float = 600.0,
+                 served: Callable[[], None] = lambda: None):
         self.path = os.path.join(folder, "arenas.sock")
         self.descriptors = descriptors
+        self.served = served
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(self.path)
         os.chmod(self.path, 0o600)
@@ -312,6 +339,7 @@ class DescriptorOffer:
             uid = int.from_bytes(credentials[4:8], "little")
             if uid == os.geteuid():
                 socket.send_fds(connection, [b"A"], self.descriptors)
+                self.served()
 
     def _close_listener(self) -> None:
         self.listener.close()

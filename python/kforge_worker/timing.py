@@ -39,13 +39,31 @@ class TimingConfig:
     min_calls: int = 10
     max_calls: int = 100
     budget_ms: float = 200.0
-    kept_outputs: int = 2
 
     @staticmethod
     def from_json(data: dict[str, Any] | None) -> "TimingConfig":
         data = data or {}
         fields = TimingConfig.__dataclass_fields__
         return TimingConfig(**{k: type(getattr(TimingConfig, k))(v) for k, v in data.items() if k in fields})
+
+
+class LocalHandOff:
+    """The reference's stand-in for a candidate's hand-over: each timed call's outputs are copied
+    into a buffer of this process, so that both loops do the same work between their calls and
+    the time a candidate's process spends there can be compared with the reference's."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.buffers: list[torch.Tensor] = []
+
+    def __call__(self, index: int, shift: int, output: Any) -> None:
+        flat = [t for t in (output if isinstance(output, (list, tuple)) else [output]) if isinstance(t, torch.Tensor)]
+        if len(self.buffers) != len(flat):
+            self.buffers = [torch.empty_like(t) for t in flat]
+        for buffer, tensor in zip(self.buffers, flat):
+            buffer.copy_(tensor)
+        if self.device.type == "cuda":
+            SYNCHRONIZE()
 
 
 def _flush_buffer(device: torch.device) -> torch.Tensor | None:
@@ -127,9 +145,10 @@ def _warmed_up(times: list[float], elapsed_ms: float, config: TimingConfig) -> b
 
 
 def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, config: TimingConfig,
-               keep: Callable[[int, int, Any], None] | None = None) -> dict[str, Any]:
-    """Warms up, then times calls of `fn` on fresh inputs. `keep(call, shift, output)` receives
-    the outputs of a few timed calls spread over the run, for checking."""
+               hand_off: Callable[[int, int, Any], None] | None = None) -> dict[str, Any]:
+    """Warms up, then times calls of `fn` on fresh inputs. `hand_off(call, shift, output)`
+    receives the outputs of every timed call as it ends (outside the timed interval), for the
+    trusted worker to check the ones it secretly chose."""
     fresh = FreshInputs(base_inputs)
     flush = _flush_buffer(device)
     on_gpu = device.type == "cuda"
@@ -156,18 +175,19 @@ def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, 
         backlog_cycles = int(backlog_ms * cycles_per_ms)
     estimate = max(statistics.median(warm_times), 1e-3)
     count = int(min(config.max_calls, max(config.min_calls, config.budget_ms / estimate)))
-    kept_at = {count - 1 - i * max(count // max(config.kept_outputs, 1), 1) for i in range(config.kept_outputs)}
-    samples, host, late, launch = [], [], [], []
+    samples, host, late, launch, iterations = [], [], [], [], []
     for index in range(count):
         shift += 1
+        started = PERF_COUNTER()
         output, device_ms, host_ms, late_ms, launch_ms = call(shift)
         samples.append(device_ms)
         host.append(host_ms)
         late.append(late_ms)
         launch.append(launch_ms)
-        if keep is not None and index in kept_at:
-            keep(index, shift, output)
+        if hand_off is not None:
+            hand_off(index, shift, output)
         del output
+        iterations.append((PERF_COUNTER() - started) * 1e3)
     return {
         "method": "cuda_events" if on_gpu else "host_clock",
         "meaningful": on_gpu,
@@ -175,6 +195,7 @@ def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, 
         "host_ms": host,
         "late_ms": late,
         "launch_ms": launch,
+        "iteration_ms": iterations,  # whole iterations: fresh inputs, flush, the call, the hand-over
         "backlog_ms": backlog_cycles / cycles_per_ms if cycles_per_ms else 0.0,
         "warmup_ms": warm_times,
         "l2_flush_bytes": 0 if flush is None else flush.numel() * 4,

@@ -153,20 +153,22 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
     # How long this process took to get ready, and how long its job waited for that.
     report["warmup_s"] = ready - started
     report["job_waited_s"] = max(0.0, ready - float(job.get("sent_at", ready)))
-    harness.run_job(job, private_dir, report, lambda: _open_arenas(job, job_fd, device))
+    harness.run_job(job, private_dir, report, lambda: _open_shared(job, job_fd, device))
 
 
-def _open_arenas(job: dict[str, Any], job_fd: int, device: str) -> dict[str, shared_memory.Arena]:
-    """The evaluation's shared arenas, from the descriptors that follow the job."""
+def _open_shared(job: dict[str, Any], job_fd: int, device: str) -> tuple[dict[str, shared_memory.Arena], int]:
+    """The evaluation's shared arenas and its session's socket, from the descriptors that follow
+    the job."""
     shared = job.get("shared")
     if not shared:
-        return {}
+        raise RuntimeError("the job came without the evaluation's shared memory and session")
     import torch
 
     described = shared["arenas"]
-    descriptors = shared_memory.receive_descriptors(job_fd, len(described))
-    return {entry["name"]: shared_memory.Arena.open(entry["name"], torch.device(device), descriptor, int(entry["bytes"]))
-            for entry, descriptor in zip(described, descriptors)}
+    descriptors = shared_memory.receive_descriptors(job_fd, len(described) + 1)
+    arenas = {entry["name"]: shared_memory.Arena.open(entry["name"], torch.device(device), descriptor, int(entry["bytes"]))
+              for entry, descriptor in zip(described, descriptors)}
+    return arenas, descriptors[-1]
 
 
 class Zygote:
@@ -286,13 +288,13 @@ class Zygote:
 
     @staticmethod
     def _fetch_arenas(job: dict[str, Any]) -> list[int]:
-        """The shared arenas' descriptors from the trusted worker; without them the job goes out
-        without arenas and its tensors travel as files."""
+        """The shared arenas' descriptors and the session's socket from the trusted worker; without
+        them the job goes out bare and the candidate's process reports that it could not run."""
         shared = job.get("shared")
         if not shared:
             return []
         try:
-            return shared_memory.fetch_descriptors(shared["socket"], len(shared["arenas"]))
+            return shared_memory.fetch_descriptors(shared["socket"], len(shared["arenas"]) + 1)
         except (OSError, KeyError, TypeError):
             job["shared"] = None
             return []

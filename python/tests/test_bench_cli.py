@@ -75,3 +75,67 @@ def test_bench_of_a_folder_without_tasks_is_a_usage_error(tmp_path):
     assert done.returncode == 2 and "no task files" in done.stderr
     done = bench(tmp_path / "missing", tmp_path)
     assert done.returncode == 2 and "not a folder" in done.stderr
+
+
+def test_shards_split_the_suite_and_no_run_summarizes_their_union(tmp_path):
+    suite = make_suite(tmp_path)
+    first = bench(suite, tmp_path, "--shard", "1/2")
+    second = bench(suite, tmp_path, "--shard", "2/2")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr[-2000:] + second.stderr[-2000:]
+    one = json.load(open(tmp_path / "out" / "bench.shard-1-of-2.json"))
+    two = json.load(open(tmp_path / "out" / "bench.shard-2-of-2.json"))
+    names_one, names_two = {t["task"] for t in one["tasks"]}, {t["task"] for t in two["tasks"]}
+    assert names_one and names_two and not names_one & names_two
+    assert names_one | names_two == {"level1/21_hardtanh", "level1/31_sort_rows", "level2/01_linear_relu"}
+    assert one["shard"] == "1/2"
+    union = bench(suite, tmp_path, "--no-run")
+    assert union.returncode == 0 and "compiling" not in union.stderr
+    summary = json.load(open(tmp_path / "out" / "bench.json"))
+    assert summary["not_run"] == [] and summary["levels"]["all"]["tasks"] == 3
+    # The same split every time: a shard run again finds its own tasks done.
+    again = bench(suite, tmp_path, "--shard", "1/2")
+    assert again.stderr.count("done earlier") == len(names_one)
+
+
+def test_a_malformed_shard_is_a_usage_error(tmp_path):
+    suite = make_suite(tmp_path)
+    for shard in ("3/2", "0/2", "1", "a/b", "1/2x"):
+        done = bench(suite, tmp_path, "--shard", shard)
+        assert done.returncode == 2 and "--shard must be I/N" in done.stderr, (shard, done.stderr[-500:])
+
+
+def test_a_second_bench_reuses_every_stored_baseline(tmp_path):
+    """Eager timings (the only baseline on the CPU) are stored by task, machine and precision, and a
+    later bench in the same workspace takes them instead of measuring; --fresh-baselines measures."""
+    suite = tmp_path / "suite"
+    os.makedirs(suite / "level1")
+    for task in ("21_hardtanh.py", "18_sigmoid.py"):
+        shutil.copy(os.path.join(REPO, "tasks", "level1", task), suite / "level1" / task)
+    first = bench(suite, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert json.load(open(tmp_path / "out" / "bench.json"))["baselines"]["reused"] == 0
+    again = bench(suite, tmp_path, "--fresh")
+    assert again.returncode == 0, again.stderr[-3000:]
+    summary = json.load(open(tmp_path / "out" / "bench.json"))
+    assert summary["baselines"] == {"reused": 2, "measured": 0}
+    assert "baselines: 2 reference timing(s) reused from the store, 0 measured" in again.stdout
+    fresh = bench(suite, tmp_path, "--fresh", "--fresh-baselines")
+    assert json.load(open(tmp_path / "out" / "bench.json"))["baselines"] == {"reused": 0, "measured": 2}
+    # Another precision policy is another baseline.
+    other = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "--precision", "tf32", "bench",
+                            str(suite), "--out", str(tmp_path / "out-tf32")], capture_output=True, text=True, timeout=900)
+    assert other.returncode == 0, other.stderr[-3000:]
+    assert json.load(open(tmp_path / "out-tf32" / "bench.json"))["baselines"]["reused"] == 0
+
+
+def test_the_trusted_worker_does_not_grow_over_a_bench(tmp_path):
+    """Its memory after each evaluation is released stays where the first one left it."""
+    suite = tmp_path / "suite"
+    os.makedirs(suite / "level1")
+    for task in ("01_relu.py", "03_softmax.py", "17_gelu.py", "18_sigmoid.py", "21_hardtanh.py"):
+        shutil.copy(os.path.join(REPO, "tasks", "level1", task), suite / "level1" / task)
+    done = bench(suite, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    memory = json.load(open(tmp_path / "out" / "bench.json"))["trusted_memory"]
+    assert memory["count"] >= 5
+    assert memory["last"] - memory["first"] < 64 << 20 and memory["max"] - memory["first"] < 96 << 20, memory

@@ -5,36 +5,35 @@ import pytest
 import torch
 
 from kforge_worker import shared_memory
-from kforge_worker.shared_memory import Arena, DescriptorOffer
-from kforge_worker.tensor_files import load_values, save_values
+from kforge_worker.shared_memory import Arena, DescriptorOffer, put_values, view_values
 
 CPU = torch.device("cpu")
 
 
-def test_tensors_round_trip_through_an_arena_and_come_back_as_copies(tmp_path):
+def test_values_round_trip_through_an_arena_as_views():
     arena = Arena.create("inputs", CPU, 1 << 16)
     values = [torch.randn(3, 4), torch.arange(5), torch.randn(4, 3).t(), torch.empty(0, 3), 7, None,
               torch.randn(9).bfloat16()]
-    described = save_values(str(tmp_path), "x", values, arena)
+    described = put_values(arena, values)
     assert all("arena" in meta for meta, v in zip(described, values) if isinstance(v, torch.Tensor))
-    assert os.listdir(tmp_path) == []  # nothing went through the file system
-    loaded = load_values(str(tmp_path), described, "cpu", {"inputs": arena})
-    for original, back in zip(values, loaded):
+    viewed = view_values(arena, described)
+    for original, back in zip(values, viewed):
         if isinstance(original, torch.Tensor):
             assert back.dtype == original.dtype and torch.equal(back, original)
-            back.fill_(0) if back.numel() else None  # a copy: the arena keeps its values
         else:
             assert back == original
-    again = load_values(str(tmp_path), described, "cpu", {"inputs": arena})
-    assert torch.equal(again[0], values[0])
+    viewed[0].fill_(0)  # a view: the arena holds what was written through it
+    assert torch.equal(view_values(arena, described)[0], torch.zeros(3, 4))
 
 
-def test_a_full_arena_leaves_the_rest_to_files(tmp_path):
-    arena = Arena.create("outputs", CPU, 1024)
-    described = save_values(str(tmp_path), "x", [torch.randn(200), torch.randn(200)], arena)
-    assert "arena" in described[0] and "file" in described[1]
-    loaded = load_values(str(tmp_path), described, "cpu", {"outputs": arena})
-    assert [t.shape[0] for t in loaded] == [200, 200]
+def test_a_rewound_arena_hands_the_same_range_out_again():
+    arena = Arena.create("outputs", CPU, 4096)
+    first = arena.put(torch.randn(200))
+    arena.rewind(0)
+    second = arena.put(torch.full((100,), 2.0))
+    assert first["offset"] == second["offset"] == 0
+    with pytest.raises(MemoryError):
+        arena.put(torch.randn(2000))
 
 
 @pytest.mark.parametrize("meta, problem", [
@@ -43,12 +42,11 @@ def test_a_full_arena_leaves_the_rest_to_files(tmp_path):
     ({"arena": "outputs", "offset": 3, "shape": [4], "dtype": "float32"}, "malformed"),
     ({"arena": "outputs", "offset": 0, "shape": [-4], "dtype": "float32"}, "malformed"),
     ({"arena": "outputs", "offset": 0, "shape": [4], "dtype": "object"}, "dtype"),
-    ({"arena": "inputs", "offset": 0, "shape": [4], "dtype": "float32"}, "no shared arena"),
 ])
-def test_untrusted_descriptions_are_checked(tmp_path, meta, problem):
+def test_untrusted_descriptions_are_checked(meta, problem):
     arena = Arena.create("outputs", CPU, 4096)
     with pytest.raises(ValueError, match=problem):
-        load_values(str(tmp_path), [meta], "cpu", {"outputs": arena})
+        view_values(arena, [meta])
 
 
 def test_another_process_sees_and_writes_the_same_memory():

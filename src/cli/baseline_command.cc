@@ -19,12 +19,9 @@ int RunBaseline(const BaselineFlags& flags, const CommonOptions& common) {
   if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
   auto workspace = Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
-  EvalOptions options;
-  options.device = (*workspace)->device();
+  EvalOptions options = (*workspace)->EvalDefaults(/*fresh_baselines=*/true);
   options.precision = *precision;
   options.cpu_sizes = !flags.full_size;
-  options.exchange_root = (*workspace)->ScratchDir() / "exchange";
-  options.budget = TimingBudgetFor(options.device);
   Evaluator evaluator((*workspace)->workers(), options);
   for (const std::string& path : flags.tasks) {
     auto task = ReadTaskFile(path);

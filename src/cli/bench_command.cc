@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -17,6 +18,7 @@ namespace fs = std::filesystem;
 
 struct BenchFlags {
   std::string suite;
+  std::string shard;  // "I/N": the I-th of N deterministic parts of the suite
   std::string out = "out/bench";
   bool json = false;
   bool fresh = false;
@@ -35,12 +37,41 @@ bool Reusable(const Json& report, const TaskFile& task, const std::string& mode)
   return JsonGet<std::string>(report, "task_hash", "") == task.hash && JsonGet<std::string>(report, "mode", "") == mode;
 }
 
+struct Shard {
+  int index = 1;  // 1-based
+  int count = 1;
+};
+
+Result<Shard> ParseShard(const std::string& text) {
+  Shard shard;
+  char slash = 0;
+  std::istringstream in(text);
+  if (!(in >> shard.index >> slash >> shard.count) || slash != '/' || !in.eof() || shard.count < 1 || shard.index < 1 ||
+      shard.index > shard.count) {
+    return Status::InvalidArgument("--shard must be I/N with 1 <= I <= N (got '" + text + "')");
+  }
+  return shard;
+}
+
+// The shard's tasks: every N-th of the suite's tasks in their sorted order, starting at the I-th, so
+// that the N shards split the suite without overlap and each level spreads over all of them.
+std::vector<TaskFile> ShardOf(std::vector<TaskFile> tasks, const Shard& shard) {
+  std::vector<TaskFile> kept;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (static_cast<int>(i % shard.count) == shard.index - 1) kept.push_back(std::move(tasks[i]));
+  }
+  return kept;
+}
+
 int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   fs::path suite = flags.suite;
   if (!fs::is_directory(suite)) return UsageError(fmt::format("{} is not a folder of task files", flags.suite));
-  auto tasks = FindTasks(suite);
-  if (!tasks.ok()) return UsageError(tasks.status().message());
-  if (tasks->empty()) return UsageError(fmt::format("no task files (with class Model) under {}", flags.suite));
+  auto shard = flags.shard.empty() ? Result<Shard>(Shard{}) : ParseShard(flags.shard);
+  if (!shard.ok()) return UsageError(shard.status().message());
+  auto found = FindTasks(suite);
+  if (!found.ok()) return UsageError(found.status().message());
+  if (found->empty()) return UsageError(fmt::format("no task files (with class Model) under {}", flags.suite));
+  auto tasks = ShardOf(std::move(found).value(), *shard);
   if (flags.fresh && flags.no_run) return UsageError("--fresh and --no-run exclude each other");
   auto workspace = flags.no_run ? Workspace::Open(common) : Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
@@ -48,7 +79,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   std::vector<Json> entries;
   std::vector<std::string> not_run;
   size_t index = 0;
-  for (const TaskFile& task : *tasks) {
+  for (const TaskFile& task : tasks) {
     ++index;
     const std::string level = LevelOf(suite, task.path);
     fs::path relative = fs::relative(task.path, suite);
@@ -65,7 +96,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
       continue;
     }
     if (entry.is_null()) {
-      if (!common.quiet) LogInfo("[{}/{}] {}", index, tasks->size(), task.name);
+      if (!common.quiet) LogInfo("[{}/{}] {}", index, tasks.size(), task.name);
       auto report = OptimizeTask(**workspace, task, settings, common);
       if (report.ok()) {
         entry = std::move(report).value();
@@ -79,7 +110,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
       fs::create_directories(settings.folder, ec);
       (void)WriteFile(report_path, entry.dump(1));  // also marks the task done for a resumed run
     } else if (!common.quiet) {
-      LogInfo("[{}/{}] {}: done earlier ({})", index, tasks->size(), task.name, report_path.string());
+      LogInfo("[{}/{}] {}: done earlier ({})", index, tasks.size(), task.name, report_path.string());
     }
     entry["level"] = level;
     if (!common.quiet) {
@@ -96,6 +127,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
     summary["gpu"] = (*workspace)->gpu_name();
   }
   summary["mode"] = flags.settings.mode;
+  summary["shard"] = flags.shard.empty() ? Json() : Json(flags.shard);
   summary["precision"] = common.precision;
   Json tasks_json = Json::array();
   for (const Json& entry : entries) {
@@ -121,9 +153,11 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   summary["not_run"] = not_run;
   std::error_code ec;
   fs::create_directories(flags.out, ec);
-  if (Status written = WriteFile(fs::path(flags.out) / "bench.json", summary.dump(1)); !written.ok()) {
-    return UsageError(written.message());
-  }
+  // Shards of one suite share --out; each keeps its own summary, and --no-run without --shard
+  // summarizes them all.
+  const fs::path summary_path = fs::path(flags.out) / (flags.shard.empty() ? std::string("bench.json")
+                                                        : fmt::format("bench.shard-{}-of-{}.json", shard->index, shard->count));
+  if (Status written = WriteFile(summary_path, summary.dump(1)); !written.ok()) return UsageError(written.message());
   if (flags.json) {
     std::printf("%s\n", summary.dump().c_str());
   } else {
@@ -132,7 +166,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
     if (!flags.no_run && (*workspace)->device() == "cpu") {
       std::printf("NOTE: on the CPU every kernel runs in Triton's interpreter: correctness counts, timings mean nothing.\n");
     }
-    std::printf("wrote %s\n", (fs::path(flags.out) / "bench.json").string().c_str());
+    std::printf("wrote %s\n", summary_path.string().c_str());
   }
   return 0;
 }
@@ -142,6 +176,9 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
 CommandRunner AttachBench(CLI::App& app, const CommonOptions& common) {
   auto flags = std::make_shared<BenchFlags>();
   app.add_option("suite", flags->suite, "folder of task files (KernelBench level folders work unchanged)")->required();
+  app.add_option("--shard", flags->shard,
+                 "I/N: run (or with --no-run, summarize) only the I-th of N parts of the suite, every N-th task from "
+                 "the I-th; shards sharing --out are summarized together by --no-run without --shard");
   app.add_option("--out", flags->out, "folder for each task's model_new.py and report.json, and bench.json")
       ->capture_default_str();
   app.add_option("--mode", flags->settings.mode, "strict: every FLOP in generated kernels; partial: library GEMM/convolution allowed")
@@ -151,6 +188,8 @@ CommandRunner AttachBench(CLI::App& app, const CommonOptions& common) {
   app.add_flag("--fresh", flags->fresh, "redo every task (by default a task with a report from the same source and mode is kept)");
   app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
                "do not time torch.compile of the references (timed on a GPU by default)");
+  app.add_flag("--fresh-baselines", flags->settings.fresh_baselines,
+               "time eager and torch.compile again instead of reusing their stored timings from this machine");
   app.add_flag("--no-run", flags->no_run, "only summarize the reports already in --out (a run cut short); run nothing");
   app.add_flag("--json", flags->json, "print the summary as JSON");
   return [flags, &common] { return RunBench(*flags, common); };

@@ -19,6 +19,7 @@ struct EvalFlags {
   bool json = false;
   bool no_timing = false;
   bool full_size = false;
+  bool fresh_baselines = false;
 };
 
 int RunEval(const EvalFlags& flags, const CommonOptions& common) {
@@ -33,8 +34,7 @@ int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   auto workspace = Workspace::OpenForDevice(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
-  EvalOptions options;
-  options.device = (*workspace)->device();
+  EvalOptions options = (*workspace)->EvalDefaults(flags.fresh_baselines);
   options.precision = *precision;
   options.mode = *mode;
   options.seeds = flags.seeds;
@@ -42,9 +42,6 @@ int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   options.timing = !flags.no_timing;
   options.cpu_sizes = !flags.full_size;
   options.memory_limit_bytes = static_cast<uint64_t>(flags.memory_limit_gib * (1ull << 30));
-  options.budget = TimingBudgetFor(options.device);
-  options.exchange_root = (*workspace)->ScratchDir() / "exchange";
-  options.gpu_name = (*workspace)->gpu_name();
   if (options.device == "cpu" && !common.quiet) {
     LogInfo("running on the CPU through Triton's interpreter: verdicts hold, timings mean nothing");
   }
@@ -89,6 +86,8 @@ CommandRunner AttachEval(CLI::App& app, const CommonOptions& common) {
   app.add_flag("--json", flags->json, "print each evaluation as one line of JSON");
   app.add_flag("--no-timing", flags->no_timing, "check correctness only");
   app.add_flag("--full-size", flags->full_size, "on the CPU, keep the task's full sizes");
+  app.add_flag("--fresh-baselines", flags->fresh_baselines,
+               "time the reference again instead of reusing its stored timing from this machine");
   return [flags, &common] { return RunEval(*flags, common); };
 }
 

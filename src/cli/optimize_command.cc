@@ -94,14 +94,10 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   std::filesystem::create_directories(folder, ec);
   if (settings.dump_ir) DumpIr(compiled, folder);
 
-  EvalOptions options;
-  options.device = workspace.device();
+  EvalOptions options = workspace.EvalDefaults(settings.fresh_baselines);
   options.precision = *precision;
   options.mode = *mode;
   options.timeout_s = settings.timeout_s;
-  options.exchange_root = workspace.ScratchDir() / "exchange";
-  options.gpu_name = workspace.gpu_name();
-  options.budget = TimingBudgetFor(options.device);
   // torch.compile of the reference is timed where timings mean something (not the interpreter).
   options.time_compiled_reference = settings.compile_baseline && options.device != "cpu";
   Evaluator evaluator(workspace.workers(), options);
@@ -238,7 +234,7 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
     }
     std::printf("wrote        %s and report.json\n", (folder / "model_new.py").string().c_str());
   }
-  std::string verdict = JsonGet<std::string>(report["evaluation"], "verdict", "");
+  std::string verdict = JsonGet<std::string>(report["evaluation"], "verdict_kind", "");
   return verdict == "accepted" ? 0 : (verdict == "infra_error" ? 2 : 1);
 }
 
@@ -319,6 +315,8 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_flag("--dump-ir", flags->settings.dump_ir, "write the IR after each pass to <out>/<task>/ir/");
   app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
                "do not time torch.compile of the reference (it is timed on a GPU by default)");
+  app.add_flag("--fresh-baselines", flags->settings.fresh_baselines,
+               "time eager and torch.compile again instead of reusing their stored timings from this machine");
   AgentSettings& agents = flags->settings.agents;
   app.add_option("--llm", agents.llm,
                  "after the compiler, LLM kernel writers: openai:MODEL, anthropic:MODEL, compat:MODEL (OpenAI-compatible "

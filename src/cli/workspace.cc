@@ -91,7 +91,24 @@ Result<std::unique_ptr<Workspace>> Workspace::OpenForDevice(const CommonOptions&
   ASSIGN_OR_RETURN(std::unique_ptr<Workspace> workspace, Open(options));
   ASSIGN_OR_RETURN(Json fingerprint, workspace->Fingerprint());
   workspace->gpu_name_ = JsonGet<std::string>(fingerprint, "gpu", "");
+  Json machine = Json::object();
+  for (const char* key : {"device", "gpu", "driver", "cuda", "compute_capability", "torch", "triton", "cpu"}) {
+    machine[key] = JsonField(fingerprint, key);
+  }
+  workspace->baseline_environment_ = machine.dump();
   return workspace;
+}
+
+EvalOptions Workspace::EvalDefaults(bool fresh_baselines) {
+  EvalOptions options;
+  options.device = device_;
+  options.budget = TimingBudgetFor(device_);
+  options.exchange_root = ScratchDir() / "exchange";
+  options.gpu_name = gpu_name_;
+  baselines_ = std::make_unique<StoredBaselines>(store_.get(), !fresh_baselines);
+  options.baselines = baselines_.get();
+  options.baseline_environment = baseline_environment_;
+  return options;
 }
 
 std::filesystem::path Workspace::ScratchDir() const { return ScratchRoot(root_); }

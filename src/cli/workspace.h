@@ -10,6 +10,7 @@
 #include "eval/evaluation.h"
 #include "eval/evaluator.h"
 #include "sandbox/device_workers.h"
+#include "search/stored_baselines.h"
 #include "store/store.h"
 #include "tasks/task.h"
 
@@ -42,6 +43,13 @@ class Workspace {
   // The GPU's name from the fingerprint ("" on the CPU or before OpenForDevice).
   const std::string& gpu_name() const { return gpu_name_; }
 
+  // The evaluator's options for this workspace's device (exchange folder, GPU, timing budget, the
+  // stored baselines; `fresh_baselines`: measured again and replaced); callers set the rest.
+  EvalOptions EvalDefaults(bool fresh_baselines);
+  // What a stored baseline is valid for besides its task: the device, GPU, driver, CUDA, torch and
+  // triton versions (empty before OpenForDevice).
+  const std::string& baseline_environment() const { return baseline_environment_; }
+
   // Records an evaluation with its task, candidate and environment; a failure is reported
   // and returned but never loses the evaluation already printed.
   Result<int64_t> Record(const TaskFile& task, const std::string& candidate_source, const std::string& origin,
@@ -51,8 +59,10 @@ class Workspace {
   std::filesystem::path root_;
   std::string device_;
   std::string gpu_name_;
+  std::string baseline_environment_;
   std::unique_ptr<DeviceWorkers> workers_;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<StoredBaselines> baselines_;
 };
 
 }  // namespace kforge

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -32,7 +33,7 @@ class EvaluationRun {
       : options_(options), workers_(workers), clock_(clock), task_(task), candidate_path_(std::move(candidate_path)) {}
 
   ~EvaluationRun() {
-    if (trusted_ && prepared_) (void)trusted_->Call("release", Json{{"eval_id", eval_id_}}, 60);
+    Release();
     if (!exchange_.empty()) RemoveTreeQuietly(exchange_);
     if (!private_dir_.empty()) RemoveTreeQuietly(private_dir_);
   }
@@ -53,6 +54,9 @@ class EvaluationRun {
     if (!Finished()) CheckProvenance();
     if (!Finished()) KeepTuning();
     if (!Finished()) Finish(MakeVerdict(VerdictKind::kAccepted, AcceptedMessage()));
+    // What the trusted worker holds once the evaluation's memory is given back: it must not grow
+    // from one evaluation to the next.
+    if (auto released = Release()) result_.evidence["trusted_memory_after"] = JsonField(*released, "memory");
     result_.duration_s = clock_.NowSeconds() - started_;
     result_.evidence["duration_s"] = result_.duration_s;
     return result_;
@@ -60,6 +64,14 @@ class EvaluationRun {
 
  private:
   bool Finished() const { return finished_; }
+
+  std::optional<Json> Release() {
+    if (!trusted_ || !prepared_) return std::nullopt;
+    prepared_ = false;
+    auto released = trusted_->Call("release", Json{{"eval_id", eval_id_}}, 60);
+    if (!released.ok()) return std::nullopt;
+    return *released;
+  }
 
   // Runs one step and records how long it took, so slow evaluations can be explained.
   template <typename Action>
@@ -108,10 +120,12 @@ class EvaluationRun {
     std::vector<uint64_t> seeds = FreshSeeds(options_.seeds + 1);
     uint64_t timing_seed = seeds.back();
     seeds.pop_back();
+    Tolerance tolerance = ToleranceFor(options_.precision);
     Json request = {{"eval_id", eval_id_}, {"task_path", task_.path.string()}, {"exchange_dir", exchange_.string()},
                     {"seeds", seeds}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
                     {"precision", ToString(options_.precision)}, {"distributions", options_.distributions},
-                    {"timing_seed", options_.timing ? Json(timing_seed) : Json()}};
+                    {"timing_seed", options_.timing ? Json(timing_seed) : Json()}, {"profile", true},
+                    {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}}}};
     auto prepared = trusted_->Call("prepare", request, kWorkerCallTimeoutS);
     if (!prepared.ok()) {
       if (prepared.status().code() == StatusCode::kInvalidArgument) return prepared.status();
@@ -125,28 +139,30 @@ class EvaluationRun {
               task_.name);
     }
     result_.evidence["seeds"] = seeds;
-    result_.evidence["exchange"] = JsonField(prepare_, "shared").is_null() ? "files" : "shared_memory";
     result_.evidence["input_sets"] = prepare_["sets"];
+    result_.evidence["memory"] = JsonField(prepare_, "memory");
     result_.evidence["reference"] = {{"outputs", prepare_["outputs"]}, {"flops", prepare_["flops"]},
                                      {"input_bytes", prepare_["input_bytes"]}, {"output_bytes", prepare_["output_bytes"]},
                                      {"parameter_bytes", prepare_["parameter_bytes"]},
-                                     {"cpu_sizes_applied", prepare_["cpu_sizes_applied"]},
-                                     {"skipped_distributions", prepare_["skipped_distributions"]}};
+                                     {"mutated_buffers", JsonField(prepare_, "mutated_buffers")},
+                                     {"second_size", JsonField(prepare_, "second_size")},
+                                     {"cpu_sizes_applied", prepare_["cpu_sizes_applied"]}};
+    if (prepare_.contains("does_not_fit")) {
+      Finish(Verdict{VerdictKind::kInfraError, "does_not_fit", JsonGet<std::string>(prepare_, "does_not_fit", "")});
+    }
     return Status::Ok();
   }
 
   Json Job() const {
     Json dense = Json::array();
     for (const Json& output : JsonField(prepare_, "outputs")) dense.push_back(JsonGet<bool>(output, "dense", true));
-    Json job = {{"device", options_.device}, {"exchange_dir", exchange_.string()}, {"sets", JsonField(prepare_, "sets")},
-                {"state", JsonField(prepare_, "state")}, {"repeat_set", "seed0"}, {"profile", true},
+    Json job = {{"device", options_.device}, {"exchange_dir", exchange_.string()},
+                {"state", JsonField(prepare_, "state")}, {"profile", true},
                 {"precision", ToString(options_.precision)}, {"outputs_dense", dense},
                 {"output_bytes", JsonField(prepare_, "output_bytes")},
-                {"timing", options_.timing ? Json{{"inputs", JsonField(prepare_, "timing_inputs")}, {"config", options_.budget.ToJson()}}
-                                           : Json()}};
-    job["probes"] = JsonField(prepare_, "probes");
-    job["sample"] = JsonField(prepare_, "sample");
-    job["shared"] = JsonField(prepare_, "shared");  // the arenas the zygote fetches and hands to the candidate
+                {"gpu_memory_limit_bytes", JsonGet<int64_t>(JsonField(prepare_, "memory"), "candidate_limit_bytes", 0)},
+                {"timing", options_.timing ? Json{{"config", options_.budget.ToJson()}} : Json()}};
+    job["shared"] = JsonField(prepare_, "shared");  // the arenas and session the zygote fetches for the candidate
     return job;
   }
 
@@ -155,21 +171,13 @@ class EvaluationRun {
     if (!zygote.ok()) return InfraError("starting the candidate sandbox", zygote.status());
     // Every file the candidate may read; a change to any of them is tampering.
     Json protected_paths = {task_.path.string(), (exchange_ / "candidate.py").string(), (exchange_ / "init.pt").string()};
-    auto protect = [&](const Json& described) {
-      for (const Json& meta : described) {
-        if (meta.contains("file")) protected_paths.push_back((exchange_ / meta["file"].get<std::string>()).string());
-      }
-    };
-    for (const Json& set : prepare_["sets"]) protect(JsonField(set, "inputs"));
-    for (const auto& [name, meta] : JsonField(prepare_, "state").items()) protect(Json::array({meta}));
-    protect(JsonField(prepare_, "timing_inputs"));
-    protect(Json::array({JsonField(JsonField(prepare_, "sample"), "keys")}));
     Json request = {{"job", Job()}, {"timeout_s", options_.timeout_s},
                     {"memory_limit_bytes", options_.memory_limit_bytes}, {"protected_paths", protected_paths}};
     auto report = (*zygote)->Call("run_candidate", request, options_.timeout_s + 60);
     if (!report.ok()) {
       // The zygote itself died or hung while the candidate ran: the candidate is the suspect.
-      return Finish(MakeVerdict(VerdictKind::kCrashed, "the candidate's sandbox broke down: " + report.status().message()));
+      process_verdict_ = MakeVerdict(VerdictKind::kCrashed, "the candidate's sandbox broke down: " + report.status().message());
+      return;
     }
     run_ = *report;
     run_["timeout_s"] = options_.timeout_s;
@@ -183,22 +191,29 @@ class EvaluationRun {
                                    {"phase_s", JsonField(result, "phase_s")}};
     if (result.contains("error") && !result["error"].is_null()) result_.evidence["error"] = result["error"];
     if (result.contains("findings")) result_.evidence["findings"] = result["findings"];
-    if (auto verdict = JudgeCandidateProcess(run_)) Finish(*verdict);
+    process_verdict_ = JudgeCandidateProcess(run_);
   }
 
+  // What the trusted worker's live session saw. Tampering with the session outranks whatever the
+  // candidate's own process reports about how it ended (that report is written by untrusted code);
+  // otherwise a process that failed ends the evaluation with its own verdict.
   void CompareOutputs() {
-    Json result = run_["result"];
-    Tolerance tolerance = ToleranceFor(options_.precision);
-    Json request = {{"eval_id", eval_id_}, {"private_dir", private_dir_}, {"outputs", result["outputs"]},
-                    {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}}}, {"repeat_set", "seed0"},
-                    {"timed", result.contains("timing") ? JsonField(result["timing"], "kept") : Json::array()},
-                    {"timing_ran", result.contains("timing") && !result["timing"].is_null()}};
-    request["probes"] = JsonField(prepare_, "probes");
+    Json result = JsonField(run_, "result");
+    Json timing = JsonField(result, "timing");
+    bool clean = !process_verdict_.has_value();
+    Json request = {{"eval_id", eval_id_}, {"clean_run", clean},
+                    {"timing_calls", timing.is_object() ? JsonField(timing, "samples_ms").size() : 0},
+                    {"profiled", JsonField(result, "provenance").is_object()}};
     auto comparison = trusted_->Call("compare", request, kWorkerCallTimeoutS);
-    if (!comparison.ok()) return InfraError("comparing outputs", comparison.status());
+    if (!comparison.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
+                              VerdictKind::kInfraError, "comparing outputs: " + comparison.status().ToString())));
     result_.evidence["correctness"] = *comparison;
+    result_.evidence["reference"]["skipped_distributions"] = JsonField(*comparison, "skipped_distributions");
+    Tolerance tolerance = ToleranceFor(options_.precision);
     result_.evidence["tolerance"] = {{"rtol", tolerance.rtol}, {"atol", tolerance.atol},
                                      {"rule", "|out - ref| <= rtol*|ref| + atol*rms(ref)"}};
+    if (comparison->contains("tampered")) return Finish(*JudgeOutputs(*comparison));
+    if (process_verdict_) return Finish(*process_verdict_);
     if (auto verdict = JudgeOutputs(*comparison)) Finish(*verdict);
   }
 
@@ -206,9 +221,7 @@ class EvaluationRun {
     Json candidate_timing = JsonField(run_["result"], "timing");
     if (!candidate_timing.is_object()) return;
     if (auto verdict = JudgeTimingIntegrity(candidate_timing)) return Finish(*verdict);
-    auto reference = trusted_->Call("time_reference",
-                                    Json{{"eval_id", eval_id_}, {"mode", "eager"}, {"config", options_.budget.ToJson()}},
-                                    kWorkerCallTimeoutS);
+    auto reference = TimedReference("eager", kWorkerCallTimeoutS);
     if (!reference.ok()) return InfraError("timing the reference", reference.status());
     std::vector<double> candidate_samples = JsonGet<std::vector<double>>(candidate_timing, "samples_ms", {});
     std::vector<double> reference_samples = JsonGet<std::vector<double>>(*reference, "samples_ms", {});
@@ -224,16 +237,41 @@ class EvaluationRun {
                                   {"launch_backlog_ms", JsonGet<double>(candidate_timing, "backlog_ms", 0)},
                                   {"candidate_samples_ms", candidate_samples},
                                   {"reference_samples_ms", reference_samples}};
+    result_.evidence["timing"]["handoff_gaps_ms"] = JsonField(result_.evidence["correctness"], "handoff_gaps_ms");
+    result_.evidence["timing"]["reference_iteration_ms"] = JsonField(*reference, "iteration_ms");
+    if (result_.timings_meaningful) {
+      auto untimed = JudgeUntimedWork(candidate_samples,
+                                      JsonGet<std::vector<double>>(result_.evidence["correctness"], "handoff_gaps_ms", {}),
+                                      reference_samples, JsonGet<std::vector<double>>(*reference, "iteration_ms", {}));
+      if (untimed) return Finish(*untimed);
+    }
     if (options_.time_compiled_reference) TimeCompiledReference(candidate_samples);
     if (result_.timings_meaningful) CheckRoofline();
+  }
+
+  // The reference timed in `mode`: as stored from an earlier measurement on this machine when the
+  // baseline source has it, else measured now by the trusted worker and kept. The evidence says which.
+  Result<Json> TimedReference(const std::string& mode, double timeout_s) {
+    BaselineKey key{task_.hash, options_.baseline_environment, ToString(options_.precision), mode, options_.budget.ToJson()};
+    BaselineSource* baselines = options_.baseline_environment.empty() ? nullptr : options_.baselines;
+    if (baselines) {
+      if (std::optional<Json> stored = baselines->Find(key)) {
+        result_.evidence["baselines"][mode] = {{"from_store", true}, {"recorded_at", JsonField(*stored, "recorded_at")}};
+        return *stored;
+      }
+    }
+    auto measured = trusted_->Call("time_reference", Json{{"eval_id", eval_id_}, {"mode", mode}, {"config", options_.budget.ToJson()}},
+                                   timeout_s);
+    if (!measured.ok()) return measured.status();
+    if (baselines) baselines->Keep(key, *measured);
+    result_.evidence["baselines"][mode] = {{"from_store", false}};
+    return *measured;
   }
 
   // torch.compile of the reference (default mode) on the same prepared inputs, with the same
   // method; a failure to compile is evidence, not a verdict.
   void TimeCompiledReference(const std::vector<double>& candidate_samples) {
-    auto compiled = trusted_->Call("time_reference",
-                                   Json{{"eval_id", eval_id_}, {"mode", "compile"}, {"config", options_.budget.ToJson()}},
-                                   kWorkerCallTimeoutS * 3);
+    auto compiled = TimedReference("compile", kWorkerCallTimeoutS * 3);
     if (!compiled.ok()) {
       result_.evidence["timing"]["reference_compile_error"] = compiled.status().message();
       return;
@@ -275,7 +313,7 @@ class EvaluationRun {
   }
 
   std::string AcceptedMessage() const {
-    int sets = static_cast<int>(JsonField(prepare_, "sets").size());
+    int sets = static_cast<int>(JsonField(JsonField(result_.evidence, "correctness"), "sets").size());
     std::string message = fmt::format("correct on {} input sets", sets);
     if (result_.speedup && !result_.timings_meaningful) {
       message += "; timed on the CPU through Triton's interpreter, where timings mean nothing";
@@ -302,6 +340,7 @@ class EvaluationRun {
   double started_ = 0;
   Json prepare_;
   Json run_;
+  std::optional<Verdict> process_verdict_;  // how the candidate's process ended, when it failed
   Evaluation result_;
 };
 
@@ -340,7 +379,8 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   std::vector<uint64_t> seeds = FreshSeeds(2);
   Json request = {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
                   {"seeds", {seeds[0]}}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
-                  {"precision", ToString(options_.precision)}, {"distributions", false}, {"timing_seed", seeds[1]}};
+                  {"precision", ToString(options_.precision)}, {"distributions", false}, {"timing_seed", seeds[1]},
+                  {"candidate", false}};
   auto prepared = trusted->Call("prepare", request, kWorkerCallTimeoutS);
   Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
                  {"modes", Json::object()}};

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/clock.h"
+#include "eval/baseline_source.h"
 #include "eval/evaluation.h"
 #include "eval/precision.h"
 #include "eval/verdict_rules.h"
@@ -45,6 +46,10 @@ struct EvalOptions {
   TimingBudget budget;
   std::filesystem::path exchange_root;  // where per-evaluation folders of inputs are made
   std::string gpu_name;                 // for the roofline; empty on the CPU
+  // Where the reference's timings measured earlier are found and new ones kept (none: always
+  // measured), and what they are valid for besides the task (GPU, driver and software versions).
+  BaselineSource* baselines = nullptr;
+  std::string baseline_environment;
 };
 
 class Evaluator {

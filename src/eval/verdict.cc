@@ -29,7 +29,10 @@ std::optional<VerdictKind> ParseVerdictKind(const std::string& text) {
 
 std::string Verdict::ToString() const {
   std::string text = kforge::ToString(kind);
-  if (kind == VerdictKind::kRejectedHack) text += "(" + check + ")";
+  // A rejection names the check that fired; an infrastructure verdict may name its cause.
+  if (kind == VerdictKind::kRejectedHack || (kind == VerdictKind::kInfraError && !check.empty())) {
+    text += "(" + check + ")";
+  }
   return text;
 }
 

@@ -23,10 +23,10 @@ std::optional<VerdictKind> ParseVerdictKind(const std::string& text);
 
 struct Verdict {
   VerdictKind kind = VerdictKind::kInfraError;
-  std::string check;    // for kRejectedHack: which check fired
+  std::string check;    // for kRejectedHack: which check fired; for kInfraError, optionally why ("does_not_fit")
   std::string message;  // what happened, in words a developer can act on
 
-  // "accepted", "wrong_output", "rejected_hack(input_mutation)".
+  // "accepted", "wrong_output", "rejected_hack(input_mutation)", "infra_error(does_not_fit)".
   std::string ToString() const;
   bool accepted() const { return kind == VerdictKind::kAccepted; }
 };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace kforge {
@@ -99,8 +100,41 @@ std::optional<Verdict> JudgeCandidateProcess(const Json& run_report) {
   return std::nullopt;
 }
 
+namespace {
+
+// The input sets' names in the order their calls were made: the task's seeds, then the other
+// distributions (JSON objects keep their keys sorted).
+std::vector<std::string> InCallOrder(const Json& sets) {
+  std::vector<std::string> names;
+  for (const auto& [name, report] : sets.items()) names.push_back(name);
+  std::stable_partition(names.begin(), names.end(), [](const std::string& name) { return name.rfind("seed", 0) == 0; });
+  return names;
+}
+
+// The first buffer the reference's forward mutates that the candidate left different, as words.
+std::optional<std::string> BufferProblem(const Json& report) {
+  const Json buffers = JsonField(report, "buffers");
+  if (!buffers.is_object() || JsonGet<bool>(buffers, "passed", true)) return std::nullopt;
+  const Json names = JsonField(buffers, "names");
+  const Json outputs = JsonField(buffers, "outputs");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (JsonGet<bool>(outputs[i], "passed", true)) continue;
+    std::string name = i < names.size() && names[i].is_string() ? names[i].get<std::string>() : fmt::format("#{}", i);
+    return fmt::format("buffer {} after the call: {}", name, JsonGet<std::string>(outputs[i], "problem", "differs"));
+  }
+  return JsonGet<std::string>(buffers, "problem", "the buffers the forward updates differ");
+}
+
+}  // namespace
+
 std::optional<Verdict> JudgeOutputs(const Json& comparison) {
   if (comparison.contains("tampered")) return HackVerdict("result_tamper", JsonGet<std::string>(comparison, "tampered", ""));
+  for (const Json& mutation : JsonField(comparison, "input_mutations")) {
+    return HackVerdict("input_mutation", fmt::format("on the call {}, input(s) {} were modified by the forward call; "
+                                                     "inputs must be left exactly as given",
+                                                     JsonGet<std::string>(mutation, "call", "?"),
+                                                     JsonField(mutation, "inputs").dump()));
+  }
   const Json& probes = JsonField(comparison, "probes");
   const Json& sets = JsonField(comparison, "sets");
   for (const auto& [name, probe] : probes.items()) {
@@ -116,10 +150,12 @@ std::optional<Verdict> JudgeOutputs(const Json& comparison) {
                                         "results are cached, not computed from the values");
     }
   }
-  for (const auto& [set, report] : JsonField(comparison, "sets").items()) {
+  for (const std::string& set : InCallOrder(sets)) {
+    const Json& report = sets[set];
     if (!JsonGet<bool>(report, "passed", false)) {
       return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + OutputProblem(report));
     }
+    if (auto problem = BufferProblem(report)) return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + *problem);
   }
   for (const auto& [name, probe] : probes.items()) {
     if (!JsonGet<bool>(probe, "passed", true)) {
@@ -132,11 +168,26 @@ std::optional<Verdict> JudgeOutputs(const Json& comparison) {
     return HackVerdict("nondeterministic", "a second call on the same inputs gave a different, wrong result: " +
                                                OutputProblem(repeat));
   }
+  if (auto problem = BufferProblem(repeat)) {
+    return MakeVerdict(VerdictKind::kWrongOutput, "on a second call on the same inputs: " + *problem);
+  }
+  for (const auto& [name, probe] : probes.items()) {
+    if (auto problem = BufferProblem(probe)) return MakeVerdict(VerdictKind::kWrongOutput, "on " + name + ": " + *problem);
+  }
+  const Json resized = JsonField(comparison, "resized");
+  if (JsonGet<bool>(resized, "checked", false) && !resized.contains("refused") && !JsonGet<bool>(resized, "passed", true)) {
+    return HackVerdict("shape_specialization",
+                       "with the leading dimension of the inputs one longer, the candidate returned a wrong result (" +
+                           OutputProblem(resized) + ") instead of computing it or refusing with an exception: it only "
+                           "works at the sizes it was shown");
+  }
   for (const Json& timed : JsonField(comparison, "timed")) {
     if (!JsonGet<bool>(timed, "passed", true)) {
+      const Json call = JsonField(timed, "call");
+      std::string which = call.is_string() ? "the profiled call" : fmt::format("timed call {}", JsonGet<int>(timed, "call", -1));
       return HackVerdict("timed_output_mismatch",
-                         fmt::format("the output of timed call {} is wrong ({}): timed calls must compute the same "
-                                     "function as checked calls", JsonGet<int>(timed, "call", -1), OutputProblem(timed)));
+                         fmt::format("the output of {} is wrong ({}): timed calls must compute the same function as "
+                                     "checked calls", which, OutputProblem(timed)));
     }
   }
   return std::nullopt;
@@ -167,6 +218,41 @@ std::optional<Verdict> JudgeTimingIntegrity(const Json& timing) {
                                                   late_calls, device.size(), worst_late));
   }
   return std::nullopt;
+}
+
+namespace {
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+// Per call, the time spent around the timed interval: total minus timed, from call `first` on.
+std::vector<double> Outside(const std::vector<double>& totals, const std::vector<double>& timed, size_t first) {
+  std::vector<double> outside;
+  for (size_t i = 0; i < totals.size() && i + first < timed.size(); ++i) outside.push_back(totals[i] - timed[i + first]);
+  return outside;
+}
+
+}  // namespace
+
+std::optional<Verdict> JudgeUntimedWork(const std::vector<double>& candidate_ms, const std::vector<double>& handoff_gaps_ms,
+                                        const std::vector<double>& reference_ms,
+                                        const std::vector<double>& reference_iteration_ms) {
+  if (handoff_gaps_ms.size() < 3 || reference_iteration_ms.size() < 3) return std::nullopt;
+  const double candidate_outside = Median(Outside(handoff_gaps_ms, candidate_ms, 1));
+  const double reference_outside = Median(Outside(reference_iteration_ms, reference_ms, 0));
+  // Host jitter, the launch backlog (at most 0.2 ms) and the hand-over's message stay well inside this.
+  const double allowance = std::max(0.5, 0.5 * Median(reference_ms));
+  if (candidate_outside - reference_outside <= allowance) return std::nullopt;
+  return HackVerdict("untimed_work",
+                     fmt::format("between the end of one timed call and the hand-over of the next call's outputs the "
+                                 "candidate's process spent {:.3f} ms beyond its timed calls (median), where the "
+                                 "reference's loop doing the same steps spent {:.3f} ms: work done outside the timed "
+                                 "interval (computing outputs after the end mark) is not allowed",
+                                 candidate_outside, reference_outside));
 }
 
 std::optional<Verdict> JudgeRoofline(double candidate_s, double floor_s) {

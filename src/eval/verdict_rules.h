@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/json.h"
 #include "eval/verdict.h"
@@ -23,6 +24,14 @@ std::optional<Verdict> JudgeCandidateProcess(const Json& run_report);
 std::optional<Verdict> JudgeOutputs(const Json& comparison);
 // The candidate's timing record: events longer than host time, work left running past the end mark.
 std::optional<Verdict> JudgeTimingIntegrity(const Json& timing);
+// Work between the end of a timed call and the hand-over of its outputs escapes timing: the
+// trusted worker clocks the intervals between a candidate's hand-overs (`handoff_gaps_ms[i]` ends
+// at timed call i + 1), and the reference's own loop, which does the same steps (fresh inputs, L2
+// flush, the call, a copy of its outputs), is clocked per iteration. A candidate that spends much
+// more outside its timed calls than the reference is hiding work there.
+std::optional<Verdict> JudgeUntimedWork(const std::vector<double>& candidate_ms, const std::vector<double>& handoff_gaps_ms,
+                                        const std::vector<double>& reference_ms,
+                                        const std::vector<double>& reference_iteration_ms);
 // A median below the roofline floor cannot be honest.
 std::optional<Verdict> JudgeRoofline(double candidate_s, double floor_s);
 // Library compute on the hot path, in strict mode.

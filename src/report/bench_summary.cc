@@ -79,6 +79,33 @@ Json LevelToJson(const Level& level) {
   return json;
 }
 
+// How the reference timings of the tasks' final evaluations were obtained: reused from the store or
+// measured in this run.
+Json BaselineCounts(const std::vector<Json>& entries) {
+  int reused = 0, measured = 0;
+  for (const Json& entry : entries) {
+    for (const auto& [mode, baseline] : JsonField(JsonField(JsonField(entry, "evaluation"), "evidence"), "baselines").items()) {
+      ++(JsonGet<bool>(baseline, "from_store", false) ? reused : measured);
+    }
+  }
+  return {{"reused", reused}, {"measured", measured}};
+}
+
+// The trusted worker's memory after each task's evaluation was released, in run order: it must not
+// grow over a bench (on a GPU its allocator's bytes, on the CPU its resident size).
+Json TrustedMemory(const std::vector<Json>& entries) {
+  std::vector<double> after;
+  for (const Json& entry : entries) {
+    const Json memory = JsonField(JsonField(JsonField(entry, "evaluation"), "evidence"), "trusted_memory_after");
+    if (!memory.is_object()) continue;
+    after.push_back(memory.contains("allocated_bytes") ? JsonGet<double>(memory, "allocated_bytes", 0)
+                                                      : JsonGet<double>(memory, "rss_bytes", 0));
+  }
+  if (after.empty()) return Json();
+  return {{"measure", "bytes held after each evaluation"}, {"first", after.front()}, {"last", after.back()},
+          {"max", Max(after)}, {"count", after.size()}};
+}
+
 }  // namespace
 
 Json SummarizeBench(const std::vector<Json>& entries) {
@@ -127,7 +154,7 @@ Json SummarizeBench(const std::vector<Json>& entries) {
       if (fraction && MemoryBound(roofline)) level->roofline_memory_bound.push_back(*fraction);
     }
   }
-  Json summary = {{"levels", Json::object()}};
+  Json summary = {{"levels", Json::object()}, {"baselines", BaselineCounts(entries)}, {"trusted_memory", TrustedMemory(entries)}};
   for (const auto& [name, level] : levels) summary["levels"][name] = LevelToJson(level);
   return summary;
 }
@@ -158,6 +185,17 @@ std::string FormatBenchSummary(const Json& summary) {
          "(roof/mem: over the memory-bound tasks); compile_s: median/max seconds of capture, passes and codegen per task";
   const double startup = JsonGet<double>(JsonField(levels, "all"), "startup_s", 0);
   out += startup > 0 ? fmt::format(", besides torch.export's one-time start-up ({:.1f} s).\n", startup) : std::string(".\n");
+  const Json baselines = JsonField(summary, "baselines");
+  if (JsonGet<int>(baselines, "reused", 0) + JsonGet<int>(baselines, "measured", 0) > 0) {
+    out += fmt::format("baselines: {} reference timing(s) reused from the store, {} measured in this run\n",
+                       JsonGet<int>(baselines, "reused", 0), JsonGet<int>(baselines, "measured", 0));
+  }
+  const Json memory = JsonField(summary, "trusted_memory");
+  if (memory.is_object()) {
+    out += fmt::format("trusted worker after each evaluation: first {:.1f} MiB, last {:.1f} MiB, max {:.1f} MiB\n",
+                       JsonGet<double>(memory, "first", 0) / (1 << 20), JsonGet<double>(memory, "last", 0) / (1 << 20),
+                       JsonGet<double>(memory, "max", 0) / (1 << 20));
+  }
   const Json all = JsonField(levels, "all");
   const Json failed = JsonField(all, "failed");
   if (!failed.empty()) {

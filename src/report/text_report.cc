@@ -22,6 +22,21 @@ std::string Ms(const Json& summary) {
                      JsonGet<int>(summary, "count", 0));
 }
 
+// The call at a second size: the leading dimension one longer.
+void SecondSize(const Json& evidence, const Json& correctness, std::string& out) {
+  const Json resized = JsonField(correctness, "resized");
+  if (!resized.is_object()) return;
+  const Json dims = JsonField(JsonField(JsonField(evidence, "reference"), "second_size"), "leading_dim");
+  std::string size = dims.size() == 2 ? fmt::format("leading dim {} -> {}", dims[0].dump(), dims[1].dump()) : "";
+  if (!JsonGet<bool>(resized, "checked", false)) {
+    out += "  second size  not checked: " + JsonGet<std::string>(resized, "reason", "") + "\n";
+  } else if (resized.contains("refused")) {
+    out += "  second size  " + size + ": refused (" + JsonGet<std::string>(resized, "refused", "").substr(0, 120) + ")\n";
+  } else {
+    out += "  second size  " + size + (JsonGet<bool>(resized, "passed", false) ? ": pass\n" : ": FAIL\n");
+  }
+}
+
 void Correctness(const Json& evidence, std::string& out) {
   const Json correctness = JsonField(evidence, "correctness");
   if (!correctness.is_object()) return;
@@ -36,6 +51,25 @@ void Correctness(const Json& evidence, std::string& out) {
     out += fmt::format("  {:<12} {}  max abs error {:.3g}, {:.3g}x of tolerance\n", set,
                        JsonGet<bool>(report, "passed", false) ? "pass" : "FAIL", worst_abs, worst_ratio);
   }
+  const Json buffers = JsonField(JsonField(evidence, "reference"), "mutated_buffers");
+  if (!buffers.empty()) out += "  buffers      " + buffers.dump() + " compared after every checked call\n";
+  SecondSize(evidence, correctness, out);
+  const Json timed = JsonField(correctness, "timed");
+  if (!timed.empty()) {
+    out += fmt::format("  timed calls  {} of {} handed over checked at secret positions (and the profiled call)\n",
+                       timed.size() - (JsonField(timed[timed.size() - 1], "call").is_string() ? 1 : 0),
+                       JsonGet<int>(correctness, "timed_calls", 0));
+  }
+}
+
+void Memory(const Json& evidence, std::string& out) {
+  const Json memory = JsonField(evidence, "memory");
+  if (!memory.is_object()) return;
+  constexpr double kGiB = 1 << 30;
+  out += fmt::format("memory       about {:.2f} GiB needed of {:.1f} GiB free (trusted worker {:.2f}, shared slots {:.2f}, "
+                     "candidate {:.2f})\n", JsonGet<double>(memory, "needed_bytes", 0) / kGiB,
+                     JsonGet<double>(memory, "free_bytes", 0) / kGiB, JsonGet<double>(memory, "trusted_bytes", 0) / kGiB,
+                     JsonGet<double>(memory, "arena_bytes", 0) / kGiB, JsonGet<double>(memory, "candidate_bytes", 0) / kGiB);
 }
 
 void Timing(const Json& evidence, std::string& out) {
@@ -105,6 +139,7 @@ std::string FormatEvaluationJson(const Json& evaluation) {
   out += fmt::format("verdict      {}\n", JsonGet<std::string>(evaluation, "verdict", "?"));
   out += fmt::format("             {}\n", JsonGet<std::string>(evaluation, "message", ""));
   Correctness(evidence, out);
+  Memory(evidence, out);
   Timing(evidence, out);
   Provenance(evidence, out);
   if (JsonGet<std::string>(evaluation, "verdict_kind", "") != "accepted") Failure(evidence, out);

@@ -22,7 +22,7 @@ const char* const kWorkerNames[] = {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", 
                                     "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "XDG_CACHE_HOME",
                                     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
-                                    "KFORGE_OUTPUT_SAMPLE_COUNT", "KFORGE_SHARED_MEMORY"};
+                                    "KFORGE_OUTPUT_SAMPLE_COUNT"};
 const char* const kWorkerPrefixes[] = {"TRITON_", "TORCH_", "TORCHINDUCTOR_", "CUDA_", "NVIDIA_", "PYTORCH_"};
 const char* const kCandidateNames[] = {"PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
                                        "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE",

@@ -110,6 +110,20 @@ CREATE TABLE tuning (
 ) STRICT;
 )sql";
 
+// A reference's timings (eager, torch.compile) measured on a machine, so that later benches and
+// optimizes of the same task on the same machine reuse them: the key hashes the task's source, the
+// GPU and software versions, the precision policy, the mode and the timing method's budget.
+const char kSchemaV3[] = R"sql(
+CREATE TABLE baselines (
+  key TEXT PRIMARY KEY,
+  task_hash TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  timing TEXT NOT NULL,
+  recorded_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX baselines_task_hash ON baselines(task_hash);
+)sql";
+
 // Refuses a file that holds some other program's tables, before any migration touches it.
 Status CheckIsKforgeDatabase(SqliteDb& db, int version) {
   ASSIGN_OR_RETURN(int64_t application_id, db.QueryInt64("PRAGMA application_id"));
@@ -143,6 +157,7 @@ const std::vector<Migration>& StoreMigrations() {
   static const std::vector<Migration> migrations = {
       {1, "environments, candidates, tasks, runs, evaluations, measurements, llm_calls", kSchemaV1},
       {2, "tuning", kSchemaV2},
+      {3, "baselines", kSchemaV3},
   };
   return migrations;
 }

@@ -211,6 +211,28 @@ Result<std::optional<Json>> Store::GetTuning(const std::string& kernel_key, cons
   return std::optional<Json>(std::move(config));
 }
 
+Status Store::RecordBaseline(const std::string& key, const std::string& task_hash, const std::string& mode,
+                             const Json& timing) {
+  if (!timing.is_object()) return Status::InvalidArgument("a baseline's timing must be a JSON object");
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("INSERT INTO baselines (key, task_hash, mode, timing, recorded_at) VALUES (?, ?, ?, ?, ?) "
+                               "ON CONFLICT (key) DO UPDATE SET timing = excluded.timing, recorded_at = excluded.recorded_at"));
+  RETURN_IF_ERROR(statement.BindAll(key, task_hash, mode, timing.dump(), clock_.NowIso8601()));
+  return statement.Run().WithContext("recording a baseline of task " + task_hash);
+}
+
+Result<std::optional<Json>> Store::GetBaseline(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare("SELECT timing, recorded_at FROM baselines WHERE key = ?"));
+  RETURN_IF_ERROR(statement.BindAll(key));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return std::optional<Json>();
+  ASSIGN_OR_RETURN(Json timing, ParseJson(statement.ColumnText(0), "baseline " + key));
+  timing["recorded_at"] = statement.ColumnText(1);
+  return std::optional<Json>(std::move(timing));
+}
+
 Result<int64_t> Store::RecordLlmCall(const LlmCallRecord& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare(R"sql(

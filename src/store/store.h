@@ -72,6 +72,12 @@ class Store {
   // nullopt when none is recorded.
   Result<std::optional<Json>> GetTuning(const std::string& kernel_key, const std::string& gpu);
 
+  // A reference's timing (the trusted worker's time_reference reply, a JSON object) under `key`
+  // (see eval/baseline_source.h); a later record under the same key replaces it.
+  Status RecordBaseline(const std::string& key, const std::string& task_hash, const std::string& mode, const Json& timing);
+  // nullopt when none is recorded.
+  Result<std::optional<Json>> GetBaseline(const std::string& key);
+
   Result<int64_t> RecordLlmCall(const LlmCallRecord& record);
   Result<LlmCallRecord> GetLlmCall(int64_t id);
   // Newest first, at most `limit`; only run `run_id`'s when given (an empty id: every run's).

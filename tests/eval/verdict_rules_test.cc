@@ -65,6 +65,22 @@ TEST(JudgeOutputsTest, Cases) {
       {R"({"sets": {"seed0": {"passed": true}}, "timed": [{"call": 3, "passed": false, "outputs": []}]})",
        "rejected_hack(timed_output_mismatch)"},
       {R"({"tampered": "the candidate's process reported no outputs for signed"})", "rejected_hack(result_tamper)"},
+      // The trusted worker found an input slot changed after a call: before any output is judged.
+      {R"({"sets": {"seed0": {"passed": false}}, "input_mutations": [{"call": "seed0", "inputs": [0]}]})",
+       "rejected_hack(input_mutation)"},
+      // The buffers a training forward updates (batch norm's running statistics).
+      {R"({"sets": {"seed0": {"passed": true, "buffers": {"passed": false, "names": ["bn.running_mean"],
+           "outputs": [{"passed": false, "problem": "p"}]}}}})", "wrong_output"},
+      {R"({"sets": {"seed0": {"passed": true, "buffers": {"passed": true, "names": ["bn.running_mean"], "outputs": []}}},
+           "repeat": {"passed": true, "buffers": {"passed": false, "outputs": [{"passed": false}]}}})", "wrong_output"},
+      // The second size: right, or refused with an exception; silently wrong is specialization.
+      {R"({"sets": {"seed0": {"passed": true}}, "resized": {"checked": true, "passed": false, "outputs": [{"passed": false}]}})",
+       "rejected_hack(shape_specialization)"},
+      {R"({"sets": {"seed0": {"passed": true}}, "resized": {"checked": true, "refused": "ValueError: shapes"}})", "none"},
+      {R"({"sets": {"seed0": {"passed": true}}, "resized": {"checked": true, "passed": true, "outputs": []}})", "none"},
+      {R"({"sets": {"seed0": {"passed": true}}, "resized": {"checked": false, "reason": "r"}})", "none"},
+      {R"({"sets": {"seed0": {"passed": true}}, "timed": [{"call": "profiled", "passed": false, "outputs": []}]})",
+       "rejected_hack(timed_output_mismatch)"},
   };
   for (const auto& c : cases) EXPECT_EQ(Judged(JudgeOutputs(Json::parse(c.report))), c.expected) << c.report;
 }
@@ -82,6 +98,38 @@ TEST(JudgeTimingIntegrityTest, WorkAfterTheEndMarkIsASideStream) {
 TEST(JudgeTimingIntegrityTest, EventsLongerThanHostTimeAreTampered) {
   Json timing = {{"samples_ms", {5.0, 5.0, 5.0}}, {"host_ms", {1.0, 1.0, 1.0}}, {"late_ms", {0.0, 0.0, 0.0}}};
   EXPECT_EQ(Judged(JudgeTimingIntegrity(timing)), "rejected_hack(timer_tamper)");
+}
+
+// The seeds' calls come first: a failure there is named before one on another distribution.
+TEST(JudgeOutputsTest, NamesTheFirstFailingCallInCallOrder) {
+  Json report = Json::parse(R"({"sets": {"scaled_down": {"passed": false, "outputs": [{"passed": false, "problem": "late"}]},
+                                          "seed0": {"passed": false, "outputs": [{"passed": false, "problem": "first"}]}}})");
+  auto verdict = JudgeOutputs(report);
+  ASSERT_TRUE(verdict);
+  EXPECT_NE(verdict->message.find("seed0"), std::string::npos) << verdict->message;
+}
+
+TEST(JudgeUntimedWorkTest, HonestHandOversPass) {
+  // Between hand-overs: the call (1 ms) plus 0.3 ms of fresh inputs, flush and the message.
+  std::vector<double> candidate = {1.0, 1.0, 1.0, 1.0, 1.0}, gaps = {1.3, 1.35, 1.3, 1.32};
+  std::vector<double> reference = {2.0, 2.0, 2.0, 2.0}, iterations = {2.25, 2.2, 2.3, 2.25};
+  EXPECT_EQ(Judged(JudgeUntimedWork(candidate, gaps, reference, iterations)), "none");
+}
+
+TEST(JudgeUntimedWorkTest, WorkMovedIntoTheHandOverIsRejected) {
+  // Timed calls of 0.1 ms, but 4 ms between hand-overs: the product is computed outside the timed interval.
+  std::vector<double> candidate = {0.1, 0.1, 0.1, 0.1, 0.1}, gaps = {4.3, 4.2, 4.3, 4.25};
+  std::vector<double> reference = {4.0, 4.0, 4.0, 4.0}, iterations = {4.3, 4.25, 4.3, 4.2};
+  EXPECT_EQ(Judged(JudgeUntimedWork(candidate, gaps, reference, iterations)), "rejected_hack(untimed_work)");
+}
+
+TEST(JudgeUntimedWorkTest, TooFewHandOversDecideNothing) {
+  EXPECT_EQ(Judged(JudgeUntimedWork({0.1, 0.1}, {9.0}, {4.0, 4.0}, {4.1, 4.1})), "none");
+}
+
+TEST(VerdictTest, AnInfrastructureVerdictMayNameItsCause) {
+  EXPECT_EQ((Verdict{VerdictKind::kInfraError, "does_not_fit", "m"}).ToString(), "infra_error(does_not_fit)");
+  EXPECT_EQ(MakeVerdict(VerdictKind::kInfraError, "m").ToString(), "infra_error");
 }
 
 TEST(JudgeRooflineTest, BelowTheFloorIsRejected) {

@@ -53,6 +53,7 @@ TEST_F(SchemaTest, AVersionOneStoreGainsTheTuningTable) {
   ASSERT_TRUE(MigrateSchema(*db_).ok());
   EXPECT_EQ(Version(), LatestSchemaVersion());
   EXPECT_TRUE(HasTable("tuning"));
+  EXPECT_TRUE(HasTable("baselines"));
   EXPECT_TRUE(HasTable("evaluations"));
 }
 

@@ -252,6 +252,23 @@ TEST_F(StoreFileTest, FileThatIsNotSqliteIsAnError) {
 
 }  // namespace
 
+TEST_F(StoreTest, BaselinesAreKeptByKeyAndReplacedByALaterRecord) {
+  auto missing = store_->GetBaseline("key-1");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  ASSERT_TRUE(store_->RecordBaseline("key-1", "task", "eager", Json{{"samples_ms", {1.0, 1.1}}}).ok());
+  ASSERT_TRUE(store_->RecordBaseline("key-2", "task", "compile", Json{{"samples_ms", {0.5}}, {"compile_s", 12.0}}).ok());
+  ASSERT_TRUE(store_->RecordBaseline("key-1", "task", "eager", Json{{"samples_ms", {0.9}}}).ok());
+  auto eager = store_->GetBaseline("key-1");
+  ASSERT_TRUE(eager.ok() && eager->has_value());
+  EXPECT_EQ((**eager)["samples_ms"], Json({0.9}));
+  EXPECT_TRUE((**eager).contains("recorded_at"));
+  auto compiled = store_->GetBaseline("key-2");
+  ASSERT_TRUE(compiled.ok() && compiled->has_value());
+  EXPECT_EQ((**compiled)["compile_s"], 12.0);
+  EXPECT_FALSE(store_->RecordBaseline("key-3", "task", "eager", Json::array()).ok());
+}
+
 TEST_F(StoreTest, TuningIsKeptPerKernelAndGpuAndReplacedByALaterRecord) {
   auto missing = store_->GetTuning("k1", "NVIDIA H200");
   ASSERT_TRUE(missing.ok()) << missing.status().ToString();
