@@ -196,12 +196,35 @@ class Writer {
         for (ir::ValueId id : group.nodes) EmitAtenCall(graph_.value(id).As<ir::OpNode>());
       }
     }
+    EmitWriteBack();
     std::vector<std::string> results;
     for (const ir::NodeRef& ref : graph_.outputs()) results.push_back(VarName(graph_, ref));
     out_.Blank();
     out_.Line(results.size() == 1 ? "return " + results[0] : fmt::format("return ({},)", fmt::join(results, ", ")));
     out_.Close();
     return Status::Ok();
+  }
+
+  // The parameters and buffers forward() updates get their new values in place, once every group
+  // has run (so no kernel reads a value already overwritten): copies, data movement and no
+  // compute. A parameter that requires grad is written without recording it for autograd.
+  void EmitWriteBack() {
+    const std::vector<ir::Mutation>& mutations = graph_.mutations();
+    if (mutations.empty()) return;
+    std::vector<std::string> targets;
+    bool parameters = false;
+    for (const ir::Mutation& mutation : mutations) {
+      targets.push_back(mutation.target);
+      parameters = parameters || graph_.FindTarget(mutation.target)->parameter_kind == ir::ParameterKind::kParameter;
+    }
+    out_.Blank();
+    out_.Line(fmt::format("# forward() updates {} in place", fmt::join(targets, ", ")));
+    if (parameters) out_.Open("with torch.no_grad():");
+    for (const ir::Mutation& mutation : mutations) {
+      out_.Line(fmt::format("{}.copy_({})", VarName(graph_, graph_.FindTarget(mutation.target)->ref()),
+                            VarName(graph_, mutation.value)));
+    }
+    if (parameters) out_.Close();
   }
 
   void EmitLaunch(const passes::FusionGroup& group, const PointwiseKernel& kernel) {

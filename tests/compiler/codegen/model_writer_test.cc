@@ -36,6 +36,14 @@ ir::Graph Import(const std::string& name) {
 TEST(ModelWriterGoldenTest, Relu) { ExpectGolden(Import("relu"), "relu"); }
 TEST(ModelWriterGoldenTest, LinearRelu) { ExpectGolden(Import("linear_relu"), "linear_relu"); }
 
+// The running statistics are computed in the kernel that merges the batch statistics and, with
+// num_batches_tracked + 1, copied into the buffers after every kernel has run.
+TEST(ModelWriterGoldenTest, TrainingBatchNormWritesItsBuffersBack) {
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("batch_norm_training"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan), "batch_norm_training");
+}
+
 // What a GPU gets: the autotune space (its results cached on disk) and three-pass TF32 dots.
 TEST(ModelWriterGoldenTest, LinearReluForTheGpu) {
   ModelWriterOptions options;
@@ -111,6 +119,28 @@ TEST(ModelWriterTest, FallbackEmitsTheAtenCall) {
   ASSERT_TRUE(source.ok()) << source.status().ToString();
   EXPECT_NE(source->find("erfinv = torch.ops.aten.erfinv.default(x)"), std::string::npos) << *source;
   EXPECT_EQ(source->find("@triton.jit"), std::string::npos);
+}
+
+// A parameter forward() decays in place: its write-back is not recorded by autograd, or a
+// parameter that requires grad would refuse the in-place copy.
+TEST(ModelWriterTest, AParameterIsUpdatedWithoutAutograd) {
+  ir::GraphBuilder b("hand/decay");
+  ir::ValueId x = AddInputOk(b, "x", {4});
+  ir::ValueId scale = b.AddParameter("p_scale", "scale", ir::ParameterKind::kParameter, F32({4})).value();
+  ir::ValueId decayed = AddOk(b, "mul", "aten.mul.Tensor", {Ref(scale), {0.5}}, {F32({4})});
+  ir::ValueId scaled = AddOk(b, "mul_1", "aten.mul.Tensor", {Ref(x), Ref(decayed)}, {F32({4})});
+  b.AddOutput({scaled, 0});
+  ASSERT_TRUE(b.AddMutation("scale", {decayed, 0}).ok());
+  ir::Graph graph = std::move(b).Build();
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph));
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_NE(source->find("        # forward() updates scale in place\n"
+                         "        with torch.no_grad():\n"
+                         "            p_scale.copy_(mul)\n"
+                         "\n"
+                         "        return mul_1\n"),
+            std::string::npos)
+      << *source;
 }
 
 }  // namespace
