@@ -143,5 +143,30 @@ TEST(ModelWriterTest, AParameterIsUpdatedWithoutAutograd) {
       << *source;
 }
 
+// Two buffers swapped, as torch.export captures it (a <- clone(b), b <- a): b's new value is a's
+// memory, which the first copy overwrites, so it is copied aside before either is written.
+TEST(ModelWriterTest, StateAnotherCopyOverwritesIsCopiedAsideFirst) {
+  ir::GraphBuilder b("hand/swap");
+  ir::ValueId x = AddInputOk(b, "x", {4});
+  ir::ValueId a = b.AddParameter("b_a", "a", ir::ParameterKind::kBuffer, F32({4})).value();
+  ir::ValueId old_b = b.AddParameter("b_b", "b", ir::ParameterKind::kBuffer, F32({4})).value();
+  ir::ValueId clone = AddOk(b, "clone", "aten.clone.default", {Ref(old_b)}, {F32({4})});
+  ir::ValueId sum = AddOk(b, "add", "aten.add.Tensor", {Ref(x), Ref(clone)}, {F32({4})});
+  b.AddOutput({sum, 0});
+  ASSERT_TRUE(b.AddMutation("a", {clone, 0}).ok());
+  ASSERT_TRUE(b.AddMutation("b", {a, 0}).ok());
+  ir::Graph graph = std::move(b).Build();
+  ModelWriterOptions options;
+  options.fallback_unsupported = true;
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_NE(source->find("        # forward() updates a, b in place\n"
+                         "        kf_old_b_a = b_a.clone()\n"
+                         "        b_a.copy_(clone)\n"
+                         "        b_b.copy_(kf_old_b_a)\n"),
+            std::string::npos)
+      << *source;
+}
+
 }  // namespace
 }  // namespace kforge::codegen
