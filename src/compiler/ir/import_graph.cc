@@ -161,7 +161,7 @@ Status ImportOutput(const Json& entry, GraphBuilder& builder) {
   return Status::Ok();
 }
 
-// {"target": "bn.running_mean", "value": {"node": NAME, "index": I}}: torch.export's BUFFER_MUTATION.
+// {"target": "bn.running_mean", "value": {"node": NAME, "index": I}}: a buffer or parameter mutation.
 Status ImportMutation(const Json& entry, GraphBuilder& builder) {
   ASSIGN_OR_RETURN(std::string target, RequiredString(entry, "target"));
   Result<NodeRef> value = RefFromJson(JsonField(entry, "value"), builder);
