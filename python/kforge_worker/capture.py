@@ -1,6 +1,7 @@
 """Capturing a task's Model as a graph of core ATen operators (torch.export, then the core
 decompositions), serialized as kforge-graph-1 JSON: inputs, parameters and buffers by their
-original names, constants, nodes with their arguments and output types, and the outputs.
+original names, constants, nodes with their arguments and output types, the outputs, and the
+mutations (each parameter or buffer forward() updates in place, with its new value).
 Multi-output operators are referred to as (node, index); getitem nodes do not appear."""
 from __future__ import annotations
 
@@ -132,7 +133,7 @@ def export_graph(program: Any, task_name: str) -> dict[str, Any]:
         encoded = encoder.encode(value)
         if spec.kind == OutputKind.USER_OUTPUT:
             result["outputs"].append(encoded)
-        elif spec.kind == OutputKind.BUFFER_MUTATION:
+        elif spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
             result["mutations"].append({"target": spec.target, "value": encoded})
     return result
 

@@ -59,6 +59,34 @@ def test_multi_output_operators_are_referenced_by_index():
     assert len(graph["nodes"][0]["outputs"]) == 3
 
 
+def test_training_batch_norm_records_the_buffers_it_updates():
+    path = os.path.join(REPO, "tasks", "level1", "22_batch_norm.py")
+    graph = capture({"task_path": path, "cpu_sizes": True}, torch.device("cpu"))
+    assert graph["mutations"] == [
+        {"target": "bn.running_mean", "value": {"node": "_native_batch_norm_legit_functional", "index": 3}},
+        {"target": "bn.running_var", "value": {"node": "_native_batch_norm_legit_functional", "index": 4}},
+        {"target": "bn.num_batches_tracked", "value": {"node": "add"}}]
+
+
+def test_a_parameter_updated_in_place_is_a_mutation_too(tmp_path):
+    task = tmp_path / "decay.py"
+    task.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.scale = torch.nn.Parameter(torch.ones(4))\n"
+        "    def forward(self, x):\n"
+        "        with torch.no_grad():\n"
+        "            self.scale.mul_(0.5)\n"
+        "        return x * self.scale\n"
+        "def get_inputs():\n    return [torch.randn(2, 4)]\n"
+        "def get_init_inputs():\n    return []\n")
+    graph = capture({"task_path": str(task)}, torch.device("cpu"))
+    assert [p["target"] for p in graph["parameters"]] == ["scale"]
+    assert graph["mutations"] == [{"target": "scale", "value": {"node": "mul"}}]
+
+
 def test_data_dependent_control_flow_is_a_clear_error(tmp_path):
     task = tmp_path / "branchy.py"
     task.write_text(

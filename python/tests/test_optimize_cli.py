@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -111,6 +112,45 @@ def test_partial_mode_compiles_the_submodules_of_a_model_that_does_not_export_wh
     source = (folder / "model_new.py").read_text()
     assert "class ModelNew(kf_task_Model):" in source and "@triton.jit" in source
     assert 'self.add_module("mlp", ModelNew_mlp())' in source
+
+
+# Reference Model and generated ModelNew (same state dict) over three training-mode calls: the
+# outputs, and every parameter and buffer after each call.
+COMPARE_STATE = """
+import importlib.util, sys, torch
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+task, generated = load("task", sys.argv[1]), load("generated", sys.argv[2])
+for key, value in task.KFORGE_CPU_SIZES.items():
+    setattr(task, key, value)
+model = task.Model(*task.get_init_inputs())
+model_new = generated.ModelNew(*task.get_init_inputs())
+model_new.load_state_dict(model.state_dict(), strict=True)
+for call in range(3):
+    inputs = task.get_inputs()
+    with torch.no_grad():
+        assert torch.allclose(model_new(*inputs), model(*inputs), rtol=1e-4, atol=1e-4), call
+    state = model_new.state_dict()
+    for name, value in model.state_dict().items():
+        assert torch.allclose(state[name].double(), value.double(), rtol=1e-4, atol=1e-6), (call, name, state[name], value)
+print("OK")
+"""
+
+
+def test_partial_mode_updates_the_buffers_of_a_captured_submodule(tmp_path):
+    task = os.path.join(REPO, "python", "tests", "tasks", "branchy_batch_norm.py")
+    code, report = optimize(task, tmp_path, "--mode", "partial")
+    assert code == 0 and report["evaluation"]["verdict"] == "accepted", report["evaluation"]["message"]
+    assert report["compile"]["partial"]["compiled"] == ["block"]
+    source = open(report["model_new"], encoding="utf-8").read()
+    assert 'b_1_running_mean = self.get_buffer("1.running_mean")' in source
+    assert "b_1_running_mean.copy_(" in source
+    done = subprocess.run([sys.executable, "-c", COMPARE_STATE, task, report["model_new"]], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0 and "OK" in done.stdout, done.stdout + done.stderr[-3000:]
 
 
 def test_strict_mode_refuses_a_model_that_does_not_export_whole_and_says_what_partial_mode_would_do(tmp_path):

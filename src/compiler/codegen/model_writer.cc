@@ -46,6 +46,32 @@ std::string ModuleExpr(const std::vector<std::string>& parts, size_t n) {
   return expr;
 }
 
+// The parameter or buffer whose memory `ref` may be, itself or through views (a reshape may be a
+// view too); nullptr for a value computed into memory of its own.
+const ir::ParameterValue* AliasedState(const ir::Graph& graph, ir::NodeRef ref) {
+  for (;;) {
+    const ir::Value& value = graph.value(ref.value);
+    if (const auto* state = value.TryAs<ir::ParameterValue>()) return state;
+    const auto* op = value.TryAs<ir::OpNode>();
+    if (op == nullptr || op->op_kind() != ir::OpKind::kView || op->args.empty() || !op->args[0].Is<ir::NodeRef>()) {
+      return nullptr;
+    }
+    ref = op->args[0].As<ir::NodeRef>();
+  }
+}
+
+// Whether the write-back must copy `mutation`'s new value before writing any state: it is (a view
+// of) state that some mutation overwrites, other than its own target as it is (a buffer swap, in
+// export's form: `a <- clone(b)`, `b <- a`).
+bool ReadsOverwrittenState(const ir::Graph& graph, const ir::Mutation& mutation) {
+  const ir::ParameterValue* state = AliasedState(graph, mutation.value);
+  if (state == nullptr || (state->target == mutation.target && state->ref() == mutation.value)) return false;
+  for (const ir::Mutation& other : graph.mutations()) {
+    if (other.target == state->target) return true;
+  }
+  return false;
+}
+
 // One planned graph as Python: its kernels (emitted first, since they decide the helpers and
 // which groups fall back to ATen calls), then an nn.Module class that runs the groups in order.
 class Writer {
@@ -196,12 +222,50 @@ class Writer {
         for (ir::ValueId id : group.nodes) EmitAtenCall(graph_.value(id).As<ir::OpNode>());
       }
     }
+    EmitWriteBack();
     std::vector<std::string> results;
     for (const ir::NodeRef& ref : graph_.outputs()) results.push_back(VarName(graph_, ref));
     out_.Blank();
     out_.Line(results.size() == 1 ? "return " + results[0] : fmt::format("return ({},)", fmt::join(results, ", ")));
     out_.Close();
     return Status::Ok();
+  }
+
+  // The parameters and buffers forward() updates get their new values in place, once every group
+  // has run (so no kernel reads a value already overwritten): copies, data movement and no
+  // compute. A parameter that requires grad is written without recording it for autograd.
+  void EmitWriteBack() {
+    if (graph_.mutations().empty()) return;
+    std::vector<std::string> targets;
+    bool parameters = false;
+    for (const ir::Mutation& mutation : graph_.mutations()) {
+      targets.push_back(mutation.target);
+      parameters = parameters || graph_.FindTarget(mutation.target)->parameter_kind == ir::ParameterKind::kParameter;
+    }
+    out_.Blank();
+    out_.Line(fmt::format("# forward() updates {} in place", fmt::join(targets, ", ")));
+    if (parameters) out_.Open("with torch.no_grad():");
+    std::map<std::string, std::string> sources = EmitCopiesAside();
+    for (const ir::Mutation& mutation : graph_.mutations()) {
+      out_.Line(fmt::format("{}.copy_({})", VarName(graph_, graph_.FindTarget(mutation.target)->ref()),
+                            sources[mutation.target]));
+    }
+    if (parameters) out_.Close();
+  }
+
+  // The variable each mutation's target is copied from, by target: its new value, or a copy made
+  // here of a new value that is state another copy overwrites.
+  std::map<std::string, std::string> EmitCopiesAside() {
+    std::map<std::string, std::string> sources;
+    for (const ir::Mutation& mutation : graph_.mutations()) {
+      std::string source = VarName(graph_, mutation.value);
+      if (ReadsOverwrittenState(graph_, mutation)) {
+        out_.Line(fmt::format("kf_old_{0} = {0}.clone()", source));
+        source = "kf_old_" + source;
+      }
+      sources[mutation.target] = source;
+    }
+    return sources;
   }
 
   void EmitLaunch(const passes::FusionGroup& group, const PointwiseKernel& kernel) {

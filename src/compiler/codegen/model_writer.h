@@ -1,7 +1,8 @@
 // Writes a standalone Python module for a planned graph: one Triton kernel per pointwise,
 // reduction and matmul group, and a `ModelNew(nn.Module)` whose parameters and buffers carry the
 // original state-dict names and whose forward runs the groups in plan order (kernels, or ATen
-// calls for views and the rest).
+// calls for views and the rest), then copies the graph's mutations into the parameters and
+// buffers they update (a training-mode batch norm's running statistics).
 #pragma once
 
 #include <map>

@@ -25,4 +25,18 @@ const TensorType* Graph::TypeOf(NodeRef ref) const {
   return &value->outputs[ref.output];
 }
 
+std::vector<NodeRef> Graph::LiveOuts() const {
+  std::vector<NodeRef> refs = outputs_;
+  for (const Mutation& mutation : mutations_) refs.push_back(mutation.value);
+  return refs;
+}
+
+const ParameterValue* Graph::FindTarget(std::string_view target) const {
+  for (const auto& value : values_) {
+    const auto* parameter = value->TryAs<ParameterValue>();
+    if (parameter != nullptr && parameter->target == target) return parameter;
+  }
+  return nullptr;
+}
+
 }  // namespace kforge::ir

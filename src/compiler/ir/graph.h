@@ -1,7 +1,8 @@
 // A captured program as an IR graph: values in topological order (inputs, parameters, constants,
-// then op nodes), found by id (their position) or name, and the graph's outputs. A Graph is built
-// only by a GraphBuilder, owns its values and never changes afterwards; it is movable, not
-// copyable, and safe to read from several threads.
+// then op nodes), found by id (their position) or name, the graph's outputs, and the parameters
+// and buffers its forward updates (mutations). A Graph is built only by a GraphBuilder, owns its
+// values and never changes afterwards; it is movable, not copyable, and safe to read from several
+// threads.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,14 @@
 #include "compiler/ir/value.h"
 
 namespace kforge::ir {
+
+// A parameter or buffer that forward() updates in place (a training-mode batch norm's running
+// statistics): its state-dict name and the value it holds after the call.
+struct Mutation {
+  std::string target;  // "bn.running_mean"
+  NodeRef value;
+  bool operator==(const Mutation&) const = default;
+};
 
 class Graph {
  public:
@@ -51,6 +60,12 @@ class Graph {
   // The type of the output `ref` names, or nullptr when the reference dangles.
   const TensorType* TypeOf(NodeRef ref) const;
   const std::vector<NodeRef>& outputs() const { return outputs_; }
+  // In capture order; each target at most once.
+  const std::vector<Mutation>& mutations() const { return mutations_; }
+  // What a call must leave behind: the outputs, then the mutations' new values.
+  std::vector<NodeRef> LiveOuts() const;
+  // The parameter or buffer whose state-dict name is `target`, or nullptr.
+  const ParameterValue* FindTarget(std::string_view target) const;
 
  private:
   friend class GraphBuilder;
@@ -60,6 +75,7 @@ class Graph {
   std::vector<std::unique_ptr<const Value>> values_;
   std::unordered_map<std::string, ValueId> by_name_;
   std::vector<NodeRef> outputs_;
+  std::vector<Mutation> mutations_;
 };
 
 }  // namespace kforge::ir

@@ -39,6 +39,17 @@ Result<ValueId> GraphBuilder::AddOp(std::string name, std::string op, std::vecto
   return Insert(OpNode::Make(std::move(name), std::move(op), std::move(args), std::move(kwargs), std::move(outputs)));
 }
 
+Status GraphBuilder::AddMutation(std::string target, NodeRef value) {
+  if (graph_.FindTarget(target) == nullptr) {
+    return Status::InvalidArgument("\"" + target + "\" is not a parameter or buffer of the graph");
+  }
+  for (const Mutation& mutation : graph_.mutations_) {
+    if (mutation.target == target) return Status::InvalidArgument("\"" + target + "\" is mutated twice");
+  }
+  graph_.mutations_.push_back(Mutation{std::move(target), value});
+  return Status::Ok();
+}
+
 std::string GraphBuilder::FreshName(std::string_view base) const {
   std::string name(base);
   for (int suffix = 1; graph_.Find(name) != nullptr; ++suffix) name = std::string(base) + "_" + std::to_string(suffix);

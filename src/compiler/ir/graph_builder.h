@@ -1,6 +1,7 @@
 // Builds a Graph value by value, for the importer and for passes. Each Add validates the value on
-// its own (through its kind's Make) and rejects a name already taken; references between values
-// are not checked here but by VerifyGraph, which every producer of a graph runs afterwards.
+// its own (through its kind's Make) and rejects a name already taken; a mutation must name a
+// parameter or buffer already added, once. References between values are not checked here but by
+// VerifyGraph, which every producer of a graph runs afterwards.
 #pragma once
 
 #include <string>
@@ -21,6 +22,9 @@ class GraphBuilder {
   Result<ValueId> AddOp(std::string name, std::string op, std::vector<Argument> args, std::vector<NamedArgument> kwargs,
                         std::vector<TensorType> outputs);
   void AddOutput(NodeRef ref) { graph_.outputs_.push_back(ref); }
+  // Records that forward() leaves `value` in the parameter or buffer `target`. InvalidArgument
+  // when no parameter or buffer added so far has that state-dict name, or it is already mutated.
+  Status AddMutation(std::string target, NodeRef value);
 
   // Lookups over what has been added so far.
   int32_t size() const { return graph_.size(); }

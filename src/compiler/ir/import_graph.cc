@@ -12,10 +12,11 @@
 namespace kforge::ir {
 namespace {
 
-// "nodes[2] \"addmm\"", or "nodes[2]" while the name is not known.
+// "nodes[2] \"addmm\"", "mutations[0] \"bn.running_mean\"" (a mutation by its target), or
+// "nodes[2]" while the name is not known.
 std::string Where(const char* section, size_t index, const Json& entry) {
   std::string where = std::string(section) + "[" + std::to_string(index) + "]";
-  const Json& name = JsonField(entry, "name");
+  const Json& name = JsonField(entry, JsonField(entry, "name").is_null() ? "target" : "name");
   if (name.is_string()) where += " \"" + name.get<std::string>() + "\"";
   return where;
 }
@@ -147,11 +148,25 @@ Status ImportNode(const Json& entry, GraphBuilder& builder) {
   return builder.AddOp(std::move(name), std::move(op), std::move(args), std::move(kwargs), std::move(outputs)).status();
 }
 
-Status ImportOutput(const Json& entry, GraphBuilder& builder) {
+// {"node": NAME} or {"node": NAME, "index": I}: a reference to an earlier value's output.
+Result<NodeRef> RefFromJson(const Json& entry, const GraphBuilder& builder) {
   if (!entry.is_object() || !entry.contains("node")) return Status::InvalidArgument("must be {\"node\": NAME}");
   ASSIGN_OR_RETURN(Argument ref, ArgumentFromJson(entry, builder));
-  builder.AddOutput(ref.As<NodeRef>());
+  return ref.As<NodeRef>();
+}
+
+Status ImportOutput(const Json& entry, GraphBuilder& builder) {
+  ASSIGN_OR_RETURN(NodeRef ref, RefFromJson(entry, builder));
+  builder.AddOutput(ref);
   return Status::Ok();
+}
+
+// {"target": "bn.running_mean", "value": {"node": NAME, "index": I}}: a buffer or parameter mutation.
+Status ImportMutation(const Json& entry, GraphBuilder& builder) {
+  ASSIGN_OR_RETURN(std::string target, RequiredString(entry, "target"));
+  Result<NodeRef> value = RefFromJson(JsonField(entry, "value"), builder);
+  if (!value.ok()) return value.status().WithContext("value");
+  return builder.AddMutation(std::move(target), *value);
 }
 
 // Runs `import` on every entry of the section, naming the entry in any error.
@@ -194,6 +209,8 @@ Result<Graph> ImportGraph(const Json& document) {
       ImportSection(document, "nodes", true, [&](const Json& entry) { return ImportNode(entry, builder); }));
   RETURN_IF_ERROR(
       ImportSection(document, "outputs", true, [&](const Json& entry) { return ImportOutput(entry, builder); }));
+  RETURN_IF_ERROR(
+      ImportSection(document, "mutations", false, [&](const Json& entry) { return ImportMutation(entry, builder); }));
   Graph graph = std::move(builder).Build();
   if (graph.outputs().empty()) return Status::InvalidArgument("\"outputs\" is empty: the graph returns nothing");
   RETURN_IF_ERROR(VerifyGraph(graph));

@@ -1,5 +1,6 @@
 // Imports the graph JSON the worker captures with torch.export ("kforge-graph-1") into an IR
-// Graph. Everything is validated (format, names, references, output indices, dtypes, shapes,
+// Graph, the optional "mutations" section (the buffers forward() updates) included. Everything is
+// validated (format, names, references, output indices, mutation targets, dtypes, shapes,
 // strides, then VerifyGraph); malformed input is InvalidArgument naming the value and field. It
 // never throws.
 #pragma once

@@ -121,6 +121,9 @@ std::string PrintGraph(const Graph& graph) {
   for (const auto& [text, comment] : lines) {
     out += "  " + (comment.empty() ? text : fmt::format("{:<{}}   # {}", text, width, comment)) + "\n";
   }
+  for (const Mutation& mutation : graph.mutations()) {
+    out += fmt::format("  {:<9} {} <- {}\n", "mutate", mutation.target, PrintRef(graph, mutation.value));
+  }
   std::vector<std::string> outputs;
   for (NodeRef ref : graph.outputs()) outputs.push_back(PrintRef(graph, ref));
   return out + fmt::format("  return {}\n", fmt::join(outputs, ", "));

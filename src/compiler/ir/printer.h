@@ -1,4 +1,5 @@
-// Readable, stable text for an IR graph: one line per value, in order, then the outputs. Strides
+// Readable, stable text for an IR graph: one line per value, in order, then one per mutation
+// ("mutate    bn.running_mean <- %bn.3"), then the outputs. Strides
 // appear only when not contiguous; output i of a multi-output node is "%name.i" (".0" included). Golden
 // tests compare this text, so changing the format means updating the golden files.
 #pragma once

@@ -176,6 +176,21 @@ Status CheckValue(const Graph& graph, const Value& value, ValueId position, std:
   return CheckOpSemantics(graph, *node);
 }
 
+// A mutation gives a parameter or buffer (which the GraphBuilder checked it names, once) a value
+// of its own shape and dtype.
+Status CheckMutation(const Graph& graph, const Mutation& mutation) {
+  std::string where = "mutation of " + mutation.target;
+  const ParameterValue* target = graph.FindTarget(mutation.target);
+  if (target == nullptr) return Status::InvalidArgument(where + ": no parameter or buffer has that name");
+  RETURN_IF_ERROR(CheckRef(graph, mutation.value, graph.size(), where));
+  const TensorType& value = *graph.TypeOf(mutation.value);
+  if (value.shape != target->type().shape || value.dtype != target->type().dtype) {
+    return Status::InvalidArgument(fmt::format("{}: the new value is {}, the {} is {}", where, value.ToString(),
+                                               ToString(target->parameter_kind), target->type().ToString()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status VerifyGraph(const Graph& graph) {
@@ -186,6 +201,7 @@ Status VerifyGraph(const Graph& graph) {
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     RETURN_IF_ERROR(CheckRef(graph, graph.outputs()[i], graph.size(), fmt::format("graph output {}", i)));
   }
+  for (const Mutation& mutation : graph.mutations()) RETURN_IF_ERROR(CheckMutation(graph, mutation));
   return Status::Ok();
 }
 

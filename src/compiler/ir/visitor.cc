@@ -8,6 +8,7 @@ void GraphVisitor::Visit(const Graph& graph) {
   graph_ = &graph;
   for (const Value& value : graph) VisitValue(value);
   for (const NodeRef& ref : graph.outputs()) VisitOutput(ref);
+  for (const Mutation& mutation : graph.mutations()) VisitMutation(mutation);
   graph_ = nullptr;
 }
 
@@ -33,19 +34,26 @@ Result<Graph> GraphRewriter::Rewrite(const Graph& source) {
   source_ = &source;
   builder_.emplace(source.name());
   map_.assign(source.size(), {});
-  for (const Value& value : source) {
-    Status status = RewriteValue(value);
-    if (!status.ok()) {
-      builder_.reset();
-      source_ = nullptr;
-      return status.WithContext("rewriting %" + value.name);
-    }
-  }
-  for (const NodeRef& ref : source.outputs()) builder_->AddOutput(Map(ref));
-  Graph rewritten = std::move(*builder_).Build();
+  Status status = RewriteAll(source);
+  std::optional<Graph> rewritten;
+  if (status.ok()) rewritten.emplace(std::move(*builder_).Build());
   builder_.reset();
   source_ = nullptr;
-  return rewritten;
+  if (!status.ok()) return status;
+  return std::move(*rewritten);
+}
+
+Status GraphRewriter::RewriteAll(const Graph& source) {
+  for (const Value& value : source) {
+    Status status = RewriteValue(value);
+    if (!status.ok()) return status.WithContext("rewriting %" + value.name);
+  }
+  for (const NodeRef& ref : source.outputs()) builder_->AddOutput(Map(ref));
+  for (const Mutation& mutation : source.mutations()) {
+    Status status = builder_->AddMutation(mutation.target, Map(mutation.value));
+    if (!status.ok()) return status.WithContext("rewriting the mutation of " + mutation.target);
+  }
+  return Status::Ok();
 }
 
 Status GraphRewriter::RewriteValue(const Value& value) {

@@ -11,8 +11,9 @@
 
 namespace kforge::ir {
 
-// Walks values in topological order, then the graph's outputs. Defaults: a leaf does nothing, an
-// op visits its arguments, an argument visits the tensor references in it, an output is a ref.
+// Walks values in topological order, then the graph's outputs, then its mutations. Defaults: a
+// leaf does nothing, an op visits its arguments, an argument visits the tensor references in it,
+// an output is a ref, and so is a mutation's new value.
 class GraphVisitor {
  public:
   virtual ~GraphVisitor() = default;
@@ -30,14 +31,16 @@ class GraphVisitor {
   virtual void VisitArgument(const Argument& argument);
   virtual void VisitRef(const NodeRef& ref) {}
   virtual void VisitOutput(const NodeRef& ref) { VisitRef(ref); }
+  virtual void VisitMutation(const Mutation& mutation) { VisitRef(mutation.value); }
 
  private:
   const Graph* graph_ = nullptr;
 };
 
-// Rebuilds a graph through a GraphBuilder. Every value is copied by default, with its references
-// mapped into the new graph; a pass overrides RewriteOp to drop or replace a node, recording with
-// Replace what stands for its outputs. The result is not verified here: the pass runner does it.
+// Rebuilds a graph through a GraphBuilder. Every value, output and mutation is copied by default,
+// with its references mapped into the new graph; a pass overrides RewriteOp to drop or replace a
+// node, recording with Replace what stands for its outputs. The result is not verified here: the
+// pass runner does it.
 class GraphRewriter {
  public:
   virtual ~GraphRewriter() = default;
@@ -61,6 +64,8 @@ class GraphRewriter {
   void Replace(const Value& old_value, std::vector<NodeRef> replacements);
 
  private:
+  // Every value, then the outputs and mutations, into builder_.
+  Status RewriteAll(const Graph& source);
   Status RewriteValue(const Value& value);
   // Records a copied value: its outputs map one to one onto the new value's.
   Status Copied(const Value& old_value, Result<ValueId> added);

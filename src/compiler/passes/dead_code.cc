@@ -7,10 +7,11 @@
 namespace kforge::passes {
 namespace {
 
-// Whether each value is needed by a graph output, found walking backwards from the outputs.
+// Whether each value is needed by a graph output or a mutation's new value, found walking
+// backwards from them.
 std::vector<bool> LiveValues(const ir::Graph& graph) {
   std::vector<bool> live(static_cast<size_t>(graph.size()), false);
-  for (const ir::NodeRef& output : graph.outputs()) live[static_cast<size_t>(output.value)] = true;
+  for (const ir::NodeRef& out : graph.LiveOuts()) live[static_cast<size_t>(out.value)] = true;
   for (ir::ValueId id = graph.size() - 1; id >= 0; --id) {
     const ir::Value& value = graph.value(id);
     const auto* node = value.TryAs<ir::OpNode>();

@@ -1,6 +1,7 @@
-// Dead-code elimination: drops op nodes whose results reach no graph output (in a captured
-// training-mode batch norm, the running-statistics updates, for instance). Inputs, parameters and
-// constants always stay: they are the program's signature and its state dict.
+// Dead-code elimination: drops op nodes whose results reach neither a graph output nor a
+// mutation's new value (a training-mode batch norm's running-statistics updates are live: forward()
+// writes them back). Inputs, parameters and constants always stay: they are the program's
+// signature and its state dict.
 #pragma once
 
 #include "compiler/ir/graph.h"

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -40,7 +41,7 @@ ir::Shape Reduced(const ir::Shape& shape, const std::vector<int64_t>& dims, bool
 class Decomposer : public ir::GraphRewriter {
  public:
   explicit Decomposer(const ir::Graph& graph) {
-    for (const NodeRef& out : graph.outputs()) graph_outputs_.insert({out.value, out.output});
+    for (const NodeRef& out : graph.LiveOuts()) live_outs_.insert({out.value, out.output});
     for (const ir::Value& value : graph) {
       for (const NodeRef& ref : TensorInputs(value)) used_.insert({ref.value, ref.output});
     }
@@ -85,7 +86,7 @@ class Decomposer : public ir::GraphRewriter {
   }
   const ir::Shape& ShapeOf(NodeRef ref) { return builder().TypeOf(ref)->shape; }
   bool Used(const ir::OpNode& node, int32_t output) const {
-    return used_.count({node.id, output}) || graph_outputs_.count({node.id, output});
+    return used_.count({node.id, output}) || live_outs_.count({node.id, output});
   }
   bool AnyUsed(const ir::OpNode& node, int32_t from) const {
     for (int32_t i = from; i < node.num_outputs(); ++i) {
@@ -152,9 +153,8 @@ class Decomposer : public ir::GraphRewriter {
   // Batch statistics over dim 0 and the inner `dims` (dims.front() == 0): var_mean per (n, c) row,
   // many contiguous rows in parallel instead of one long strided row per channel, then Chan's
   // merge of the N rows of equal count over dim 0: mean = avg(mean_n),
-  // var = avg(var_n + (mean_n - mean)^2). Returns mean and rsqrt(var + eps).
-  Result<std::pair<NodeRef, NodeRef>> StagedMeanAndRstd(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims,
-                                                        double eps) {
+  // var = avg(var_n + (mean_n - mean)^2). Returns (population variance, mean), as VarMean does.
+  Result<std::pair<NodeRef, NodeRef>> StagedVarMean(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims) {
     ASSIGN_OR_RETURN(auto row, VarMean(origin, x, std::vector<int64_t>(dims.begin() + 1, dims.end())));
     const ir::Shape rows = ShapeOf(row.second);
     ASSIGN_OR_RETURN(auto mean, MeanOf(origin, row.second, {0}, true));
@@ -162,37 +162,47 @@ class Decomposer : public ir::GraphRewriter {
     ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "deviation_squared", "aten.mul.Tensor", {{deviation}, {deviation}}, rows));
     ASSIGN_OR_RETURN(NodeRef spread, Emit(origin, "spread", "aten.add.Tensor", {{row.first}, {squared}}, rows));
     ASSIGN_OR_RETURN(auto var, MeanOf(origin, spread, {0}, true));
-    ASSIGN_OR_RETURN(NodeRef rstd, Rstd(origin, var.second, eps));
-    return std::make_pair(mean.second, rstd);
+    return std::make_pair(var.second, mean.second);
   }
 
-  // Normalizes x over `dims`: returns (x - mean) * rsqrt(var + eps), mean and rstd (kept dims).
-  // Rows split over many programs (ReductionSpace::split) take their statistics from MeanAndRstd,
-  // and batch statistics (`staged`, over dim 0 and inner dims) from StagedMeanAndRstd; both are
-  // normalized by a separate pass. Shorter rows reduce sum(x) and sum((x - mean)^2), which one
-  // kernel fuses with the normalization.
-  Result<std::vector<NodeRef>> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps,
-                                         bool staged = false) {
+  // What Normalize computes: x normalized over the reduced dims, and its statistics with those
+  // dims kept as 1 (the population variance, as the running statistics need it).
+  struct Normalized {
+    NodeRef normed, mean, var, rstd;
+  };
+
+  // Normalizes x over `dims`: (x - mean) * rsqrt(var + eps). Rows split over many programs
+  // (ReductionSpace::split) take their statistics from one var_mean, and batch statistics
+  // (`staged`, over dim 0 and inner dims) from StagedVarMean; both are normalized by a separate
+  // pass. Shorter rows reduce sum(x) and sum((x - mean)^2), which one kernel fuses with the
+  // normalization.
+  Result<Normalized> Normalize(const ir::OpNode& origin, NodeRef x, const std::vector<int64_t>& dims, double eps,
+                               bool staged = false) {
     const ir::Shape shape = ShapeOf(x);
     bool batch = staged && dims.size() > 1 && dims.front() == 0;
+    Normalized parts;
+    NodeRef centered;
     if (batch || (!staged && ReductionSpace{shape, dims}.split())) {
       std::pair<NodeRef, NodeRef> stats;
       if (batch) {
-        ASSIGN_OR_RETURN(stats, StagedMeanAndRstd(origin, x, dims, eps));
+        ASSIGN_OR_RETURN(stats, StagedVarMean(origin, x, dims));
       } else {
-        ASSIGN_OR_RETURN(stats, MeanAndRstd(origin, x, dims, eps));
+        ASSIGN_OR_RETURN(stats, VarMean(origin, x, dims));
       }
-      ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {stats.first}}, shape));
-      ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {stats.second}}, shape));
-      return std::vector<NodeRef>{normed, stats.first, stats.second};
+      std::tie(parts.var, parts.mean) = stats;
+      ASSIGN_OR_RETURN(parts.rstd, Rstd(origin, parts.var, eps));
+      ASSIGN_OR_RETURN(centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {parts.mean}}, shape));
+    } else {
+      ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true));
+      parts.mean = mean.second;
+      ASSIGN_OR_RETURN(centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {parts.mean}}, shape));
+      ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "squared", "aten.mul.Tensor", {{centered}, {centered}}, shape));
+      ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true));
+      parts.var = var.second;
+      ASSIGN_OR_RETURN(parts.rstd, Rstd(origin, parts.var, eps));
     }
-    ASSIGN_OR_RETURN(auto mean, MeanOf(origin, x, dims, true));
-    ASSIGN_OR_RETURN(NodeRef centered, Emit(origin, "centered", "aten.sub.Tensor", {{x}, {mean.second}}, shape));
-    ASSIGN_OR_RETURN(NodeRef squared, Emit(origin, "squared", "aten.mul.Tensor", {{centered}, {centered}}, shape));
-    ASSIGN_OR_RETURN(auto var, MeanOf(origin, squared, dims, true));
-    ASSIGN_OR_RETURN(NodeRef rstd, Rstd(origin, var.second, eps));
-    ASSIGN_OR_RETURN(NodeRef normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));
-    return std::vector<NodeRef>{normed, mean.second, rstd};
+    ASSIGN_OR_RETURN(parts.normed, Emit(origin, "normed", "aten.mul.Tensor", {{centered}, {parts.rstd}}, shape));
+    return parts;
   }
 
   // y * weight + bias, with weight and bias optional.
@@ -253,9 +263,9 @@ class Decomposer : public ir::GraphRewriter {
     std::vector<int64_t> dims;
     for (size_t d = shape.size() - k; d < shape.size(); ++d) dims.push_back(static_cast<int64_t>(d));
     return Run(node, [&]() -> Status {
-      ASSIGN_OR_RETURN(auto parts, Normalize(node, x, dims, *eps));
-      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts[0], Tensor(node, {2, "weight"}), Tensor(node, {3, "bias"})));
-      return Finish(node, {y, parts[1], parts[2]});
+      ASSIGN_OR_RETURN(Normalized parts, Normalize(node, x, dims, *eps));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts.normed, Tensor(node, {2, "weight"}), Tensor(node, {3, "bias"})));
+      return Finish(node, {y, parts.mean, parts.rstd});
     });
   }
 
@@ -273,8 +283,8 @@ class Decomposer : public ir::GraphRewriter {
     if (ReductionSpace{grouped, {2}}.split() && type.shape[1] % g == 0) return SplitGroupNorm(node, x, grouped, *eps);
     return Run(node, [&]() -> Status {
       ASSIGN_OR_RETURN(NodeRef viewed, Emit(node, "grouped", "aten.view.default", {{x}, {grouped}}, grouped));
-      ASSIGN_OR_RETURN(auto parts, Normalize(node, viewed, {2}, *eps));
-      ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{parts[0]}, {ir::IntList(type.shape)}},
+      ASSIGN_OR_RETURN(Normalized parts, Normalize(node, viewed, {2}, *eps));
+      ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{parts.normed}, {ir::IntList(type.shape)}},
                                           type.shape));
       int64_t rank = static_cast<int64_t>(type.shape.size());
       ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
@@ -341,24 +351,65 @@ class Decomposer : public ir::GraphRewriter {
     });
   }
 
-  // Training batch norm: statistics over every dim but the channel (dim 1). Only the normalized
-  // output may be read: running-statistics updates stay with the op.
+  // Training batch norm: statistics over every dim but the channel (dim 1). The normalized output
+  // and the updated running statistics (outputs 3 and 4, which forward() writes back) may be read;
+  // the saved mean and rstd of the backward pass (outputs 1 and 2) may not.
   std::optional<Status> BatchNormTraining(const ir::OpNode& node) {
-    if (!AllFloat32(node) || AnyUsed(node, 1) || !Flag(node, {5, "training"}, false)) return std::nullopt;
+    if (!AllFloat32(node) || Used(node, 1) || Used(node, 2) || !Flag(node, {5, "training"}, false)) return std::nullopt;
     NodeRef x = Map(node.args.at(0).As<NodeRef>());
     const ir::Shape shape = ShapeOf(x);
+    std::optional<double> momentum = Number(node.FindArgument({6, "momentum"}));
     std::optional<double> eps = Number(node.FindArgument({7, "eps"}));
-    if (!eps || shape.size() < 2) return std::nullopt;
+    if (!momentum || !eps || shape.size() < 2) return std::nullopt;
     std::vector<int64_t> dims = {0};
     for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d) dims.push_back(d);
+    // The unbiased variance divides by n - 1: one value per channel has none (eager batch norm refuses it).
+    const int64_t count = ReductionSpace{shape, dims}.reduced_count();
+    if (count < 2) return std::nullopt;
     return Run(node, [&]() -> Status {
       int64_t rank = static_cast<int64_t>(shape.size());
-      ASSIGN_OR_RETURN(auto parts, Normalize(node, x, dims, *eps, /*staged=*/true));
+      ASSIGN_OR_RETURN(Normalized parts, Normalize(node, x, dims, *eps, /*staged=*/true));
       ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
       ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
-      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts[0], weight, bias));
-      return Finish(node, {y});
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts.normed, weight, bias));
+      std::vector<NodeRef> outputs(5, y);
+      RETURN_IF_ERROR(UpdateRunningStatistics(node, parts, count, *momentum, outputs));
+      return Finish(node, outputs);
     });
+  }
+
+  // Sets the new running mean and variance (outputs 3 and 4 of a training batch norm over `count`
+  // values per channel) where they are read: the batch mean, and the batch variance unbiased by
+  // count / (count - 1).
+  Status UpdateRunningStatistics(const ir::OpNode& node, const Normalized& batch, int64_t count, double momentum,
+                                 std::vector<NodeRef>& outputs) {
+    if (Used(node, 3)) {
+      ASSIGN_OR_RETURN(outputs[3], RunningUpdate(node, {3, "running_mean"}, batch.mean, momentum));
+    }
+    if (Used(node, 4)) {
+      const double bessel = static_cast<double>(count) / static_cast<double>(count - 1);
+      ASSIGN_OR_RETURN(NodeRef unbiased,
+                       Emit(node, "unbiased_var", "aten.mul.Tensor", {{batch.var}, {bessel}}, ShapeOf(batch.var)));
+      ASSIGN_OR_RETURN(outputs[4], RunningUpdate(node, {4, "running_var"}, unbiased, momentum));
+    }
+    return Status::Ok();
+  }
+
+  // The running statistic at `slot` updated with a batch statistic as torch's decomposition does:
+  // momentum * batch + (1 - momentum) * running. Computed in the batch statistic's shape (channels
+  // with every other dim kept as 1), which the statistics kernel fuses, then viewed back as the
+  // running vector [C].
+  Result<NodeRef> RunningUpdate(const ir::OpNode& node, ir::ArgSlot slot, NodeRef batch, double momentum) {
+    std::optional<NodeRef> running = Tensor(node, slot);
+    if (!running || builder().TypeOf(*running)->numel() != builder().TypeOf(batch)->numel()) {
+      return Status::InvalidArgument("no running statistic of one value per channel");
+    }
+    const ir::Shape kept = ShapeOf(batch), vector = ShapeOf(*running);
+    ASSIGN_OR_RETURN(NodeRef old, Emit(node, "running", "aten.view.default", {{*running}, {ir::IntList(kept)}}, kept));
+    ASSIGN_OR_RETURN(NodeRef fresh, Emit(node, "momentum_batch", "aten.mul.Tensor", {{batch}, {momentum}}, kept));
+    ASSIGN_OR_RETURN(NodeRef kept_part, Emit(node, "momentum_running", "aten.mul.Tensor", {{old}, {1.0 - momentum}}, kept));
+    ASSIGN_OR_RETURN(NodeRef updated, Emit(node, "updated", "aten.add.Tensor", {{fresh}, {kept_part}}, kept));
+    return Emit(node, "new_running", "aten.view.default", {{updated}, {ir::IntList(vector)}}, vector);
   }
 
   std::optional<Status> Mean(const ir::OpNode& node) {
@@ -494,7 +545,7 @@ class Decomposer : public ir::GraphRewriter {
   // A copy that changes nothing but identity is the input itself, unless it is returned (the
   // output must not alias an input) or changes dtype, layout or memory format.
   std::optional<Status> DropCopy(const ir::OpNode& node) {
-    if (graph_outputs_.count({node.id, 0}) || node.args.empty() || !node.args[0].Is<NodeRef>()) return std::nullopt;
+    if (live_outs_.count({node.id, 0}) || node.args.empty() || !node.args[0].Is<NodeRef>()) return std::nullopt;
     NodeRef x = Map(node.args[0].As<NodeRef>());
     const ir::TensorType* type = builder().TypeOf(x);
     if (type == nullptr || !(*type == node.type())) return std::nullopt;
@@ -558,7 +609,10 @@ class Decomposer : public ir::GraphRewriter {
     int64_t dim;
   };
   std::map<std::pair<ir::ValueId, int32_t>, LogSoftmax> log_softmax_;  // by the new graph's `out`
-  std::set<std::pair<ir::ValueId, int32_t>> graph_outputs_, used_;
+  // Graph outputs and mutations' new values: read after the call, so never an alias of an input
+  // or of the state a mutation overwrites.
+  std::set<std::pair<ir::ValueId, int32_t>> live_outs_;
+  std::set<std::pair<ir::ValueId, int32_t>> used_;
   std::map<ir::ValueId, Argument> scalars_;
 };
 

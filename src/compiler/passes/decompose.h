@@ -3,7 +3,9 @@
 //   softmax, log_softmax          -> amax, sub, exp, sum, div (log, sub)
 //   layer, group, batch norm      -> sum, mul by 1/n, sub, rsqrt, mul, add (views for groups and channels);
 //                                    over rows the reduction splits, var_mean and one normalizing pass;
-//                                    training batch norm, var_mean per (image, channel) merged over images
+//                                    training batch norm, var_mean per (image, channel) merged over images,
+//                                    and its running statistics: momentum * batch + (1 - momentum) * running,
+//                                    the variance unbiased by n / (n - 1)
 //   gather of a log_softmax       -> gather of its input minus max and log-sum (one index per row)
 //   sum of a boolean tensor       -> an fp32 sum of it cast, cast back to int64 (fewer than 2^24 elements)
 //   mean, vector 1/2/inf-norms    -> sum (abs, amax) and pointwise

@@ -32,7 +32,7 @@ class Planner {
     for (const ir::Value& value : graph_) {
       for (const ir::NodeRef& ref : TensorInputs(value)) users_[ref.value].push_back(value.id);
     }
-    for (const ir::NodeRef& out : graph_.outputs()) returned_[out.value] = true;
+    for (const ir::NodeRef& out : graph_.LiveOuts()) returned_[out.value] = true;
   }
 
   FusionPlan Run() {
@@ -300,7 +300,7 @@ class Planner {
   std::vector<ir::Shape> shapes_;                      // per group: its starting node's shape
   std::vector<int> group_of_;
   std::vector<std::vector<ir::ValueId>> users_;  // per value: the values that read it
-  std::vector<bool> returned_;                   // per value: a graph output
+  std::vector<bool> returned_;                   // per value: a graph output or a mutation's new value
 };
 
 bool Contains(const std::vector<ir::ValueId>& nodes, ir::ValueId id) {
@@ -336,8 +336,9 @@ std::vector<ir::NodeRef> GroupInputs(const ir::Graph& graph, const FusionGroup& 
 
 std::vector<ir::NodeRef> GroupOutputs(const ir::Graph& graph, const FusionGroup& group) {
   std::vector<ir::NodeRef> outputs;
+  const std::vector<ir::NodeRef> live_outs = graph.LiveOuts();
   auto used_outside = [&](const ir::NodeRef& ref) {
-    for (const ir::NodeRef& out : graph.outputs()) {
+    for (const ir::NodeRef& out : live_outs) {
       if (out == ref) return true;
     }
     for (const ir::Value& value : graph) {

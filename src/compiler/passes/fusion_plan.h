@@ -28,8 +28,8 @@ FusionPlan PlanFusion(const ir::Graph& graph);
 
 // The tensors a group reads that it does not compute, in first-use order, without repeats.
 std::vector<ir::NodeRef> GroupInputs(const ir::Graph& graph, const FusionGroup& group);
-// The tensors a group computes that are used after it (by another group or as a graph output), in
-// node order.
+// The tensors a group computes that are used after it (by another group, as a graph output or as
+// a mutation's new value, which forward() writes back), in node order.
 std::vector<ir::NodeRef> GroupOutputs(const ir::Graph& graph, const FusionGroup& group);
 
 // Stable text for golden tests: one line per group with its nodes, inputs and outputs.

@@ -36,6 +36,14 @@ ir::Graph Import(const std::string& name) {
 TEST(ModelWriterGoldenTest, Relu) { ExpectGolden(Import("relu"), "relu"); }
 TEST(ModelWriterGoldenTest, LinearRelu) { ExpectGolden(Import("linear_relu"), "linear_relu"); }
 
+// The running statistics are computed in the kernel that merges the batch statistics and, with
+// num_batches_tracked + 1, copied into the buffers after every kernel has run.
+TEST(ModelWriterGoldenTest, TrainingBatchNormWritesItsBuffersBack) {
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("batch_norm_training"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan), "batch_norm_training");
+}
+
 // What a GPU gets: the autotune space (its results cached on disk) and three-pass TF32 dots.
 TEST(ModelWriterGoldenTest, LinearReluForTheGpu) {
   ModelWriterOptions options;
@@ -111,6 +119,53 @@ TEST(ModelWriterTest, FallbackEmitsTheAtenCall) {
   ASSERT_TRUE(source.ok()) << source.status().ToString();
   EXPECT_NE(source->find("erfinv = torch.ops.aten.erfinv.default(x)"), std::string::npos) << *source;
   EXPECT_EQ(source->find("@triton.jit"), std::string::npos);
+}
+
+// A parameter forward() decays in place: its write-back is not recorded by autograd, or a
+// parameter that requires grad would refuse the in-place copy.
+TEST(ModelWriterTest, AParameterIsUpdatedWithoutAutograd) {
+  ir::GraphBuilder b("hand/decay");
+  ir::ValueId x = AddInputOk(b, "x", {4});
+  ir::ValueId scale = b.AddParameter("p_scale", "scale", ir::ParameterKind::kParameter, F32({4})).value();
+  ir::ValueId decayed = AddOk(b, "mul", "aten.mul.Tensor", {Ref(scale), {0.5}}, {F32({4})});
+  ir::ValueId scaled = AddOk(b, "mul_1", "aten.mul.Tensor", {Ref(x), Ref(decayed)}, {F32({4})});
+  b.AddOutput({scaled, 0});
+  ASSERT_TRUE(b.AddMutation("scale", {decayed, 0}).ok());
+  ir::Graph graph = std::move(b).Build();
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph));
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_NE(source->find("        # forward() updates scale in place\n"
+                         "        with torch.no_grad():\n"
+                         "            p_scale.copy_(mul)\n"
+                         "\n"
+                         "        return mul_1\n"),
+            std::string::npos)
+      << *source;
+}
+
+// Two buffers swapped, as torch.export captures it (a <- clone(b), b <- a): b's new value is a's
+// memory, which the first copy overwrites, so it is copied aside before either is written.
+TEST(ModelWriterTest, StateAnotherCopyOverwritesIsCopiedAsideFirst) {
+  ir::GraphBuilder b("hand/swap");
+  ir::ValueId x = AddInputOk(b, "x", {4});
+  ir::ValueId a = b.AddParameter("b_a", "a", ir::ParameterKind::kBuffer, F32({4})).value();
+  ir::ValueId old_b = b.AddParameter("b_b", "b", ir::ParameterKind::kBuffer, F32({4})).value();
+  ir::ValueId clone = AddOk(b, "clone", "aten.clone.default", {Ref(old_b)}, {F32({4})});
+  ir::ValueId sum = AddOk(b, "add", "aten.add.Tensor", {Ref(x), Ref(clone)}, {F32({4})});
+  b.AddOutput({sum, 0});
+  ASSERT_TRUE(b.AddMutation("a", {clone, 0}).ok());
+  ASSERT_TRUE(b.AddMutation("b", {a, 0}).ok());
+  ir::Graph graph = std::move(b).Build();
+  ModelWriterOptions options;
+  options.fallback_unsupported = true;
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_NE(source->find("        # forward() updates a, b in place\n"
+                         "        kf_old_b_a = b_a.clone()\n"
+                         "        b_a.copy_(clone)\n"
+                         "        b_b.copy_(kf_old_b_a)\n"),
+            std::string::npos)
+      << *source;
 }
 
 }  // namespace

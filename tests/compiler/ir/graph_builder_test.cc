@@ -67,6 +67,26 @@ TEST(GraphBuilderTest, RejectsDuplicateNamesAndHandsOutFreshOnes) {
   EXPECT_EQ(builder.FreshName("x"), "x_2");
 }
 
+TEST(GraphBuilderTest, AMutationNamesAParameterOrBufferOnce) {
+  GraphBuilder builder("t");
+  ValueId x = testing::AddInputOk(builder, "x", {4});
+  ASSERT_TRUE(builder.AddParameter("mean", "bn.running_mean", ParameterKind::kBuffer, F32({4})).ok());
+  ValueId neg = testing::AddOk(builder, "neg", "aten.neg.default", {Ref(x)}, {F32({4})});
+  Status unknown = builder.AddMutation("bn.running_var", NodeRef{neg, 0});
+  EXPECT_EQ(unknown.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("\"bn.running_var\" is not a parameter or buffer"), std::string::npos);
+  EXPECT_FALSE(builder.AddMutation("x", NodeRef{neg, 0}).ok());  // an input is not state
+  ASSERT_TRUE(builder.AddMutation("bn.running_mean", NodeRef{neg, 0}).ok());
+  Status twice = builder.AddMutation("bn.running_mean", NodeRef{x, 0});
+  EXPECT_NE(twice.message().find("\"bn.running_mean\" is mutated twice"), std::string::npos);
+  builder.AddOutput(NodeRef{x, 0});
+  Graph graph = std::move(builder).Build();
+  EXPECT_EQ(graph.mutations(), (std::vector<Mutation>{{"bn.running_mean", NodeRef{neg, 0}}}));
+  EXPECT_EQ(graph.LiveOuts(), (std::vector<NodeRef>{{x, 0}, {neg, 0}}));
+  EXPECT_EQ(graph.FindTarget("bn.running_mean"), graph.Find("mean"));
+  EXPECT_EQ(graph.FindTarget("mean"), nullptr);
+}
+
 TEST(OpNodeTest, FindsArgumentsPositionallyOrByKeyword) {
   const OpInfo& sum = *FindOp("aten.sum.dim_IntList");
   OpNode positional =

@@ -80,6 +80,35 @@ TEST(ImportGraphTest, ReadsEveryArgumentKind) {
   EXPECT_EQ(kwargs.at("el").As<IntList>(), IntList{});
 }
 
+// ValidDocument plus a step counter buffer that forward() increments (as a training-mode batch
+// norm's num_batches_tracked) and a bias it overwrites with itself.
+Json DocumentWithMutations() {
+  Json document = ValidDocument();
+  document["parameters"].push_back(Json::parse(
+      R"({"name": "steps", "target": "counter.steps", "kind": "buffer", "shape": [], "dtype": "int64", "stride": []})"));
+  document["nodes"].push_back(Json::parse(R"({"name": "step", "op": "aten.add.Tensor", "args": [{"node": "steps"}, {"int": 1}],
+                                              "kwargs": {}, "outputs": [{"shape": [], "dtype": "int64", "stride": []}]})"));
+  document["mutations"] = Json::parse(R"([{"target": "counter.steps", "value": {"node": "step"}},
+                                          {"target": "linear.bias", "value": {"node": "b", "index": 0}}])");
+  return document;
+}
+
+TEST(ImportGraphTest, ReadsTheMutationsOfParametersAndBuffers) {
+  Result<Graph> graph = ImportGraph(DocumentWithMutations());
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_EQ(graph->mutations(), (std::vector<Mutation>{{"counter.steps", graph->Find("step")->ref()},
+                                                       {"linear.bias", graph->Find("b")->ref()}}));
+  EXPECT_EQ(graph->FindTarget("counter.steps"), graph->Find("steps"));
+  EXPECT_EQ(graph->LiveOuts(), (std::vector<NodeRef>{graph->Find("relu")->ref(), graph->Find("step")->ref(),
+                                                     graph->Find("b")->ref()}));
+}
+
+TEST(ImportGraphTest, MutationsMayBeAbsent) {
+  Result<Graph> graph = ImportGraph(ValidDocument());
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_TRUE(graph->mutations().empty());
+}
+
 struct ErrorCase {
   const char* label;
   std::function<void(Json&)> mutate;
@@ -182,6 +211,41 @@ const std::vector<ErrorCase>& ErrorCases() {
        },
        "outputs[0]: must be {\"node\": NAME}"},
       {"no outputs", [](Json& d) { d["outputs"] = Json::array(); }, "the graph returns nothing"},
+      {"mutations type", [](Json& d) { d["mutations"] = Json::object(); }, "\"mutations\" must be an array"},
+      {"mutation not object", [](Json& d) { d["mutations"] = {3}; }, "mutations[0]: must be an object"},
+      {"mutation target type",
+       [](Json& d) { d["mutations"] = Json::parse(R"([{"target": 3, "value": {"node": "b"}}])"); },
+       "mutations[0]: \"target\" must be a string"},
+      {"mutation unknown target",
+       [](Json& d) { d["mutations"] = Json::parse(R"([{"target": "linear.gamma", "value": {"node": "b"}}])"); },
+       "mutations[0] \"linear.gamma\": \"linear.gamma\" is not a parameter or buffer of the graph"},
+      {"mutation of an input",
+       [](Json& d) { d["mutations"] = Json::parse(R"([{"target": "x", "value": {"node": "x"}}])"); },
+       "\"x\" is not a parameter or buffer"},
+      {"mutation value missing", [](Json& d) { d["mutations"] = Json::parse(R"([{"target": "linear.bias"}])"); },
+       "mutations[0] \"linear.bias\": value: must be {\"node\": NAME}"},
+      {"mutation value ref",
+       [](Json& d) { d["mutations"] = Json::parse(R"([{"target": "linear.bias", "value": {"node": "zz"}}])"); },
+       "mutations[0] \"linear.bias\": value: reference to unknown or later value \"zz\""},
+      {"mutation value index",
+       [](Json& d) { d["mutations"] = Json::parse(R"([{"target": "linear.bias", "value": {"node": "b", "index": 1}}])"); },
+       "value: output index 1 out of range"},
+      {"mutated twice",
+       [](Json& d) {
+         d["mutations"] = Json::parse(R"([{"target": "linear.bias", "value": {"node": "b"}},
+                                          {"target": "linear.bias", "value": {"node": "b"}}])");
+       },
+       "mutations[1] \"linear.bias\": \"linear.bias\" is mutated twice"},
+      {"mutation shape",
+       [](Json& d) { d["mutations"] = Json::parse(R"([{"target": "linear.bias", "value": {"node": "relu"}}])"); },
+       "mutation of linear.bias: the new value is f32[8, 32], the parameter is f32[32]"},
+      {"mutation dtype",
+       [](Json& d) {
+         d = DocumentWithMutations();
+         d["mutations"][0]["target"] = "linear.bias";
+         d["mutations"].erase(1);
+       },
+       "mutation of linear.bias: the new value is i64[], the parameter is f32[32]"},
       {"bad shapes",
        [](Json& d) {
          d["nodes"][1]["outputs"][0]["shape"] = {8, 16};

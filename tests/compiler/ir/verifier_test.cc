@@ -116,5 +116,29 @@ TEST(VerifierTest, GraphOutputsMustExist) {
             std::string::npos);
 }
 
+// x -> neg, returned; `target` (a buffer f32[8, 32] or i64[]) mutated to `value`.
+Status VerifyMutation(NodeRef value, TensorType target) {
+  GraphBuilder builder("t");
+  ValueId x = testing::AddInputOk(builder, "x", {8, 32});
+  EXPECT_TRUE(builder.AddParameter("state", "m.state", ParameterKind::kBuffer, std::move(target)).ok());
+  ValueId neg = AddOk(builder, "neg", "aten.neg.default", {Ref(x)}, {F32({8, 32})});
+  builder.AddOutput(NodeRef{neg, 0});
+  EXPECT_TRUE(builder.AddMutation("m.state", value).ok());
+  return VerifyGraph(std::move(builder).Build());
+}
+
+TEST(VerifierTest, AMutationGivesItsTargetAnExistingValueOfItsType) {
+  EXPECT_TRUE(VerifyMutation(NodeRef{2, 0}, F32({8, 32})).ok());
+  EXPECT_NE(VerifyMutation(NodeRef{3, 0}, F32({8, 32})).message().find(
+                "mutation of m.state refers to value #3, which is not an earlier value"),
+            std::string::npos);
+  EXPECT_NE(VerifyMutation(NodeRef{2, 1}, F32({8, 32})).message().find("refers to output 1 of %neg"), std::string::npos);
+  EXPECT_NE(VerifyMutation(NodeRef{2, 0}, F32({32})).message().find(
+                "mutation of m.state: the new value is f32[8, 32], the buffer is f32[32]"),
+            std::string::npos);
+  TensorType steps = TensorType::Contiguous({}, DType::kInt64).value();
+  EXPECT_NE(VerifyMutation(NodeRef{2, 0}, steps).message().find("the buffer is i64[]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kforge::ir

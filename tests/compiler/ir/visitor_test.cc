@@ -52,11 +52,44 @@ Graph GraphWithAliases() {
   return std::move(builder).Build();
 }
 
+// GraphWithAliases whose buffer `state` (f32[4, 4]) forward() sets to alias_1.
+Graph GraphWithAMutation() {
+  GraphBuilder builder("mutation");
+  ValueId x = testing::AddInputOk(builder, "x", {4, 4});
+  EXPECT_TRUE(builder.AddParameter("state", "m.state", ParameterKind::kBuffer, F32({4, 4})).ok());
+  ValueId alias = AddOk(builder, "alias", "aten.alias.default", {Ref(x)}, {F32({4, 4})});
+  ValueId relu = AddOk(builder, "relu", "aten.relu.default", {Ref(alias)}, {F32({4, 4})});
+  ValueId alias_1 = AddOk(builder, "alias_1", "aten.alias.default", {Ref(relu)}, {F32({4, 4})});
+  builder.AddOutput(NodeRef{relu, 0});
+  EXPECT_TRUE(builder.AddMutation("m.state", NodeRef{alias_1, 0}).ok());
+  return std::move(builder).Build();
+}
+
 TEST(GraphVisitorTest, DefaultsRecurseIntoArgumentsListsAndOutputs) {
   UseCounter counter;
   counter.Visit(GraphWithAliases());
   EXPECT_EQ(counter.uses,
             (std::map<std::string, int>{{"x", 2}, {"alias", 1}, {"relu", 1}, {"alias_1", 2}, {"cat", 1}}));
+}
+
+TEST(GraphVisitorTest, AMutationsNewValueIsAUse) {
+  UseCounter counter;
+  counter.Visit(GraphWithAMutation());
+  EXPECT_EQ(counter.uses, (std::map<std::string, int>{{"x", 1}, {"alias", 1}, {"relu", 2}, {"alias_1", 1}}));
+}
+
+TEST(GraphRewriterTest, MutationsFollowTheirValuesReplacements) {
+  RemoveAliases pass;
+  Result<Graph> rewritten = pass.Rewrite(GraphWithAMutation());
+  ASSERT_TRUE(rewritten.ok()) << rewritten.status().ToString();
+  EXPECT_TRUE(VerifyGraph(*rewritten).ok());
+  EXPECT_EQ(PrintGraph(*rewritten),
+            "graph mutation\n"
+            "  input     %x: f32[4, 4]\n"
+            "  buffer    %state: f32[4, 4] = m.state\n"
+            "  %relu: f32[4, 4] = aten.relu.default(%x)   # pointwise\n"
+            "  mutate    m.state <- %relu\n"
+            "  return %relu\n");
 }
 
 TEST(GraphRewriterTest, DefaultRewriteCopiesEveryGoldenGraph) {
@@ -102,6 +135,19 @@ TEST(GraphRewriterTest, AForgottenReplacementFailsVerification) {
   Status verified = VerifyGraph(*rewritten);
   ASSERT_FALSE(verified.ok());
   EXPECT_NE(verified.message().find("%relu: args[0] refers to value #-1"), std::string::npos) << verified.message();
+}
+
+TEST(GraphRewriterTest, AMutationOfADroppedValueFailsVerification) {
+  class DropAlias1 : public GraphRewriter {
+   protected:
+    Status RewriteOp(const OpNode& node) override { return node.name == "alias_1" ? Status::Ok() : CopyOp(node); }
+  };
+  DropAlias1 pass;
+  Result<Graph> rewritten = pass.Rewrite(GraphWithAMutation());
+  ASSERT_TRUE(rewritten.ok());
+  Status verified = VerifyGraph(*rewritten);
+  ASSERT_FALSE(verified.ok());
+  EXPECT_NE(verified.message().find("mutation of m.state refers to value #-1"), std::string::npos) << verified.message();
 }
 
 }  // namespace

@@ -275,6 +275,26 @@ TEST(FusionPlanTest, IntermediateThatIsAGraphOutputStaysInTheGroupAndIsExported)
   EXPECT_EQ(GroupOutputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{exp, 0}, {neg, 0}}));
 }
 
+TEST(FusionPlanTest, AMutationsNewValueIsExportedLikeAGraphOutput) {
+  // rsqrt(var + eps) per channel, which forward() also writes back to a buffer: it must be
+  // materialized, so it is not absorbed (recomputed) into x's kernel.
+  ir::GraphBuilder b("mutation");
+  ir::ValueId x = AddInputOk(b, "x", {2, 3, 4, 4});
+  ir::ValueId var = AddInputOk(b, "var", {3, 1, 1}, 1);
+  ASSERT_TRUE(b.AddParameter("saved", "m.saved", ir::ParameterKind::kBuffer, F32({3, 1, 1})).ok());
+  ir::ValueId shifted = AddOk(b, "shifted", "aten.add.Tensor", {Ref(var), {1e-5}}, {F32({3, 1, 1})});
+  ir::ValueId rstd = AddOk(b, "rstd", "aten.rsqrt.default", {Ref(shifted)}, {F32({3, 1, 1})});
+  ir::ValueId normed = AddOk(b, "normed", "aten.mul.Tensor", {Ref(x), Ref(rstd)}, {F32({2, 3, 4, 4})});
+  b.AddOutput({normed, 0});
+  ASSERT_TRUE(b.AddMutation("m.saved", {rstd, 0}).ok());
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"shifted", "rstd"}));
+  EXPECT_EQ(GroupOutputs(graph, plan.groups[0]), (std::vector<ir::NodeRef>{{rstd, 0}}));
+  EXPECT_EQ(Names(graph, plan.groups[1]), (std::vector<std::string>{"normed"}));
+}
+
 TEST(FusionPlanTest, DiamondIsOneGroup) {
   ir::GraphBuilder b("diamond");
   ir::ValueId x = AddInputOk(b, "x", {4, 8});

@@ -51,6 +51,24 @@ TEST(DeadCodeTest, UnusedInputsStayBecauseTheyAreTheSignature) {
   EXPECT_NE(graph->Find("y"), nullptr);
 }
 
+TEST(DeadCodeTest, WhatAMutationWritesBackIsLive) {
+  // steps + 1 reaches no output, only the buffer forward() updates: it stays; its sibling goes.
+  ir::GraphBuilder b("mutation");
+  ir::ValueId x = AddInputOk(b, "x", {4});
+  ir::TensorType count = ir::TensorType::Contiguous({}, ir::DType::kInt64).value();
+  ir::ValueId steps = b.AddParameter("steps", "m.steps", ir::ParameterKind::kBuffer, count).value();
+  ir::ValueId step = AddOk(b, "step", "aten.add.Tensor", {Ref(steps), {int64_t{1}}}, {count});
+  AddOk(b, "twice", "aten.mul.Tensor", {Ref(step), {int64_t{2}}}, {count});
+  ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(x)}, {F32({4})});
+  b.AddOutput({relu, 0});
+  ASSERT_TRUE(b.AddMutation("m.steps", {step, 0}).ok());
+  auto graph = RemoveDeadCode(std::move(b).Build());
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_EQ(graph->Find("twice"), nullptr);
+  ASSERT_NE(graph->Find("step"), nullptr);
+  EXPECT_EQ(graph->mutations(), (std::vector<ir::Mutation>{{"m.steps", graph->Find("step")->ref()}}));
+}
+
 TEST(PipelineTest, RunsEveryPassInOrderAndPlansTheLiveGraph) {
   auto result = RunPipeline(GraphWithDeadOps(), PipelineOptions{});
   ASSERT_TRUE(result.ok()) << result.status().ToString();
@@ -94,6 +112,47 @@ TEST(PipelineTest, TrainingBatchNormReadsItsInputTwiceAndWritesOnlyItsOutput) {
                                                    FusionGroup::Kind::kPointwise}));
   EXPECT_EQ(full_reads, 2);
   EXPECT_EQ(graph.value(result->plan.groups[0].nodes.front()).As<ir::OpNode>().op, "aten.var_mean.correction");
+}
+
+TEST(PipelineTest, TrainingBatchNormUpdatesItsRunningStatisticsInItsStatisticsKernel) {
+  // The running mean and variance forward() writes back are computed per channel where the batch
+  // statistics are merged over the images: no kernel of their own, and x is still read twice.
+  ir::GraphBuilder b("batch_norm");
+  ir::ValueId x = AddInputOk(b, "x", {4, 3, 8, 8});
+  std::vector<ir::Argument> args = {Ref(x)};
+  for (const char* name : {"weight", "bias", "running_mean", "running_var"}) {
+    auto kind = args.size() < 3 ? ir::ParameterKind::kParameter : ir::ParameterKind::kBuffer;
+    args.push_back(Ref(b.AddParameter(name, std::string("bn.") + name, kind, F32({3})).value()));
+  }
+  args.insert(args.end(), {ir::Argument{true}, ir::Argument{0.1}, ir::Argument{1e-5}});
+  ir::ValueId bn = AddOk(b, "bn", "aten._native_batch_norm_legit_functional.default", args,
+                         {F32({4, 3, 8, 8}), F32({3}), F32({3}), F32({3}), F32({3})});
+  b.AddOutput({bn, 0});
+  ASSERT_TRUE(b.AddMutation("bn.running_mean", {bn, 3}).ok());
+  ASSERT_TRUE(b.AddMutation("bn.running_var", {bn, 4}).ok());
+  auto result = RunPipeline(std::move(b).Build(), PipelineOptions{});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const ir::Graph& graph = result->graph;
+  ASSERT_EQ(graph.mutations().size(), 2u);
+  std::vector<const FusionGroup*> kernels;
+  std::vector<FusionGroup::Kind> kinds;
+  int full_reads = 0;
+  for (const FusionGroup& group : result->plan.groups) {
+    if (group.kind == FusionGroup::Kind::kView) continue;
+    kernels.push_back(&group);
+    kinds.push_back(group.kind);
+    for (const ir::NodeRef& ref : GroupInputs(graph, group)) full_reads += graph.TypeOf(ref)->numel() == 4 * 3 * 8 * 8;
+  }
+  ASSERT_EQ(kinds, (std::vector<FusionGroup::Kind>{FusionGroup::Kind::kReduction, FusionGroup::Kind::kReduction,
+                                                   FusionGroup::Kind::kPointwise}));
+  EXPECT_EQ(full_reads, 2);
+  // Each new value is a view of an output of the second (merging) statistics kernel.
+  std::vector<ir::NodeRef> merged = GroupOutputs(graph, *kernels[1]);
+  for (const ir::Mutation& mutation : graph.mutations()) {
+    const auto& view = graph.value(mutation.value.value).As<ir::OpNode>();
+    EXPECT_EQ(view.op, "aten.view.default") << mutation.target;
+    EXPECT_NE(std::find(merged.begin(), merged.end(), view.args[0].As<ir::NodeRef>()), merged.end()) << mutation.target;
+  }
 }
 
 ir::ValueId AddTypedInput(ir::GraphBuilder& b, const std::string& name, ir::Shape shape, ir::DType dtype, int64_t index) {
