@@ -61,10 +61,10 @@ def defer_work_to_hand_over() -> None:
             TIMING.append(True)
         return honest_request(self, message)
 
-    def hand_off(self, op, outputs, **fields):
+    def hand_off(self, op, outputs, *rest, **fields):
         if PENDING:
             multiply(*PENDING.pop())
-        return honest_hand_off(self, op, outputs, **fields)
+        return honest_hand_off(self, op, outputs, *rest, **fields)
 
     setter = getattr(modules["buil" + "tins"], "set" + "attr")
     setter(client, "req" + "uest", request)
