@@ -61,7 +61,8 @@ case "$what" in
     tail -n 60 "$out/summary.log"
     mkdir -p "$out/bench"
     cp "$runs/bench.json" "$out/bench/" 2>/dev/null
-    (cd "$(dirname "$runs")" && tar czf "$out/bench/runs.tgz" "$(basename "$runs")") ;;
+    # The workspace's compile caches stay behind: they are large and only save compile time.
+    (cd "$(dirname "$runs")" && tar czf "$out/bench/runs.tgz" --exclude=workspace/cache "$(basename "$runs")") ;;
 esac
 case "$what" in
   tuning)

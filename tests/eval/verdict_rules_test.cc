@@ -123,6 +123,14 @@ TEST(JudgeUntimedWorkTest, WorkMovedIntoTheHandOverIsRejected) {
   EXPECT_EQ(Judged(JudgeUntimedWork(candidate, gaps, reference, iterations)), "rejected_hack(untimed_work)");
 }
 
+// Measured on the H200: an honest split-K GEMM (level1/6, large K) spent 1.45 ms between its
+// hand-overs beyond its timed calls, where the reference's loop spent 0.77 ms.
+TEST(JudgeUntimedWorkTest, ALaunchHeavyHonestCandidateIsNotRejected) {
+  std::vector<double> candidate = {0.9, 0.9, 0.9, 0.9, 0.9}, gaps = {2.35, 2.36, 2.34, 2.35};
+  std::vector<double> reference = {1.0, 1.0, 1.0, 1.0}, iterations = {1.77, 1.78, 1.76, 1.77};
+  EXPECT_EQ(Judged(JudgeUntimedWork(candidate, gaps, reference, iterations)), "none");
+}
+
 TEST(JudgeUntimedWorkTest, TooFewHandOversDecideNothing) {
   EXPECT_EQ(Judged(JudgeUntimedWork({0.1, 0.1}, {9.0}, {4.0, 4.0}, {4.1, 4.1})), "none");
 }
