@@ -136,16 +136,17 @@ class PeakMeter:
 
 def process_memory(device: torch.device) -> dict[str, int]:
     """This process's memory now: resident host bytes, and on a GPU the allocator's bytes."""
-    report = {"rss_bytes": _rss_bytes()}
+    report = {"rss_bytes": rss_bytes()}
     if device.type == "cuda":
         report["allocated_bytes"] = int(torch.cuda.memory_allocated(device))
         report["reserved_bytes"] = int(torch.cuda.memory_reserved(device))
     return report
 
 
-def _rss_bytes() -> int:
+def rss_bytes(pid: int | str = "self") -> int:
+    """A process's resident memory in bytes (0 when it cannot be read: the process is gone)."""
     try:
-        with open("/proc/self/status", encoding="ascii") as handle:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
             for line in handle:
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1]) * 1024

@@ -24,7 +24,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from . import harness, runtime_warmup, sandbox, shared_memory
+from . import harness, memory_plan, runtime_warmup, sandbox, shared_memory
 from .protocol import read_message, write_message
 
 RESULT_LIMIT_BYTES = 32 << 20
@@ -55,17 +55,6 @@ class SandboxConfig:
                              max_file_bytes=int(data.get("max_file_bytes", 16 << 30)),
                              isolation=str(data.get("isolation", "fork")),
                              gpu_memory_fraction=float(data.get("gpu_memory_fraction", 0.75)))
-
-
-def _rss_bytes(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
 
 
 def _tail(path: str) -> str:
@@ -307,7 +296,7 @@ class Zygote:
             if done:
                 return self._exit_report(status, peak_rss, None)
             elapsed = time.monotonic() - started
-            rss = _rss_bytes(pid)
+            rss = memory_plan.rss_bytes(pid)
             peak_rss = max(peak_rss, rss)
             reason = None
             if elapsed > timeout_s:
