@@ -38,7 +38,7 @@ from .fingerprint import Fingerprinter
 from .input_sets import InputSets
 from .inputs import rolled_inputs
 from .protocol import ProtocolError, read_message, write_message
-from .shared_memory import Arena, dtype_named, put_values
+from .shared_memory import Arena, dtype_named, put_values, view_values
 
 TIMED_CHECKS = 3            # timed calls judged per evaluation, chosen at random among all
 MAX_TIMED_CALLS = 100_000   # more hand-overs than any timing budget makes is tampering
@@ -286,8 +286,7 @@ class EvaluationSession:
             self.report.resized = {"checked": True, "refused": message["refused"][:2000], "expected_shapes": shapes}
         else:
             outputs = self._outputs(message.get("outputs"), allow_unsent=True)
-            noise = lambda: self.reference.noise(self.sets.make("resized"), expected)  # noqa: E731
-            report = compare_outputs(outputs, expected, self.tolerance, noise)
+            report = compare_outputs(outputs, expected, self.tolerance, self._noise("resized", expected))
             self.report.resized = {"checked": True, **report, "seed": grown.seed}
         self.resized_expected = None
         return {"ok": True}
@@ -325,15 +324,14 @@ class EvaluationSession:
 
     def _judge_call(self, pending: dict[str, Any], message: dict[str, Any]) -> None:
         step: CallStep = pending["step"]
-        slot = [self.inputs_arena.view(meta) if "arena" in meta else None for meta in self._slot_described]
+        slot = view_values(self.inputs_arena, self._slot_described)
         changed = [index for index, (now, before) in enumerate(zip(self.fingerprints.of_all(slot), pending["inputs"]))
                    if now != before]
         if changed:
             self.report.input_mutations.append({"call": step.name, "inputs": changed})
         outputs = self._outputs(message.get("outputs"))
         expected = pending["expected"]
-        noise = lambda: self.reference.noise(self.sets.make(step.source), expected)  # noqa: E731
-        report = compare_outputs(outputs, expected, self.tolerance, noise)
+        report = compare_outputs(outputs, expected, self.tolerance, self._noise(step.source, expected))
         buffers = self._outputs(message.get("buffers", []))
         if pending["buffers"] or buffers:
             report["buffers"] = {"names": self.reference.mutated_buffers,
@@ -352,6 +350,11 @@ class EvaluationSession:
             self.report.probes[step.name] = report
         else:
             self.report.sets[step.name] = report
+
+    def _noise(self, source: str, expected: list) -> Callable[[], list | None]:
+        """The reference's own noise on set `source`, computed only if a comparison needs it (the
+        set is made again: nothing is kept for the rare failure)."""
+        return lambda: self.reference.noise(self.sets.make(source), expected)
 
     # -- slots ----------------------------------------------------------------------------------
     def _fill_slot(self, inputs: list) -> list[dict[str, Any]]:
@@ -404,9 +407,8 @@ class EvaluationSession:
         if self.report.profiled is not None:
             with torch.no_grad():
                 expected = self.reference.call(self.sets.make(self.profile_source))
-            noise = lambda: self.reference.noise(self.sets.make(self.profile_source), expected)  # noqa: E731
-            judged.append({"call": "profiled", "shift": 0,
-                           **compare_outputs(self.report.profiled, expected, self.tolerance, noise)})
+            judged.append({"call": "profiled", "shift": 0, **compare_outputs(
+                self.report.profiled, expected, self.tolerance, self._noise(self.profile_source, expected))})
         return judged
 
 

@@ -5,7 +5,6 @@ memory it holds (one set at a time, nothing left after release)."""
 from __future__ import annotations
 
 import gc
-import threading
 import weakref
 from typing import Any, Callable
 

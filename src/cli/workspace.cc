@@ -84,6 +84,8 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
   } else {
     LogInfo("warning: results will not be stored: {}", store.status().ToString());
   }
+  workspace->stored_baselines_ = StoredBaselines(workspace->store_.get(), /*reuse=*/true);
+  workspace->fresh_baselines_ = StoredBaselines(workspace->store_.get(), /*reuse=*/false);
   return workspace;
 }
 
@@ -105,8 +107,7 @@ EvalOptions Workspace::EvalDefaults(bool fresh_baselines) {
   options.budget = TimingBudgetFor(device_);
   options.exchange_root = ScratchDir() / "exchange";
   options.gpu_name = gpu_name_;
-  baselines_ = std::make_unique<StoredBaselines>(store_.get(), !fresh_baselines);
-  options.baselines = baselines_.get();
+  options.baselines = fresh_baselines ? &fresh_baselines_ : &stored_baselines_;
   options.baseline_environment = baseline_environment_;
   return options;
 }

@@ -62,7 +62,8 @@ class Workspace {
   std::string baseline_environment_;
   std::unique_ptr<DeviceWorkers> workers_;
   std::unique_ptr<Store> store_;
-  std::unique_ptr<StoredBaselines> baselines_;
+  StoredBaselines stored_baselines_{nullptr, true};  // over store_: reused, or measured again
+  StoredBaselines fresh_baselines_{nullptr, false};
 };
 
 }  // namespace kforge
