@@ -51,8 +51,10 @@ class SharedExchange:
     into) and `outputs` (the slot each call's outputs come back through), offered once to the
     zygote together with the candidate's end of the session's socket."""
 
-    def __init__(self, device: torch.device, input_bytes: int, output_bytes: int):
-        self.folder = tempfile.mkdtemp(prefix="kforge-arenas-")
+    def __init__(self, device: torch.device, input_bytes: int, output_bytes: int, folder: str | None = None):
+        # The offer's socket lives in the evaluation's exchange folder, which the zygote sees too
+        # (the worker's own /tmp is private to it).
+        self.folder = tempfile.mkdtemp(prefix="kforge-arenas-", dir=folder)
         self.arenas: dict[str, Arena] = {}
         self.offer: DescriptorOffer | None = None
         try:
@@ -246,7 +248,7 @@ class ReferenceWorker:
         footprint: memory_plan.Footprint = measured["footprint"]
         state_bytes = footprint.parameter_bytes
         session.exchange = SharedExchange(self.device, state_bytes + footprint.input_bytes,
-                                          max(footprint.output_bytes, aligned(1)))
+                                          max(footprint.output_bytes, aligned(1)), request.get("exchange_dir"))
         inputs_arena = session.exchange.arenas["inputs"]
         state_described = dict(zip(state, put_values(inputs_arena, list(state.values()))))
         model = session.model

@@ -1,25 +1,21 @@
-"""Confining a candidate's process: own session, private folder, scrubbed environment, resource
-limits, and where the machine allows it no network and an unprivileged user. Returns a report
-of what was applied and why anything was not."""
+"""Confining a candidate's process. The kernel does the holding (isolation.py): own user, PID,
+mount, IPC and network namespaces, a filesystem read-only outside the private folder, a bound on
+the number of processes, and a seccomp filter installed just before the candidate's code runs.
+The process also gets its own session, a scrubbed environment, a private compile cache and
+resource limits. Returns a report of what was applied and why anything was not."""
 from __future__ import annotations
 
-import ctypes
 import os
 import pwd
 import resource
+import sys
 from typing import Any
 
-CLONE_NEWNET = 0x40000000
+from . import isolation
 
-
-def _isolate_network() -> str:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(CLONE_NEWNET) != 0:
-            return f"not applied: unshare failed ({os.strerror(ctypes.get_errno())})"
-        return "applied"
-    except (OSError, AttributeError) as error:
-        return f"not applied: {error}"
+# Processes a candidate may add to those its user already runs: enough for compilers, bounded
+# against a fork bomb.
+EXTRA_PROCESSES = 256
 
 
 def _drop_privileges(user: str) -> str:
@@ -36,11 +32,19 @@ def _drop_privileges(user: str) -> str:
     return f"applied (uid {entry.pw_uid})"
 
 
-def _limit(which: int, value: int) -> None:
-    soft, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(which, (value, hard))
+def _isolate_network_only() -> str:
+    """Without user namespaces, root can still take the network away."""
+    if os.geteuid() != 0:
+        return "not applied: no user namespaces and not root"
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(isolation.CLONE_NEWNET) != 0:
+            return f"not applied: unshare failed ({os.strerror(ctypes.get_errno())})"
+        return "applied"
+    except (OSError, AttributeError) as error:
+        return f"not applied: {error}"
 
 
 def prepare_private_dir(path: str, user: str | None) -> None:
@@ -53,25 +57,51 @@ def prepare_private_dir(path: str, user: str | None) -> None:
             pass
 
 
-def enter_sandbox(private_dir: str, env: dict[str, str], user: str | None, isolate_network: bool,
-                  max_file_bytes: int) -> dict[str, Any]:
+def compile_cache_env(private_dir: str) -> dict[str, str]:
+    """The candidate's compile caches live in its own folder: no evaluation can plant a kernel
+    or a launcher in another's cache."""
+    return {"TRITON_CACHE_DIR": os.path.join(private_dir, "cache", "triton"),
+            "TORCH_EXTENSIONS_DIR": os.path.join(private_dir, "cache", "torch_extensions")}
+
+
+def enter_sandbox(private_dir: str, env: dict[str, str], user: str | None, namespaces: bool,
+                  max_file_bytes: int, child_only_fds: set[int], readable: list[str]) -> dict[str, Any]:
+    """Called in the freshly forked candidate process while it has one thread. With `namespaces`
+    the process that returns is process 1 of a new PID namespace (the caller's process stays
+    behind as its keeper, see isolation.enter_namespaces)."""
     os.setsid()
+    report: dict[str, Any] = {"private_dir": private_dir, "environment": "scrubbed"}
+    if user and os.geteuid() == 0:
+        report["user"] = _drop_privileges(user)
+    else:
+        report["user"] = "not requested" if not user else "kforge is not running as root: the candidate runs as its user"
+    uid = os.geteuid()
+    if namespaces:
+        # The interpreter and its packages stay reachable when they live where the candidate
+        # gets a private /tmp or /dev/shm (a checkout or a venv under /tmp).
+        hidden = ("/tmp/", "/dev/shm/")
+        readable = readable + [path for path in sys.path + [sys.prefix, sys.base_prefix]
+                               if path and path.startswith(hidden) and os.path.isdir(path)]
+        isolation.enter_namespaces(child_only_fds)
+        report["namespaces"] = "user, pid, mount, ipc, network"
+        report["network"] = "applied (own network namespace: no interfaces but loopback)"
+        report["filesystem"] = isolation.confine_filesystem([private_dir], readable)
+    else:
+        report["namespaces"] = "not applied (unsafe: --unsafe-no-isolation)"
+        report["network"] = _isolate_network_only()
+        report["filesystem"] = "not confined"
     os.chdir(private_dir)
     os.environ.clear()
     os.environ.update(env)
+    os.environ.update(compile_cache_env(private_dir))
     os.environ["HOME"] = private_dir
     os.environ["TMPDIR"] = private_dir
-    _limit(resource.RLIMIT_CORE, 0)
-    _limit(resource.RLIMIT_FSIZE, max_file_bytes)
-    _limit(resource.RLIMIT_NOFILE, 4096)
-    report: dict[str, Any] = {"private_dir": private_dir, "environment": "scrubbed"}
-    is_root = os.geteuid() == 0
-    if isolate_network:
-        report["network"] = _isolate_network() if is_root else "not applied: needs root"
-    else:
-        report["network"] = "not requested"
-    if user:
-        report["user"] = _drop_privileges(user) if is_root else "not applied: kforge is not running as root"
-    else:
-        report["user"] = "not requested"
+    for path in compile_cache_env(private_dir).values():
+        os.makedirs(path, exist_ok=True)
+    isolation.limit(resource.RLIMIT_CORE, 0)
+    isolation.limit(resource.RLIMIT_FSIZE, max_file_bytes)
+    isolation.limit(resource.RLIMIT_NOFILE, 4096)
+    processes = isolation.processes_of(uid) + EXTRA_PROCESSES
+    isolation.limit(resource.RLIMIT_NPROC, processes)
+    report["process_limit"] = processes
     return report

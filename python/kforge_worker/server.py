@@ -38,7 +38,7 @@ def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[
         return {"findings": [{"check": f.check, "line": f.line, "message": f.message} for f in findings]}
 
     return {
-        "hello": lambda request: env_info.fingerprint(device),
+        "hello": lambda request: {**env_info.fingerprint(device), "confinement": CONFINEMENT},
         "capture": lambda request: capture.capture(request, torch.device(device)),
         "warm_capture": lambda request: capture.warm_up(torch.device(device)),
         "static_check": static_check,
@@ -90,6 +90,59 @@ def serve(role: str, device: str) -> int:
         after_reply()
 
 
+CONFINEMENT: dict[str, Any] = {}
+
+
+def _watch_parent() -> None:
+    """A worker outside a PID namespace of its own ends when kforge does, even while it is busy:
+    a thread notices the new parent and takes the worker's process group down."""
+    import signal
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="kforge-parent-watch", daemon=True).start()
+
+
+def confine(role: str) -> dict[str, Any]:
+    """Before anything starts a thread. Neither worker may be traced or have its memory read by
+    other processes of its user (the candidates among them). The trusted worker imports task
+    files, some written by a model, so it also gets PID and network namespaces (it sees no other
+    process and no network) and a filesystem read-only outside the workspace and its scratch
+    folders; in a user namespace
+    of its own even root loses its power over processes outside (kforge's environment included)."""
+    from . import isolation
+
+    report: dict[str, Any] = {}
+    if role == "trusted":
+        try:
+            # The process that returns is process 1 of its own PID namespace; the one that
+            # started stays behind as its keeper (kforge waits on and signals that one).
+            isolation.enter_namespaces({REQUEST_FD, RESPONSE_FD}, full_identity_map=True)
+            # /tmp stays visible (task files may live there) but read-only: its temporary files go
+            # to TMPDIR in kforge's scratch folder.
+            writable = [p for p in os.environ.get("KFORGE_WRITABLE", "").split(":") if p]
+            report["filesystem"] = isolation.confine_filesystem(writable, private_tmp=False)
+            report["namespaces"] = "user, pid, mount, ipc, network"
+        except (isolation.IsolationError, OSError) as error:
+            report["namespaces"] = f"not applied: {error}"
+            _watch_parent()
+    else:
+        _watch_parent()
+    try:
+        isolation.set_dumpable(False)
+        report["dumpable"] = False
+    except isolation.IsolationError as error:
+        report["dumpable"] = f"could not be cleared: {error}"
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="kforge worker (started by kforge; speaks on fds 3 and 4)")
     parser.add_argument("--role", choices=("trusted", "zygote"), required=True)
@@ -97,6 +150,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
+    CONFINEMENT.update(confine(args.role))
     import torch  # noqa: F401  (warm import: the reason a worker exists)
     import triton  # noqa: F401
     return serve(args.role, args.device)

@@ -10,6 +10,7 @@ the child ended together with the result file the child wrote.
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import json
 import os
@@ -24,7 +25,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from . import harness, memory_plan, runtime_warmup, sandbox, shared_memory
+from . import audit, harness, isolation, memory_plan, runtime_warmup, sandbox, shared_memory
+from .errors import UserError
 from .protocol import read_message, write_message
 
 RESULT_LIMIT_BYTES = 32 << 20
@@ -47,6 +49,11 @@ class SandboxConfig:
     max_file_bytes: int
     isolation: str = "fork"  # "fork": warm forked spares; "spawn": a fresh interpreter per candidate
     gpu_memory_fraction: float = 0.75
+    seccomp_bpf_hex: str = ""  # the syscall filter kforge built with libseccomp
+    allow_unisolated: bool = False  # --unsafe-no-isolation: run candidates where namespaces are missing
+    namespaces: bool = True  # decided at configure time from what the machine allows
+    max_processes: int = 512  # the candidate's whole process tree
+    readable: list[str] = dataclasses.field(default_factory=list)  # folders it reads beside the system
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "SandboxConfig":
@@ -54,7 +61,27 @@ class SandboxConfig:
                              user=data.get("user") or None, isolate_network=bool(data.get("isolate_network", True)),
                              max_file_bytes=int(data.get("max_file_bytes", 16 << 30)),
                              isolation=str(data.get("isolation", "fork")),
-                             gpu_memory_fraction=float(data.get("gpu_memory_fraction", 0.75)))
+                             gpu_memory_fraction=float(data.get("gpu_memory_fraction", 0.75)),
+                             seccomp_bpf_hex=str(data.get("seccomp_bpf_hex", "")),
+                             allow_unisolated=bool(data.get("allow_unisolated", False)),
+                             namespaces=bool(data.get("namespaces", True)),
+                             max_processes=int(data.get("max_processes", 512)),
+                             readable=[str(path) for path in data.get("readable", [])])
+
+
+def _sweep_stale(base: str) -> int:
+    """Removes the folders of zygotes that no longer run (a kforge killed mid-evaluation)."""
+    swept = 0
+    for name in os.listdir(base):
+        path = os.path.join(base, name)
+        if name.startswith("zygote-") and name[7:].isdigit():
+            if os.path.exists(f"/proc/{name[7:]}") and int(name[7:]) != os.getpid():
+                continue
+        elif not name.startswith("candidate-"):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        swept += 1
+    return swept
 
 
 def _tail(path: str) -> str:
@@ -132,13 +159,18 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
                 pass
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     started = time.time()
-    report = sandbox.enter_sandbox(private_dir, config.env, config.user, config.isolate_network, config.max_file_bytes)
+    report = sandbox.enter_sandbox(private_dir, config.env, config.user, config.namespaces, config.max_file_bytes,
+                                   {job_fd}, config.readable)
     if device.startswith("cuda"):
         _warm_cuda(device, config.gpu_memory_fraction)
     ready = time.time()
     job = read_message(job_fd)
     if job is None:
         return
+    # From here on the process runs untrusted code: the runtime's audit hooks report what the
+    # kernel's filter would also stop, and the filter holds every thread.
+    audit.install(private_dir, [os.path.join(str(job.get("exchange_dir", "")), "candidate.py")])
+    report["seccomp"] = isolation.lock_down(bytes.fromhex(config.seccomp_bpf_hex))
     # How long this process took to get ready, and how long its job waited for that.
     report["warmup_s"] = ready - started
     report["job_waited_s"] = max(0.0, ready - float(job.get("sent_at", ready)))
@@ -169,13 +201,38 @@ class Zygote:
         self.spares: list[Spare] = []
         self.candidates_run = 0
         self.fresh_processes: list[subprocess.Popen] = []  # kept so Popen does not reap them behind our back
+        atexit.register(self.shutdown)
+
+    def shutdown(self) -> None:
+        """On the way out: the spares end and this zygote's folder goes."""
+        self.discard_spares()
+        if self.config is not None:
+            shutil.rmtree(self.config.root, ignore_errors=True)
 
     def configure(self, request: dict[str, Any]) -> dict[str, Any]:
         self.discard_spares()
-        self.config = SandboxConfig.from_json(request["sandbox"])
-        os.makedirs(self.config.root, exist_ok=True)
-        os.chmod(self.config.root, 0o711)  # the sandbox user must reach its own folder inside
-        return {"configured": True}
+        config = SandboxConfig.from_json(request["sandbox"])
+        probed = isolation.probe()
+        if not probed["namespaces"]:
+            if not config.allow_unisolated:
+                raise UserError(
+                    "kforge cannot isolate candidate processes on this machine: " + probed["why"] + ". It needs "
+                    "unprivileged user namespaces (user.max_user_namespaces > 0, and on Debian/Ubuntu "
+                    "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0). "
+                    "Pass --unsafe-no-isolation to run candidates without them: they could then read your files "
+                    "and reach the network.")
+            config.namespaces = False
+        self.config = config
+        # Each zygote keeps its candidates' folders under its own; folders of zygotes that died
+        # (a killed kforge) are swept.
+        base = config.root
+        os.makedirs(base, exist_ok=True)
+        os.chmod(base, 0o711)  # the sandbox user must reach its own folder inside
+        swept = _sweep_stale(base)
+        config.root = os.path.join(base, f"zygote-{os.getpid()}")
+        os.makedirs(config.root, exist_ok=True)
+        os.chmod(config.root, 0o711)
+        return {"configured": True, "isolation": probed, "swept": swept}
 
     # -- spares ---------------------------------------------------------------------------
     def ensure_spare(self) -> None:
@@ -271,8 +328,10 @@ class Zygote:
         ended["stdout_tail"] = _tail(os.path.join(spare.private_dir, "stdout.txt"))
         ended["stderr_tail"] = _tail(os.path.join(spare.private_dir, "stderr.txt"))
         ended["result"] = self._read_result(spare.private_dir)
+        ended["sandbox_violations"] = audit.read_violations(spare.private_dir)
         after = _fingerprint(protected)
         ended["tampered_paths"] = [path for path in protected if before.get(path) != after.get(path)]
+        shutil.rmtree(spare.private_dir, ignore_errors=True)
         return ended
 
     @staticmethod
@@ -289,16 +348,33 @@ class Zygote:
             return []
 
     def _wait(self, pid: int, timeout_s: float, memory_limit: int, started: float) -> dict[str, Any]:
+        """Waits for the candidate's process, enforcing the time limit, the memory limit on its whole
+        process tree (proportional set size: pages shared with the warm parent count by share)
+        and the bound on its number of processes. Looks at the process from outside as it runs:
+        its namespaces and seccomp mode are evidence the candidate cannot forge."""
+        assert self.config is not None
         peak_rss = 0
+        peak_processes = 0
+        seen: dict[str, Any] = {}
         pause = 0.001
+        next_tree = 0.0
+        rss = 0
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
-                return self._exit_report(status, peak_rss, None)
+                return self._exit_report(status, peak_rss, None, peak_processes, seen)
             elapsed = time.monotonic() - started
-            rss = memory_plan.rss_bytes(pid)
-            peak_rss = max(peak_rss, rss)
             reason = None
+            if elapsed >= next_tree:  # the whole tree, ten times a second
+                next_tree = elapsed + 0.1
+                tree = isolation.descendants(pid)
+                peak_processes = max(peak_processes, len(tree) + 1)
+                rss = sum(isolation.proportional_bytes(p) for p in [pid] + tree) or memory_plan.rss_bytes(pid)
+                if tree:
+                    seen = self._observe(tree[0], seen)
+                if len(tree) + 1 > self.config.max_processes:
+                    reason = "process_limit"
+            peak_rss = max(peak_rss, rss)
             if elapsed > timeout_s:
                 reason = "timeout"
             elif memory_limit and rss > memory_limit:
@@ -306,14 +382,34 @@ class Zygote:
             if reason:
                 _kill_group(pid)
                 _, status = os.waitpid(pid, 0)
-                return self._exit_report(status, peak_rss, reason)
+                return self._exit_report(status, peak_rss, reason, peak_processes, seen)
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
 
     @staticmethod
-    def _exit_report(status: int, peak_rss: int, killed_for: str | None) -> dict[str, Any]:
+    def _observe(candidate: int, before: dict[str, Any]) -> dict[str, Any]:
+        """The candidate's isolation as the kernel reports it: which namespaces differ from the
+        zygote's own, and its seccomp and no-new-privileges state. Observations add up: a
+        process on its way out no longer shows its mount and network namespaces."""
+        ours = isolation.namespaces_of("self")
+        theirs = isolation.namespaces_of(candidate)
+        fields = isolation.status_fields(candidate, ("Seccomp", "NoNewPrivs", "Uid"))
+        seen = dict(before)
+        own = set(seen.get("own_namespaces", [])) | {name for name, inode in theirs.items() if ours.get(name) != inode}
+        seen["own_namespaces"] = sorted(own)
+        for key, field in (("seccomp_mode", "Seccomp"), ("no_new_privs", "NoNewPrivs")):
+            if field in fields:
+                seen[key] = max(seen.get(key, "0"), fields[field])
+        if "Uid" in fields:
+            seen["uid"] = fields["Uid"].split()[0]
+        return seen
+
+    @staticmethod
+    def _exit_report(status: int, peak_rss: int, killed_for: str | None, peak_processes: int,
+                     seen: dict[str, Any]) -> dict[str, Any]:
         report: dict[str, Any] = {"killed_for": killed_for, "peak_rss_bytes": peak_rss,
-                                  "exit_code": None, "signal": None}
+                                  "exit_code": None, "signal": None, "peak_processes": peak_processes,
+                                  "isolation_seen": seen}
         if os.WIFEXITED(status):
             report["exit_code"] = os.WEXITSTATUS(status)
         elif os.WIFSIGNALED(status):

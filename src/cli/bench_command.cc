@@ -168,7 +168,12 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
     }
     std::printf("wrote %s\n", summary_path.string().c_str());
   }
-  return 0;
+  // Exit 1 when any task ended without an accepted kernel (an error included), so a script
+  // sees a partial result; the summary says which.
+  size_t failed = 0;
+  for (const Json& task : tasks_json) failed += JsonGet<std::string>(task, "verdict", "error") != "accepted";
+  if (failed > 0 && !flags.json) std::printf("%zu task(s) without an accepted kernel: exit status 1\n", failed);
+  return failed > 0 || !not_run.empty() ? 1 : 0;
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // kforge: the subcommand table. Wiring only; every command lives in its own file.
+#include <sys/prctl.h>
+
 #include <cstdio>
 #include <map>
 
@@ -23,6 +25,9 @@ const kforge::Command kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Not dumpable: no process of the same user (a candidate, a model-written task) may trace this
+  // one or read its environment, where provider keys live, through /proc.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   CLI::App app{"kforge: turns PyTorch programs into verified, faster GPU kernels"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kforge ") + KFORGE_VERSION);
@@ -36,6 +41,9 @@ int main(int argc, char** argv) {
   app.add_option("--isolation", common.isolation,
                  "fork: candidates run in processes forked from a warm parent; spawn: a fresh interpreter each")
       ->capture_default_str();
+  app.add_flag("--unsafe-no-isolation", common.unsafe_no_isolation,
+               "run candidates even where this machine offers no user namespaces to isolate them in (they could "
+               "then read your files and reach the network)");
   app.add_flag("-v,--verbose", common.verbose, "more progress output");
   app.add_flag("-q,--quiet", common.quiet, "no progress output");
   std::map<CLI::App*, kforge::CommandRunner> runners;

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include "core/files.h"
 #include "core/log.h"
 #include "sandbox/environment.h"
+#include "sandbox/syscall_filter.h"
 
 namespace kforge {
 namespace {
@@ -21,14 +25,26 @@ std::filesystem::path ScratchRoot(const std::filesystem::path& workspace) {
   return workspace / "scratch";
 }
 
-// Whether the unprivileged sandbox user can reach `path`: every folder above it must let others in.
-bool ReachableByOthers(const std::filesystem::path& path) {
-  for (auto dir = path; !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-    std::error_code ec;
-    auto perms = std::filesystem::status(dir, ec).permissions();
-    if (!ec && (perms & std::filesystem::perms::others_exec) == std::filesystem::perms::none) return false;
+// Removes exchange folders left by kforge processes that no longer run (killed mid-evaluation):
+// their names carry the pid that made them ("eval-PID-XXXXXX").
+void SweepStaleExchange(const std::filesystem::path& exchange_root) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(exchange_root, ec)) {
+    std::string name = entry.path().filename().string();
+    auto dash = name.find('-');
+    auto second = name.find('-', dash + 1);
+    if (dash == std::string::npos || second == std::string::npos) continue;
+    std::string pid = name.substr(dash + 1, second - dash - 1);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::filesystem::exists("/proc/" + pid, ec)) continue;
+    RemoveTreeQuietly(entry.path());
   }
-  return true;
+}
+
+// Sets NAME=value in an environment list, replacing what the parent passed down.
+void SetVariable(std::vector<std::string>& environment, const std::string& name, const std::string& value) {
+  std::erase_if(environment, [&](const std::string& entry) { return entry.rfind(name + "=", 0) == 0; });
+  environment.push_back(name + "=" + value);
 }
 
 }  // namespace
@@ -55,35 +71,48 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
 
   SandboxSettings sandbox;
   sandbox.root = (workspace->ScratchDir() / "sandbox").string();
-  // Compile caches persist in the workspace when the sandbox user can reach it there, otherwise
-  // they live beside the sandbox folders.
-  sandbox.cache_dir = (workspace->root_ / "cache").string();
+  sandbox.readable = {(workspace->ScratchDir() / "exchange").string()};
+  std::filesystem::create_directories(workspace->ScratchDir() / "exchange", ec);
+  SweepStaleExchange(workspace->ScratchDir() / "exchange");
   std::filesystem::create_directories(workspace->ScratchDir(), ec);
   std::filesystem::permissions(workspace->ScratchDir(), std::filesystem::perms::owner_all |
                                std::filesystem::perms::group_exec | std::filesystem::perms::others_exec, ec);
-  if (geteuid() == 0 && !options.sandbox_user.empty() && !ReachableByOthers(workspace->root_)) {
-    sandbox.cache_dir = (workspace->ScratchDir() / "cache").string();
-  }
-  std::filesystem::create_directories(sandbox.cache_dir + "/triton", ec);
-  std::filesystem::create_directories(sandbox.cache_dir + "/torch_extensions", ec);
-  // Shared compile caches: the unprivileged candidate user writes there too.
-  for (const char* sub : {"", "/triton", "/torch_extensions"}) {
-    std::filesystem::permissions(sandbox.cache_dir + sub, std::filesystem::perms::all, ec);
-  }
+  // The trusted worker's own compile caches (torch.compile baselines); candidates get theirs in
+  // their private folders, so nothing they write can reach another evaluation.
+  std::string trusted_cache = (workspace->root_ / "cache").string();
+  std::filesystem::create_directories(trusted_cache + "/triton", ec);
+  std::filesystem::create_directories(trusted_cache + "/inductor", ec);
+  SetVariable(spec.environment, "TRITON_CACHE_DIR", trusted_cache + "/triton");
+  SetVariable(spec.environment, "TORCHINDUCTOR_CACHE_DIR", trusted_cache + "/inductor");
+  // What stays writable when the trusted worker confines its own filesystem (it imports task
+  // files, some written by a model).
+  SetVariable(spec.environment, "KFORGE_WRITABLE", workspace->root_.string() + ":" + workspace->ScratchDir().string());
+  std::filesystem::create_directories(workspace->ScratchDir() / "tmp", ec);
+  SetVariable(spec.environment, "TMPDIR", (workspace->ScratchDir() / "tmp").string());
   sandbox.user = geteuid() == 0 ? options.sandbox_user : "";
   if (options.isolation != "fork" && options.isolation != "spawn") {
     return Status::InvalidArgument("--isolation must be fork or spawn (got '" + options.isolation + "')");
   }
   sandbox.isolation = options.isolation;
-  sandbox.candidate_environment = CandidateEnvironment(env, workspace->device_, sandbox.cache_dir);
+  sandbox.candidate_environment = CandidateEnvironment(env, workspace->device_);
+  ASSIGN_OR_RETURN(sandbox.syscall_filter, BuildSyscallFilter(SyscallPolicy{.allow_exec = workspace->device_ != "cpu"}));
+  sandbox.allow_unisolated = options.unsafe_no_isolation;
   workspace->workers_ = std::make_unique<DeviceWorkers>(spec, sandbox);
 
-  auto store = Store::Open(workspace->root_ / "kforge.db");
-  if (store.ok()) {
-    workspace->store_ = std::move(store).value();
-  } else {
-    LogInfo("warning: results will not be stored: {}", store.status().ToString());
+  // A store that exists but cannot be read is never replaced: its history would be gone.
+  const std::filesystem::path db_path = workspace->root_ / "kforge.db";
+  if (std::filesystem::exists(db_path, ec) && std::filesystem::file_size(db_path, ec) == 0) {
+    return Status::InvalidArgument(fmt::format(
+        "the store {} is empty (0 bytes): it was truncated. Restore it from a copy, or move it away to start a "
+        "new store in this workspace", db_path.string()));
   }
+  auto store = Store::Open(db_path);
+  if (!store.ok()) {
+    return Status::InvalidArgument(fmt::format(
+        "cannot open the store {}: {}. If it is damaged, restore it from a copy or move it away to start a new "
+        "one; nothing was changed", db_path.string(), store.status().message()));
+  }
+  workspace->store_ = std::move(store).value();
   workspace->stored_baselines_ = StoredBaselines(workspace->store_.get(), /*reuse=*/true);
   workspace->fresh_baselines_ = StoredBaselines(workspace->store_.get(), /*reuse=*/false);
   return workspace;

@@ -23,6 +23,7 @@ struct CommonOptions {
   std::string workspace = ".kforge";
   std::string sandbox_user = "nobody";
   std::string isolation = "fork";
+  bool unsafe_no_isolation = false;  // run candidates even where the kernel cannot isolate them
   bool verbose = false;
   bool quiet = false;
 };
@@ -36,7 +37,7 @@ class Workspace {
 
   const std::string& device() const { return device_; }
   DeviceWorkers& workers() { return *workers_; }
-  Store* store() { return store_.get(); }  // null when the store could not be opened
+  Store* store() { return store_.get(); }  // never null once Open succeeded
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path ScratchDir() const;
   Result<Json> Fingerprint();

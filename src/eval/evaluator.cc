@@ -16,7 +16,19 @@
 namespace kforge {
 namespace {
 
-constexpr double kWorkerCallTimeoutS = 600;
+// How long the trusted worker may take over one call: the time a candidate gets, and a margin.
+// A reference that takes longer is the task's problem (the worker is stopped and replaced).
+double ReferenceTimeout(const EvalOptions& options) { return options.timeout_s + 30; }
+
+// A prepare that failed, as the error the user sees: a reference that hangs is the task's fault.
+Status PrepareFailure(const Status& status, const EvalOptions& options) {
+  if (status.code() == StatusCode::kTimeout) {
+    return Status::InvalidArgument(fmt::format("the task's reference did not finish within {:.0f} s (its worker was "
+                                               "stopped; a new one serves the next task). Check that Model.forward "
+                                               "returns at these sizes, or raise --timeout.", ReferenceTimeout(options)));
+  }
+  return status;
+}
 
 std::vector<uint64_t> FreshSeeds(int count) {
   std::random_device entropy;
@@ -97,7 +109,7 @@ class EvaluationRun {
     result_.evidence["options"] = {{"device", options_.device}, {"precision", ToString(options_.precision)},
                                    {"mode", ToString(options_.mode)}, {"seeds", options_.seeds},
                                    {"timeout_s", options_.timeout_s}};
-    ASSIGN_OR_RETURN(exchange_, MakeTempDir(options_.exchange_root, "eval-"));
+    ASSIGN_OR_RETURN(exchange_, MakeTempDir(options_.exchange_root, fmt::format("eval-{}-", getpid())));
     chmod(exchange_.c_str(), 0755);  // the sandboxed candidate reads its inputs here
     RETURN_IF_ERROR(WriteFile(exchange_ / "candidate.py", source));
     chmod((exchange_ / "candidate.py").c_str(), 0644);
@@ -110,7 +122,7 @@ class EvaluationRun {
 
   void StaticChecks() {
     auto report = trusted_->Call("static_check", Json{{"candidate_path", (exchange_ / "candidate.py").string()}},
-                                 kWorkerCallTimeoutS);
+                                 ReferenceTimeout(options_));
     if (!report.ok()) return InfraError("static checks", report.status());
     result_.evidence["static_checks"] = *report;
     if (auto verdict = JudgeStaticChecks(*report)) Finish(*verdict);
@@ -126,9 +138,10 @@ class EvaluationRun {
                     {"precision", ToString(options_.precision)}, {"distributions", options_.distributions},
                     {"timing_seed", options_.timing ? Json(timing_seed) : Json()}, {"profile", true},
                     {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}}}};
-    auto prepared = trusted_->Call("prepare", request, kWorkerCallTimeoutS);
+    auto prepared = trusted_->Call("prepare", request, ReferenceTimeout(options_));
     if (!prepared.ok()) {
-      if (prepared.status().code() == StatusCode::kInvalidArgument) return prepared.status();
+      Status failure = PrepareFailure(prepared.status(), options_);
+      if (failure.code() == StatusCode::kInvalidArgument) return failure;
       InfraError("preparing the reference", prepared.status());
       return Status::Ok();
     }
@@ -188,6 +201,9 @@ class EvaluationRun {
                                    {"killed_for", run_["killed_for"]}, {"wall_s", run_["wall_s"]},
                                    {"peak_rss_bytes", run_["peak_rss_bytes"]}, {"stdout_tail", run_["stdout_tail"]},
                                    {"stderr_tail", run_["stderr_tail"]}, {"sandbox", JsonField(result, "sandbox")},
+                                   {"isolation_seen", JsonField(run_, "isolation_seen")},
+                                   {"peak_processes", JsonField(run_, "peak_processes")},
+                                   {"sandbox_violations", JsonField(run_, "sandbox_violations")},
                                    {"phase_s", JsonField(result, "phase_s")}};
     if (result.contains("error") && !result["error"].is_null()) result_.evidence["error"] = result["error"];
     if (result.contains("findings")) result_.evidence["findings"] = result["findings"];
@@ -204,7 +220,7 @@ class EvaluationRun {
     Json request = {{"eval_id", eval_id_}, {"clean_run", clean},
                     {"timing_calls", timing.is_object() ? JsonField(timing, "samples_ms").size() : 0},
                     {"profiled", JsonField(result, "provenance").is_object()}};
-    auto comparison = trusted_->Call("compare", request, kWorkerCallTimeoutS);
+    auto comparison = trusted_->Call("compare", request, ReferenceTimeout(options_));
     if (!comparison.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
                               VerdictKind::kInfraError, "comparing outputs: " + comparison.status().ToString())));
     result_.evidence["correctness"] = *comparison;
@@ -221,7 +237,7 @@ class EvaluationRun {
     Json candidate_timing = JsonField(run_["result"], "timing");
     if (!candidate_timing.is_object()) return;
     if (auto verdict = JudgeTimingIntegrity(candidate_timing)) return Finish(*verdict);
-    auto reference = TimedReference("eager", kWorkerCallTimeoutS);
+    auto reference = TimedReference("eager", ReferenceTimeout(options_));
     if (!reference.ok()) return InfraError("timing the reference", reference.status());
     std::vector<double> candidate_samples = JsonGet<std::vector<double>>(candidate_timing, "samples_ms", {});
     std::vector<double> reference_samples = JsonGet<std::vector<double>>(*reference, "samples_ms", {});
@@ -271,7 +287,7 @@ class EvaluationRun {
   // torch.compile of the reference (default mode) on the same prepared inputs, with the same
   // method; a failure to compile is evidence, not a verdict.
   void TimeCompiledReference(const std::vector<double>& candidate_samples) {
-    auto compiled = TimedReference("compile", kWorkerCallTimeoutS * 3);
+    auto compiled = TimedReference("compile", ReferenceTimeout(options_) * 3);
     if (!compiled.ok()) {
       result_.evidence["timing"]["reference_compile_error"] = compiled.status().message();
       return;
@@ -374,14 +390,14 @@ Result<Evaluation> Evaluator::Evaluate(const TaskFile& task, const std::filesyst
 
 Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
-  ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, "baseline-"));
+  ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, fmt::format("baseline-{}-", getpid())));
   std::string eval_id = exchange.filename().string();
   std::vector<uint64_t> seeds = FreshSeeds(2);
   Json request = {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
                   {"seeds", {seeds[0]}}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
                   {"precision", ToString(options_.precision)}, {"distributions", false}, {"timing_seed", seeds[1]},
                   {"candidate", false}};
-  auto prepared = trusted->Call("prepare", request, kWorkerCallTimeoutS);
+  auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options_));
   Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
                  {"modes", Json::object()}};
   if (prepared.ok()) {
@@ -391,7 +407,7 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
     for (const std::string& mode : modes) {
       LogInfo("timing {} ({})", task.name, mode);
       auto timed = trusted->Call("time_reference", Json{{"eval_id", eval_id}, {"mode", mode},
-                                                       {"config", options_.budget.ToJson()}}, kWorkerCallTimeoutS * 3);
+                                                       {"config", options_.budget.ToJson()}}, ReferenceTimeout(options_) * 3);
       if (!timed.ok()) {
         report["modes"][mode] = {{"error", timed.status().message()}};
         continue;
@@ -403,7 +419,7 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
     (void)trusted->Call("release", Json{{"eval_id", eval_id}}, 60);
   }
   RemoveTreeQuietly(exchange);
-  if (!prepared.ok()) return prepared.status();
+  if (!prepared.ok()) return PrepareFailure(prepared.status(), options_);
   return report;
 }
 

@@ -63,14 +63,27 @@ std::optional<Verdict> JudgeStaticChecks(const Json& static_report) {
 
 std::optional<Verdict> JudgeCandidateProcess(const Json& run_report) {
   const Json result = JsonField(run_report, "result");
+  // What the runtime's audit hooks refused, read by the zygote: an attempt is the hack, whether
+  // the kernel's isolation would also have stopped it or not, and however the process ended.
+  const Json violations = JsonField(run_report, "sandbox_violations");
+  if (violations.is_array() && !violations.empty()) {
+    std::string first = violations[0].is_string() ? violations[0].get<std::string>() : violations[0].dump();
+    return HackVerdict("sandbox", fmt::format("the candidate tried what no kernel needs: {}{}", first,
+                                              violations.size() > 1 ? fmt::format(" (and {} more)", violations.size() - 1) : ""));
+  }
   std::string killed_for = JsonGet<std::string>(run_report, "killed_for", "");
+  if (killed_for == "process_limit") {
+    return HackVerdict("sandbox", fmt::format("the candidate's process tree grew to {} processes and was killed; a kernel "
+                                              "needs none of its own", JsonGet<int>(run_report, "peak_processes", 0)));
+  }
   if (killed_for == "timeout") {
     return MakeVerdict(VerdictKind::kTimeout, fmt::format("the candidate's process ran past the {:.0f} s limit and was killed",
                                                           JsonGet<double>(run_report, "timeout_s", 0)));
   }
   if (killed_for == "memory_limit") {
-    return MakeVerdict(VerdictKind::kCrashed, fmt::format("the candidate's process used {:.1f} GiB of host memory, over the limit, "
-                                                          "and was killed", JsonGet<double>(run_report, "peak_rss_bytes", 0) / (1 << 30)));
+    return MakeVerdict(VerdictKind::kCrashed, fmt::format("the candidate's processes used {:.1f} GiB of host memory together, "
+                                                          "over the limit, and were killed",
+                                                          JsonGet<double>(run_report, "peak_rss_bytes", 0) / (1 << 30)));
   }
   if (!result.is_object()) {
     if (!JsonField(run_report, "signal").is_null()) {

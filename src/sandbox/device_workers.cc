@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "sandbox/syscall_filter.h"
 
 namespace kforge {
 
@@ -31,11 +32,19 @@ Result<WorkerClient*> DeviceWorkers::Zygote() {
                      {"env", sandbox_.candidate_environment},
                      {"user", sandbox_.user},
                      {"isolate_network", sandbox_.isolate_network},
-                     {"isolation", sandbox_.isolation}};
+                     {"isolation", sandbox_.isolation},
+                     {"seccomp_bpf_hex", HexBytes(sandbox_.syscall_filter)},
+                     {"allow_unisolated", sandbox_.allow_unisolated},
+                     {"readable", sandbox_.readable}};
     auto configured = worker->Call("configure", Json{{"sandbox", settings}}, 60);
     if (!configured.ok()) {
       zygote_.reset();  // an unconfigured zygote must not be handed out; the next call starts afresh
       return configured.status().WithContext("configuring the candidate sandbox");
+    }
+    isolation_ = JsonField(*configured, "isolation");
+    if (!JsonGet<bool>(isolation_, "namespaces", false)) {
+      LogInfo("warning: candidates run WITHOUT isolation (--unsafe-no-isolation): {}",
+              JsonGet<std::string>(isolation_, "why", "?"));
     }
   }
   return static_cast<WorkerClient*>(worker);

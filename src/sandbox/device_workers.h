@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sandbox/worker.h"
 
@@ -13,11 +14,13 @@ namespace kforge {
 
 struct SandboxSettings {
   std::string root;                 // private folders of candidate processes are made here
-  std::string cache_dir;            // shared compile caches (Triton, torch extensions)
   std::string user;                 // unprivileged user for candidates when running as root; "" = none
   bool isolate_network = true;
   std::string isolation = "fork";   // "fork": warm forked processes; "spawn": a fresh interpreter each
   std::map<std::string, std::string> candidate_environment;
+  std::vector<std::string> readable;  // folders candidates read beside the read-only system (the exchange)
+  std::string syscall_filter;       // the seccomp program (raw BPF) candidates run under
+  bool allow_unisolated = false;    // run candidates where the machine offers no namespaces
 };
 
 class DeviceWorkers : public WorkerSource {
@@ -29,6 +32,8 @@ class DeviceWorkers : public WorkerSource {
   // The trusted worker's hello: the environment fingerprint.
   Result<Json> Fingerprint();
   const std::string& device() const { return base_.device; }
+  // What the zygote found the machine allows for isolating candidates (null before it started).
+  const Json& isolation() const { return isolation_; }
 
  private:
   Result<Worker*> Ensure(std::unique_ptr<Worker>& slot, const std::string& role);
@@ -37,6 +42,7 @@ class DeviceWorkers : public WorkerSource {
   SandboxSettings sandbox_;
   std::unique_ptr<Worker> trusted_;
   std::unique_ptr<Worker> zygote_;
+  Json isolation_;
 };
 
 }  // namespace kforge

@@ -62,7 +62,7 @@ std::vector<std::string> WorkerEnvironment(const std::map<std::string, std::stri
 }
 
 std::map<std::string, std::string> CandidateEnvironment(const std::map<std::string, std::string>& parent,
-                                                        const std::string& device, const std::string& cache_dir) {
+                                                        const std::string& device) {
   std::map<std::string, std::string> env;
   for (const char* name : kCandidateNames) {
     auto it = parent.find(name);
@@ -70,8 +70,6 @@ std::map<std::string, std::string> CandidateEnvironment(const std::map<std::stri
   }
   if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
   if (!env.count("LANG")) env["LANG"] = "C.UTF-8";
-  env["TRITON_CACHE_DIR"] = cache_dir + "/triton";
-  env["TORCH_EXTENSIONS_DIR"] = cache_dir + "/torch_extensions";
   if (device == "cpu") env["TRITON_INTERPRET"] = "1";
   return env;
 }

@@ -17,10 +17,10 @@ bool LooksSecret(const std::string& name);
 // NAME=value entries for a worker, from `parent` (normally the process environment).
 std::vector<std::string> WorkerEnvironment(const std::map<std::string, std::string>& parent);
 
-// The environment a candidate runs with: PATH, locale, CUDA/library paths and shared caches.
+// The environment a candidate runs with: PATH, locale, CUDA/library paths (its compile caches
+// are set in its own folder by the sandbox).
 std::map<std::string, std::string> CandidateEnvironment(const std::map<std::string, std::string>& parent,
-                                                        const std::string& device,
-                                                        const std::string& cache_dir);
+                                                        const std::string& device);
 
 std::map<std::string, std::string> ProcessEnvironment();
 

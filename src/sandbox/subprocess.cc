@@ -166,6 +166,9 @@ ExitStatus Subprocess::Wait() {
 Subprocess::~Subprocess() {
   CloseIfOpen(request_fd_);
   CloseIfOpen(response_fd_);
+  // A worker that reads the end of its requests exits on its own and cleans up after itself
+  // (the zygote removes its candidates' folders); one that is busy is killed after a moment.
+  for (int i = 0; i < 100 && !reaped_ && IsRunning(); ++i) usleep(10000);
   if (!reaped_) {
     KillGroup();
     Wait();

@@ -1,6 +1,7 @@
 // A child process in its own process group, with stdin from /dev/null, its stdout and stderr
 // captured into a bounded tail, and optionally a request/response pipe pair on fds 3 and 4.
-// The destructor kills the whole group and reaps it. Not thread-safe except OutputTail().
+// The destructor closes the channel, gives the child a second to end on its own, then kills the
+// whole group and reaps it. Not thread-safe except OutputTail().
 #pragma once
 
 #include <sys/types.h>

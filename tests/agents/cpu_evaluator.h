@@ -14,6 +14,7 @@
 #include "eval/evaluator.h"
 #include "sandbox/device_workers.h"
 #include "sandbox/environment.h"
+#include "sandbox/syscall_filter.h"
 
 namespace kforge {
 
@@ -41,11 +42,14 @@ class CpuEvaluator {
 
     SandboxSettings sandbox;
     sandbox.root = (root / "sandbox").string();
-    sandbox.cache_dir = (root / "cache").string();
     std::filesystem::create_directories(root / "sandbox");
-    std::filesystem::create_directories(root / "cache" / "triton");
-    std::filesystem::create_directories(root / "cache" / "torch_extensions");
-    sandbox.candidate_environment = CandidateEnvironment(env, "cpu", sandbox.cache_dir);
+    sandbox.candidate_environment = CandidateEnvironment(env, "cpu");
+    auto filter = BuildSyscallFilter({});
+    if (!filter.ok()) {
+      why = filter.status().ToString();
+      return nullptr;
+    }
+    sandbox.syscall_filter = *filter;
 
     EvalOptions options;
     options.device = "cpu";

@@ -39,6 +39,12 @@ TEST(JudgeCandidateProcessTest, Cases) {
       {R"({"result": {"error": {"kind": "harness_error", "phase": "harness", "message": "m"}, "findings": []}})", "infra_error"},
       {R"({"result": {"error": null, "findings": [{"check": "input_mutation", "message": "m"}]}})", "rejected_hack(input_mutation)"},
       {R"({"result": {"error": null, "findings": []}, "tampered_paths": ["/task.py"]})", "rejected_hack(file_tamper)"},
+      // What the audit hooks refused outranks how the process ended, and a process bomb is a hack.
+      {R"({"result": {"error": {"kind": "runtime_error", "phase": "forward", "message": "m"}, "findings": []},
+           "sandbox_violations": ["running '/bin/sh'"]})", "rejected_hack(sandbox)"},
+      {R"({"result": null, "killed_for": "timeout", "sandbox_violations": ["os.fork"]})", "rejected_hack(sandbox)"},
+      {R"({"result": {"error": null, "findings": []}, "sandbox_violations": []})", "none"},
+      {R"({"result": null, "killed_for": "process_limit", "signal": 9, "peak_processes": 600})", "rejected_hack(sandbox)"},
   };
   for (const auto& c : cases) EXPECT_EQ(Judged(JudgeCandidateProcess(Json::parse(c.report))), c.expected) << c.report;
 }

@@ -13,11 +13,11 @@ class DeviceWorkersTest : public FakeWorkerTest {
   SandboxSettings Sandbox() const {
     SandboxSettings sandbox;
     sandbox.root = (dir_ / "sandbox").string();
-    sandbox.cache_dir = (dir_ / "cache").string();
     sandbox.user = "nobody";
     sandbox.isolate_network = false;
     sandbox.isolation = "spawn";
     sandbox.candidate_environment = {{"PATH", "/usr/bin"}, {"TRITON_INTERPRET", "1"}};
+    sandbox.syscall_filter = "\x01\x02";
     return sandbox;
   }
 
@@ -77,8 +77,12 @@ TEST_F(DeviceWorkersTest, ZygoteIsConfiguredWithTheSandboxSettings) {
                    {"env", {{"PATH", "/usr/bin"}, {"TRITON_INTERPRET", "1"}}},
                    {"user", "nobody"},
                    {"isolate_network", false},
-                   {"isolation", "spawn"}};
+                   {"isolation", "spawn"},
+                   {"seccomp_bpf_hex", "0102"},
+                   {"allow_unisolated", false},
+                   {"readable", Json::array()}};
   EXPECT_EQ((*status)["configured"], expected);
+  EXPECT_EQ(workers.isolation()["namespaces"], true);
   EXPECT_EQ((*status)["configure_calls"], 1);
 
   auto again = workers.Zygote();

@@ -95,30 +95,26 @@ const Env kCandidateParent = {{"PATH", "/usr/bin"},
                               {"TRITON_INTERPRET", "1"},
                               {"TORCH_HOME", "/home/user/.torch"}};
 
-TEST(CandidateEnvironmentTest, OnlyWhatKernelsNeedWithCachesUnderTheCacheDir) {
+// No shared compile cache reaches a candidate: the sandbox gives each one its own.
+TEST(CandidateEnvironmentTest, OnlyWhatKernelsNeedAndNoSharedCache) {
   Env expected = {{"PATH", "/usr/bin"},
                   {"LANG", "C.UTF-8"},
                   {"LD_LIBRARY_PATH", "/usr/local/cuda/lib64"},
-                  {"CUDA_VISIBLE_DEVICES", "3"},
-                  {"TRITON_CACHE_DIR", "/ws/cache/triton"},
-                  {"TORCH_EXTENSIONS_DIR", "/ws/cache/torch_extensions"}};
-  EXPECT_EQ(CandidateEnvironment(kCandidateParent, "cuda:0", "/ws/cache"), expected);
+                  {"CUDA_VISIBLE_DEVICES", "3"}};
+  EXPECT_EQ(CandidateEnvironment(kCandidateParent, "cuda:0"), expected);
 }
 
 TEST(CandidateEnvironmentTest, CpuRunsTritonInTheInterpreter) {
-  Env env = CandidateEnvironment(kCandidateParent, "cpu", "/ws/cache");
+  Env env = CandidateEnvironment(kCandidateParent, "cpu");
   EXPECT_EQ(env["TRITON_INTERPRET"], "1");
   EXPECT_EQ(env.count("HOME"), 0u);
   EXPECT_EQ(env.count("OPENAI_API_KEY"), 0u);
-  EXPECT_EQ(env["TRITON_CACHE_DIR"], "/ws/cache/triton");
+  EXPECT_EQ(env.count("TRITON_CACHE_DIR"), 0u);
 }
 
 TEST(CandidateEnvironmentTest, DefaultsWhenTheParentIsEmpty) {
-  Env expected = {{"PATH", "/usr/local/bin:/usr/bin:/bin"},
-                  {"LANG", "C.UTF-8"},
-                  {"TRITON_CACHE_DIR", "/c/triton"},
-                  {"TORCH_EXTENSIONS_DIR", "/c/torch_extensions"}};
-  EXPECT_EQ(CandidateEnvironment({}, "cuda:1", "/c"), expected);
+  Env expected = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"LANG", "C.UTF-8"}};
+  EXPECT_EQ(CandidateEnvironment({}, "cuda:1"), expected);
 }
 
 TEST(ProcessEnvironmentTest, ReadsTheProcessEnvironment) {
