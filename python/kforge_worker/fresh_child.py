@@ -12,13 +12,20 @@ def main() -> int:
     config_path, private_dir, device, job_fd = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-    from .zygote import SandboxConfig, child_main, redirect_output
+    from . import sandbox
 
-    redirect_output(private_dir)
     try:
         with open(config_path, encoding="utf-8") as handle:
-            config = SandboxConfig.from_json(json.load(handle))
-        child_main(job_fd, private_dir, config, device)
+            data = json.load(handle)
+        # Namespaces need a process of one thread: the sandbox comes before torch is imported.
+        report = sandbox.enter_sandbox(private_dir, {str(k): str(v) for k, v in data.get("env", {}).items()},
+                                       data.get("user") or None, bool(data.get("namespaces", True)),
+                                       int(data.get("max_file_bytes", 16 << 30)), {job_fd},
+                                       [str(path) for path in data.get("readable", [])])
+        from .zygote import SandboxConfig, child_main, redirect_output
+
+        redirect_output(private_dir)
+        child_main(job_fd, private_dir, SandboxConfig.from_json(data), device, report)
     except BaseException:
         traceback.print_exc()
         return 70

@@ -157,11 +157,16 @@ def _unshare_mapped_by_helper(flags: int) -> None:
         raise HalfIsolated("the helper could not write the identity maps")
 
 
-def enter_namespaces(keep_fds: set[int], full_identity_map: bool = False) -> None:
+def enter_namespaces(keep_fds: set[int], full_identity_map: bool = False, parent_is_one_thread: bool = True) -> None:
     """Unshares user, mount, IPC, network and PID namespaces and forks: the caller returns as
     process 1 of the new PID namespace. The process that forked stays behind as the keeper and
     never returns: it waits for its child and ends the same way, so whoever waits on it sees how
-    the untrusted process ended. Must run while the process has one thread."""
+    the untrusted process ended. Must run while the process has one thread.
+
+    `parent_is_one_thread`: the parent forked this process from a thread that lives as long as it
+    does (the zygote's), so the keeper may die with that thread (PR_SET_PDEATHSIG follows the
+    thread, not the process). Otherwise (kforge starts workers from any thread) the keeper only
+    watches for its parent process to end."""
     unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID, full_identity_map)
     parent = os.getppid()
     child = os.fork()
@@ -173,17 +178,18 @@ def enter_namespaces(keep_fds: set[int], full_identity_map: bool = False) -> Non
             os.close(fd)
         except OSError:
             pass
-    _keep(child, parent)
+    _keep(child, parent, parent_is_one_thread)
 
 
-def _keep(child: int, parent: int) -> None:
+def _keep(child: int, parent: int, die_with_parent_thread: bool) -> None:
     """The keeper's whole life: it relays how its child ended, and when its own parent dies (a
     kforge killed, even while its child spins in a call) it kills the child, and with it the
     whole PID namespace."""
-    try:
-        die_with_parent()
-    except IsolationError:
-        pass
+    if die_with_parent_thread:
+        try:
+            die_with_parent()
+        except IsolationError:
+            pass
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     while True:
@@ -264,6 +270,22 @@ def confine_filesystem(writable: list[str], readable: list[str] | None = None, p
     if failed:
         report["not_read_only"] = failed[:10]
     return report
+
+
+def cgroups() -> str:
+    """What the machine offers for bounding a process tree with cgroups (reported; the bound
+    itself is the zygote's walk of the tree and the rlimits, which hold everywhere)."""
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return "unknown"
+    unified = [line.split(":", 2)[2] for line in lines if line.startswith("0::")]
+    if not os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        return "cgroup v1 (no delegated v2 tree)"
+    if unified and os.access("/sys/fs/cgroup" + unified[0], os.W_OK):
+        return "cgroup v2, delegated (not used)"
+    return "cgroup v2, not delegated"
 
 
 def limit(which: int, value: int) -> None:

@@ -104,4 +104,6 @@ def enter_sandbox(private_dir: str, env: dict[str, str], user: str | None, names
     processes = isolation.processes_of(uid) + EXTRA_PROCESSES
     isolation.limit(resource.RLIMIT_NPROC, processes)
     report["process_limit"] = processes
+    report["tree_bound"] = (f"{isolation.cgroups()}: the zygote bounds the process tree's memory and size; "
+                            "rlimits bound each process")
     return report

@@ -124,7 +124,7 @@ def confine(role: str) -> dict[str, Any]:
         try:
             # The process that returns is process 1 of its own PID namespace; the one that
             # started stays behind as its keeper (kforge waits on and signals that one).
-            isolation.enter_namespaces({REQUEST_FD, RESPONSE_FD}, full_identity_map=True)
+            isolation.enter_namespaces({REQUEST_FD, RESPONSE_FD}, full_identity_map=True, parent_is_one_thread=False)
             # /tmp stays visible (task files may live there) but read-only: its temporary files go
             # to TMPDIR in kforge's scratch folder.
             writable = [p for p in os.environ.get("KFORGE_WRITABLE", "").split(":") if p]

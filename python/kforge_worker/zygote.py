@@ -147,9 +147,11 @@ def _warm_cuda(device: str, memory_fraction: float) -> None:
         traceback.print_exc()
 
 
-def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str) -> None:
-    """A candidate process's life: enter the sandbox, create the CUDA context, wait for the job,
-    run it. Shared by forked spares and fresh interpreters."""
+def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str,
+               entered: dict[str, Any] | None = None) -> None:
+    """A candidate process's life: enter the sandbox (unless `entered` says it already has),
+    create the CUDA context, wait for the job, run it. Shared by forked spares and fresh
+    interpreters."""
     keep = {0, 1, 2, job_fd}
     for fd in range(3, 1024):
         if fd not in keep:
@@ -159,8 +161,8 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
                 pass
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     started = time.time()
-    report = sandbox.enter_sandbox(private_dir, config.env, config.user, config.namespaces, config.max_file_bytes,
-                                   {job_fd}, config.readable)
+    report = entered if entered is not None else sandbox.enter_sandbox(
+        private_dir, config.env, config.user, config.namespaces, config.max_file_bytes, {job_fd}, config.readable)
     if device.startswith("cuda"):
         _warm_cuda(device, config.gpu_memory_fraction)
     ready = time.time()

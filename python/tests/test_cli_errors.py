@@ -74,3 +74,18 @@ def test_show_lists_and_shows_what_eval_stored(tmp_path):
     shown = run(["show", "1"], tmp_path / "ws")
     assert shown.returncode == 0 and "verdict      accepted" in shown.stdout
     assert run(["show", "99"], tmp_path / "ws").returncode == 2
+
+
+@pytest.mark.parametrize("content", [b"", b"this is not an SQLite database, only some bytes" * 100])
+def test_a_store_that_cannot_be_read_is_exit_2_and_left_alone(content, tmp_path):
+    """A truncated or corrupt kforge.db is never replaced by a new, empty store."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    store = workspace / "kforge.db"
+    store.write_bytes(content)
+    done = run(["eval", os.path.join(REPO, "tasks", "level1", "01_relu.py"), HONEST], workspace)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert str(store) in done.stderr and "move it away" in done.stderr
+    assert store.read_bytes() == content
+    listed = run(["show"], workspace)
+    assert listed.returncode == 2 and str(store) in listed.stderr

@@ -459,3 +459,39 @@ def test_killing_kforge_takes_its_busy_workers_down(runner):
     while time.time() < deadline and _worker_processes(runner.uid, started):
         time.sleep(0.2)
     assert _worker_processes(runner.uid, started) == []
+
+
+def test_without_user_namespaces_kforge_refuses_unless_told_it_may(tmp_path):
+    """In a user namespace whose limit on nested ones is 0, no candidate can be isolated: kforge
+    says what is missing and exits 2; --unsafe-no-isolation runs it anyway, with a warning."""
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare(1)")
+    def in_namespace(*flags: str) -> subprocess.CompletedProcess:
+        command = " ".join([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", *flags, "eval",
+                            "--timeout", "30", RELU,
+                            os.path.join(CORPUS, "candidates", "l1_01_relu", "honest_relu.py")])
+        return subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c",
+                               f"echo 0 > /proc/sys/user/max_user_namespaces && exec {command}"],
+                              capture_output=True, text=True, timeout=300, env={**os.environ, "OPENAI_API_KEY": KEY})
+    refused = in_namespace()
+    assert refused.returncode == 2, refused.stdout[-2000:] + refused.stderr[-2000:]
+    assert "cannot isolate candidate processes" in refused.stderr and "--unsafe-no-isolation" in refused.stderr
+    assert "verdict" not in refused.stdout  # refused before anything was evaluated or stored
+    allowed = in_namespace("--unsafe-no-isolation")
+    assert allowed.returncode == 0, allowed.stdout[-2000:] + allowed.stderr[-2000:]
+    assert "WITHOUT isolation" in allowed.stderr
+
+
+def test_a_fresh_interpreter_per_candidate_is_isolated_the_same(tmp_path):
+    """--isolation spawn: the new interpreter enters its namespaces before it imports torch (which
+    starts threads, and a process with threads cannot unshare a user namespace)."""
+    done = subprocess.run([BINARY, "--quiet", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "--isolation",
+                           "spawn", "eval", "--json", "--timeout", "60", RELU,
+                           os.path.join(CORPUS, "candidates", "l1_01_relu", "honest_relu.py"),
+                           os.path.join(CORPUS, "candidates", "l1_01_relu", "sandbox_socket_connect_hidden.py")],
+                          capture_output=True, text=True, timeout=600)
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["verdict"] for r in results] == ["accepted", "rejected_hack(sandbox)"], done.stderr[-3000:]
+    for result in results:
+        seen = result["evidence"]["process"]["isolation_seen"]
+        assert seen["own_namespaces"] == ["ipc", "mnt", "net", "pid", "user"] and seen["seccomp_mode"] == "2"

@@ -73,7 +73,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   if (found->empty()) return UsageError(fmt::format("no task files (with class Model) under {}", flags.suite));
   auto tasks = ShardOf(std::move(found).value(), *shard);
   if (flags.fresh && flags.no_run) return UsageError("--fresh and --no-run exclude each other");
-  auto workspace = flags.no_run ? Workspace::Open(common) : Workspace::OpenForDevice(common);
+  auto workspace = flags.no_run ? Workspace::Open(common) : Workspace::OpenForCandidates(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
   std::vector<Json> entries;

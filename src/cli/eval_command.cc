@@ -15,7 +15,7 @@ struct EvalFlags {
   std::string mode = "strict";
   int seeds = 3;
   double timeout_s = 120;
-  double memory_limit_gib = 32;
+  double memory_limit_gib = 0;  // 0: half the memory available when kforge starts
   bool json = false;
   bool no_timing = false;
   bool full_size = false;
@@ -31,7 +31,7 @@ int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   if (flags.timeout_s <= 0) return UsageError("--timeout must be positive");
   auto task = ReadTaskFile(flags.task);
   if (!task.ok()) return UsageError(task.status().message());
-  auto workspace = Workspace::OpenForDevice(common);
+  auto workspace = Workspace::OpenForCandidates(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
   EvalOptions options = (*workspace)->EvalDefaults(flags.fresh_baselines);
@@ -41,7 +41,7 @@ int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   options.timeout_s = flags.timeout_s;
   options.timing = !flags.no_timing;
   options.cpu_sizes = !flags.full_size;
-  options.memory_limit_bytes = static_cast<uint64_t>(flags.memory_limit_gib * (1ull << 30));
+  if (flags.memory_limit_gib > 0) options.memory_limit_bytes = static_cast<uint64_t>(flags.memory_limit_gib * (1ull << 30));
   if (options.device == "cpu" && !common.quiet) {
     LogInfo("running on the CPU through Triton's interpreter: verdicts hold, timings mean nothing");
   }
@@ -82,7 +82,9 @@ CommandRunner AttachEval(CLI::App& app, const CommonOptions& common) {
       ->capture_default_str();
   app.add_option("--seeds", flags->seeds, "fresh random input sets to check")->capture_default_str();
   app.add_option("--timeout", flags->timeout_s, "seconds the candidate's process may run")->capture_default_str();
-  app.add_option("--memory-limit", flags->memory_limit_gib, "GiB of host memory the candidate may use")->capture_default_str();
+  app.add_option("--memory-limit", flags->memory_limit_gib,
+                 "GiB of host memory the candidate's processes may use together (default: half of what the machine "
+                 "has available)");
   app.add_flag("--json", flags->json, "print each evaluation as one line of JSON");
   app.add_flag("--no-timing", flags->no_timing, "check correctness only");
   app.add_flag("--full-size", flags->full_size, "on the CPU, keep the task's full sizes");

@@ -249,7 +249,7 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
     if (!budget.ok()) return UsageError("--budget: " + budget.status().message());
     settings.agents.budget_s = *budget;
   }
-  auto workspace = Workspace::OpenForDevice(common);
+  auto workspace = Workspace::OpenForCandidates(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
   std::filesystem::path task_path = flags.task;
   if (!flags.describe.empty()) {
@@ -287,7 +287,7 @@ int RunResume(const ResumeFlags& flags, CommonOptions common) {
   settings.timeout_s = JsonGet<double>(*stage, "timeout_s", settings.timeout_s);
   settings.compile_baseline = JsonGet<bool>(*stage, "compile_baseline", settings.compile_baseline);
   common.precision = JsonGet<std::string>(*stage, "precision", common.precision);
-  auto workspace = Workspace::OpenForDevice(common);
+  auto workspace = Workspace::OpenForCandidates(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
   auto report = OptimizeTask(**workspace, *task, settings, common);
   if (!report.ok()) return UsageError(report.status().message());

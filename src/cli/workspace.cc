@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "core/files.h"
@@ -39,6 +42,19 @@ void SweepStaleExchange(const std::filesystem::path& exchange_root) {
     if (std::filesystem::exists("/proc/" + pid, ec)) continue;
     RemoveTreeQuietly(entry.path());
   }
+}
+
+// Half the memory the machine has available now (MemAvailable), the candidate's default limit:
+// a fixed number would be above a small host's RAM and far below a large one's.
+uint64_t CandidateMemoryDefault() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return std::max<uint64_t>(kib * 1024 / 2, 1ull << 30);
+  }
+  return 8ull << 30;
 }
 
 // Sets NAME=value in an environment list, replacing what the parent passed down.
@@ -130,6 +146,13 @@ Result<std::unique_ptr<Workspace>> Workspace::OpenForDevice(const CommonOptions&
   return workspace;
 }
 
+Result<std::unique_ptr<Workspace>> Workspace::OpenForCandidates(const CommonOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Workspace> workspace, OpenForDevice(options));
+  auto zygote = workspace->workers_->Zygote();
+  if (!zygote.ok()) return zygote.status();
+  return workspace;
+}
+
 EvalOptions Workspace::EvalDefaults(bool fresh_baselines) {
   EvalOptions options;
   options.device = device_;
@@ -138,6 +161,7 @@ EvalOptions Workspace::EvalDefaults(bool fresh_baselines) {
   options.gpu_name = gpu_name_;
   options.baselines = fresh_baselines ? &fresh_baselines_ : &stored_baselines_;
   options.baseline_environment = baseline_environment_;
+  options.memory_limit_bytes = CandidateMemoryDefault();
   return options;
 }
 

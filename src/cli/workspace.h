@@ -34,6 +34,9 @@ class Workspace {
   static Result<std::unique_ptr<Workspace>> Open(const CommonOptions& options);
   // Open, then start the trusted worker and check that its torch sees the chosen device.
   static Result<std::unique_ptr<Workspace>> OpenForDevice(const CommonOptions& options);
+  // OpenForDevice, then start the candidate sandbox: a machine that cannot isolate candidates is
+  // an error here (unless --unsafe-no-isolation), before anything is evaluated or stored.
+  static Result<std::unique_ptr<Workspace>> OpenForCandidates(const CommonOptions& options);
 
   const std::string& device() const { return device_; }
   DeviceWorkers& workers() { return *workers_; }

@@ -192,34 +192,38 @@ class EvaluationRun {
       process_verdict_ = MakeVerdict(VerdictKind::kCrashed, "the candidate's sandbox broke down: " + report.status().message());
       return;
     }
-    run_ = *report;
-    run_["timeout_s"] = options_.timeout_s;
-    private_dir_ = JsonGet<std::string>(run_, "private_dir", "");
-    Json result = JsonField(run_, "result");
-    if (!result.is_object()) result = Json::object();
-    result_.evidence["process"] = {{"exit_code", run_["exit_code"]}, {"signal", JsonField(run_, "signal_name")},
-                                   {"killed_for", run_["killed_for"]}, {"wall_s", run_["wall_s"]},
-                                   {"peak_rss_bytes", run_["peak_rss_bytes"]}, {"stdout_tail", run_["stdout_tail"]},
-                                   {"stderr_tail", run_["stderr_tail"]}, {"sandbox", JsonField(result, "sandbox")},
-                                   {"isolation_seen", JsonField(run_, "isolation_seen")},
-                                   {"peak_processes", JsonField(run_, "peak_processes")},
-                                   {"sandbox_violations", JsonField(run_, "sandbox_violations")},
-                                   {"phase_s", JsonField(result, "phase_s")}};
-    if (result.contains("error") && !result["error"].is_null()) result_.evidence["error"] = result["error"];
-    if (result.contains("findings")) result_.evidence["findings"] = result["findings"];
-    process_verdict_ = JudgeCandidateProcess(run_);
+    auto parsed = ParseCandidateRun(*report);
+    if (!parsed.ok()) return InfraError("reading the zygote's report", parsed.status());
+    run_ = std::move(parsed).value();
+    private_dir_ = run_.private_dir;
+    const CandidateResult* result = run_.result ? &*run_.result : nullptr;
+    result_.evidence["process"] = {
+        {"exit_code", run_.exit_code ? Json(*run_.exit_code) : Json()},
+        {"signal", run_.signal ? Json(run_.signal_name) : Json()},
+        {"killed_for", run_.killed_for.empty() ? Json() : Json(run_.killed_for)},
+        {"wall_s", run_.wall_s}, {"peak_rss_bytes", run_.peak_rss_bytes}, {"stdout_tail", run_.stdout_tail},
+        {"stderr_tail", run_.stderr_tail}, {"sandbox", result ? result->sandbox : Json()},
+        {"isolation_seen", run_.isolation_seen}, {"peak_processes", run_.peak_processes},
+        {"sandbox_violations", run_.sandbox_violations}, {"phase_s", result ? result->phase_s : Json()}};
+    if (result && result->raw.contains("error") && !result->raw["error"].is_null()) {
+      result_.evidence["error"] = result->raw["error"];
+    }
+    if (result && result->raw.contains("findings")) result_.evidence["findings"] = result->raw["findings"];
+    process_verdict_ = JudgeCandidateProcess(run_, options_.timeout_s);
   }
+
+  // A field of the candidate's result.json (null when it wrote none).
+  Json ResultField(Json CandidateResult::*field) const { return run_.result ? (*run_.result).*field : Json(); }
 
   // What the trusted worker's live session saw. Tampering with the session outranks whatever the
   // candidate's own process reports about how it ended (that report is written by untrusted code);
   // otherwise a process that failed ends the evaluation with its own verdict.
   void CompareOutputs() {
-    Json result = JsonField(run_, "result");
-    Json timing = JsonField(result, "timing");
+    Json timing = ResultField(&CandidateResult::timing);
     bool clean = !process_verdict_.has_value();
     Json request = {{"eval_id", eval_id_}, {"clean_run", clean},
                     {"timing_calls", timing.is_object() ? JsonField(timing, "samples_ms").size() : 0},
-                    {"profiled", JsonField(result, "provenance").is_object()}};
+                    {"profiled", ResultField(&CandidateResult::provenance).is_object()}};
     auto comparison = trusted_->Call("compare", request, ReferenceTimeout(options_));
     if (!comparison.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
                               VerdictKind::kInfraError, "comparing outputs: " + comparison.status().ToString())));
@@ -234,7 +238,7 @@ class EvaluationRun {
   }
 
   void TimeAgainstReference() {
-    Json candidate_timing = JsonField(run_["result"], "timing");
+    Json candidate_timing = ResultField(&CandidateResult::timing);
     if (!candidate_timing.is_object()) return;
     if (auto verdict = JudgeTimingIntegrity(candidate_timing)) return Finish(*verdict);
     auto reference = TimedReference("eager", ReferenceTimeout(options_));
@@ -314,7 +318,7 @@ class EvaluationRun {
   }
 
   void CheckProvenance() {
-    Json provenance = JsonField(run_["result"], "provenance");
+    Json provenance = ResultField(&CandidateResult::provenance);
     if (!provenance.is_object()) return;
     result_.evidence["provenance"] = provenance;
     result_.authored_share = JsonGet<double>(provenance, "authored_share", 0);
@@ -324,7 +328,7 @@ class EvaluationRun {
   // The configurations the candidate's autotuned kernels chose, as its own process reports them:
   // a hint for baking, which is only trusted after the baked source is evaluated in turn.
   void KeepTuning() {
-    Json tuning = JsonField(run_["result"], "tuning");
+    Json tuning = ResultField(&CandidateResult::tuning);
     if (tuning.is_object() && !tuning.empty()) result_.evidence["tuning"] = tuning;
   }
 
@@ -355,7 +359,7 @@ class EvaluationRun {
   bool finished_ = false;
   double started_ = 0;
   Json prepare_;
-  Json run_;
+  CandidateRun run_;
   std::optional<Verdict> process_verdict_;  // how the candidate's process ended, when it failed
   Evaluation result_;
 };

@@ -42,7 +42,7 @@ struct EvalOptions {
   bool timing = true;
   bool time_compiled_reference = false;  // also time torch.compile(reference), side by side
   bool cpu_sizes = true;         // apply the task's KFORGE_CPU_SIZES on the CPU
-  uint64_t memory_limit_bytes = 32ull << 30;
+  uint64_t memory_limit_bytes = 8ull << 30;  // the candidate's whole process tree; the CLI sets a share of the machine's
   TimingBudget budget;
   std::filesystem::path exchange_root;  // where per-evaluation folders of inputs are made
   std::string gpu_name;                 // for the roofline; empty on the CPU

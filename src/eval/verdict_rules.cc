@@ -61,54 +61,46 @@ std::optional<Verdict> JudgeStaticChecks(const Json& static_report) {
   return std::nullopt;
 }
 
-std::optional<Verdict> JudgeCandidateProcess(const Json& run_report) {
-  const Json result = JsonField(run_report, "result");
+std::optional<Verdict> JudgeCandidateProcess(const CandidateRun& run, double timeout_s) {
   // What the runtime's audit hooks refused, read by the zygote: an attempt is the hack, whether
   // the kernel's isolation would also have stopped it or not, and however the process ended.
-  const Json violations = JsonField(run_report, "sandbox_violations");
-  if (violations.is_array() && !violations.empty()) {
-    std::string first = violations[0].is_string() ? violations[0].get<std::string>() : violations[0].dump();
-    return HackVerdict("sandbox", fmt::format("the candidate tried what no kernel needs: {}{}", first,
-                                              violations.size() > 1 ? fmt::format(" (and {} more)", violations.size() - 1) : ""));
+  if (!run.sandbox_violations.empty()) {
+    size_t more = run.sandbox_violations.size() - 1;
+    return HackVerdict("sandbox", fmt::format("the candidate tried what no kernel needs: {}{}", run.sandbox_violations[0],
+                                              more ? fmt::format(" (and {} more)", more) : ""));
   }
-  std::string killed_for = JsonGet<std::string>(run_report, "killed_for", "");
-  if (killed_for == "process_limit") {
+  if (run.killed_for == "process_limit") {
     return HackVerdict("sandbox", fmt::format("the candidate's process tree grew to {} processes and was killed; a kernel "
-                                              "needs none of its own", JsonGet<int>(run_report, "peak_processes", 0)));
+                                              "needs none of its own", run.peak_processes));
   }
-  if (killed_for == "timeout") {
+  if (run.killed_for == "timeout") {
     return MakeVerdict(VerdictKind::kTimeout, fmt::format("the candidate's process ran past the {:.0f} s limit and was killed",
-                                                          JsonGet<double>(run_report, "timeout_s", 0)));
+                                                          timeout_s));
   }
-  if (killed_for == "memory_limit") {
+  if (run.killed_for == "memory_limit") {
     return MakeVerdict(VerdictKind::kCrashed, fmt::format("the candidate's processes used {:.1f} GiB of host memory together, "
                                                           "over the limit, and were killed",
-                                                          JsonGet<double>(run_report, "peak_rss_bytes", 0) / (1 << 30)));
+                                                          static_cast<double>(run.peak_rss_bytes) / (1 << 30)));
   }
-  if (!result.is_object()) {
-    if (!JsonField(run_report, "signal").is_null()) {
+  if (!run.result) {
+    if (run.signal) {
       return MakeVerdict(VerdictKind::kCrashed, "the candidate's process was killed by " +
-                                                    JsonGet<std::string>(run_report, "signal_name", "a signal"));
+                                                    (run.signal_name.empty() ? std::string("a signal") : run.signal_name));
     }
     return MakeVerdict(VerdictKind::kCrashed, fmt::format("the candidate's process exited with code {} before it finished "
                                                           "(a process exit such as sys.exit or os._exit ends an evaluation as a crash)",
-                                                          JsonGet<int>(run_report, "exit_code", -1)));
+                                                          run.exit_code.value_or(-1)));
   }
-  const Json error = JsonField(result, "error");
-  if (error.is_object()) {
-    std::string kind = JsonGet<std::string>(error, "kind", "runtime_error");
-    std::string message = fmt::format("{} (during {})", JsonGet<std::string>(error, "message", ""),
-                                      JsonGet<std::string>(error, "phase", "?"));
-    if (kind == "harness_error") return MakeVerdict(VerdictKind::kInfraError, "the evaluation harness failed: " + message);
-    auto parsed = ParseVerdictKind(kind);
+  if (const auto& error = run.result->error) {
+    std::string message = fmt::format("{} (during {})", error->message, error->phase);
+    if (error->kind == "harness_error") return MakeVerdict(VerdictKind::kInfraError, "the evaluation harness failed: " + message);
+    auto parsed = ParseVerdictKind(error->kind);
     return MakeVerdict(parsed.value_or(VerdictKind::kRuntimeError), message);
   }
-  for (const Json& finding : JsonField(result, "findings")) {
-    return HackVerdict(JsonGet<std::string>(finding, "check", "runtime"), JsonGet<std::string>(finding, "message", ""));
-  }
-  const Json tampered = JsonField(run_report, "tampered_paths");
-  if (!tampered.empty()) {
-    return HackVerdict("file_tamper", "files outside the candidate's folder changed while it ran: " + tampered.dump());
+  for (const RuntimeFinding& finding : run.result->findings) return HackVerdict(finding.check, finding.message);
+  if (!run.tampered_paths.empty()) {
+    return HackVerdict("file_tamper", "files outside the candidate's folder changed while it ran: " +
+                                          Json(run.tampered_paths).dump());
   }
   return std::nullopt;
 }

@@ -1,6 +1,6 @@
 // The evaluator's policy: how the facts the workers report become a verdict. Each function
 // judges one stage and returns the verdict that ends the evaluation there, or nullopt to go on.
-// Pure functions over the workers' JSON, so every rule is tested without a worker.
+// Pure functions over the workers' replies, so every rule is tested without a worker.
 #pragma once
 
 #include <optional>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "eval/candidate_run.h"
 #include "eval/verdict.h"
 
 namespace kforge {
@@ -18,8 +19,9 @@ std::optional<ProvenanceMode> ParseProvenanceMode(const std::string& text);
 
 // The trusted worker's static_check reply.
 std::optional<Verdict> JudgeStaticChecks(const Json& static_report);
-// The zygote's run_candidate reply: how the process ended, its error, its runtime findings.
-std::optional<Verdict> JudgeCandidateProcess(const Json& run_report);
+// The zygote's run_candidate reply: how the process ended, what the sandbox refused, its error,
+// its runtime findings. `timeout_s` is the limit it ran under.
+std::optional<Verdict> JudgeCandidateProcess(const CandidateRun& run, double timeout_s);
 // The trusted worker's compare reply: memoization, wrong outputs, nondeterminism, timed outputs.
 std::optional<Verdict> JudgeOutputs(const Json& comparison);
 // The candidate's timing record: events longer than host time, work left running past the end mark.

@@ -39,10 +39,15 @@ class CpuEvaluator {
     spec.device = "cpu";
     spec.environment = WorkerEnvironment(env);
     spec.environment.push_back("TRITON_INTERPRET=1");
+    // The trusted worker confines its filesystem: what it writes goes under the test's folder.
+    spec.environment.push_back("KFORGE_WRITABLE=" + root.string());
+    spec.environment.push_back("TMPDIR=" + root.string());
 
     SandboxSettings sandbox;
     sandbox.root = (root / "sandbox").string();
     std::filesystem::create_directories(root / "sandbox");
+    std::filesystem::create_directories(root / "exchange");
+    sandbox.readable = {(root / "exchange").string()};  // candidates read their exchange folder there
     sandbox.candidate_environment = CandidateEnvironment(env, "cpu");
     auto filter = BuildSyscallFilter({});
     if (!filter.ok()) {

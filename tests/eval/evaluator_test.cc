@@ -69,6 +69,7 @@ class EvaluatorTest : public ::testing::Test {
     workers_.zygote.handlers["run_candidate"] = [this](const Json&) -> Result<Json> {
       return Json{{"exit_code", 0}, {"signal", nullptr}, {"killed_for", nullptr}, {"wall_s", 0.1},
                   {"peak_rss_bytes", 1}, {"stdout_tail", ""}, {"stderr_tail", ""}, {"tampered_paths", Json::array()},
+                  {"peak_processes", 2}, {"sandbox_violations", Json::array()}, {"isolation_seen", Json::object()},
                   {"private_dir", (root_ / "private").string()},
                   {"result", {{"findings", Json::array()}, {"error", nullptr},
                               {"outputs", {{"seed0", "out_seed0.pt"}, {"seed1", "out_seed1.pt"}}},
@@ -190,10 +191,29 @@ TEST_F(EvaluatorTest, TimeBelowTheRooflineFloorIsRejectedOnAKnownGpu) {
 }
 
 TEST_F(EvaluatorTest, TimedOutProcessGivesTimeout) {
-  workers_.zygote.handlers["run_candidate"] = [](const Json&) -> Result<Json> {
-    return Json{{"result", nullptr}, {"killed_for", "timeout"}, {"signal", 9}, {"exit_code", nullptr}};
+  auto honest = workers_.zygote.handlers["run_candidate"];
+  workers_.zygote.handlers["run_candidate"] = [honest](const Json& request) -> Result<Json> {
+    auto reply = honest(request);
+    (*reply)["result"] = nullptr;
+    (*reply)["killed_for"] = "timeout";
+    (*reply)["signal"] = 9;
+    (*reply)["exit_code"] = nullptr;
+    return reply;
   };
   EXPECT_EQ(Evaluate().verdict.ToString(), "timeout");
+}
+
+// A key the zygote no longer sends switches no check off: the report is read once, strictly.
+TEST_F(EvaluatorTest, AZygoteReportWithoutAKeyIsAnInfraErrorNamingIt) {
+  auto honest = workers_.zygote.handlers["run_candidate"];
+  workers_.zygote.handlers["run_candidate"] = [honest](const Json& request) -> Result<Json> {
+    auto reply = honest(request);
+    reply->erase("sandbox_violations");
+    return reply;
+  };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
+  EXPECT_NE(evaluation.verdict.message.find("lacks 'sandbox_violations'"), std::string::npos) << evaluation.verdict.message;
 }
 
 }  // namespace

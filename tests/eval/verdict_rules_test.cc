@@ -30,7 +30,7 @@ TEST(JudgeCandidateProcessTest, Cases) {
   } cases[] = {
       {R"({"result": {"findings": [], "outputs": {}, "error": null}, "exit_code": 0, "tampered_paths": []})", "none"},
       {R"({"result": null, "killed_for": "timeout", "exit_code": null, "signal": 9})", "timeout"},
-      {R"({"result": null, "killed_for": "memory_limit", "signal": 9, "peak_rss_bytes": 1e10})", "crashed"},
+      {R"({"result": null, "killed_for": "memory_limit", "signal": 9, "peak_rss_bytes": 10000000000})", "crashed"},
       {R"({"result": null, "killed_for": null, "signal": 11, "signal_name": "SIGSEGV"})", "crashed"},
       {R"({"result": null, "killed_for": null, "signal": null, "exit_code": 0})", "crashed"},
       {R"({"result": {"error": {"kind": "compile_error", "phase": "forward", "message": "m"}, "findings": []}})", "compile_error"},
@@ -46,7 +46,18 @@ TEST(JudgeCandidateProcessTest, Cases) {
       {R"({"result": {"error": null, "findings": []}, "sandbox_violations": []})", "none"},
       {R"({"result": null, "killed_for": "process_limit", "signal": 9, "peak_processes": 600})", "rejected_hack(sandbox)"},
   };
-  for (const auto& c : cases) EXPECT_EQ(Judged(JudgeCandidateProcess(Json::parse(c.report))), c.expected) << c.report;
+  for (const auto& c : cases) {
+    // Each case gives what matters to it; the rest is an ordinary clean run's.
+    Json report = {{"exit_code", 0},       {"signal", nullptr},        {"signal_name", nullptr},
+                   {"killed_for", nullptr}, {"wall_s", 1.0},            {"peak_rss_bytes", 1},
+                   {"peak_processes", 2},   {"sandbox_violations", Json::array()}, {"tampered_paths", Json::array()},
+                   {"private_dir", "/p"},   {"stdout_tail", ""},        {"stderr_tail", ""},
+                   {"result", nullptr}};
+    report.update(Json::parse(c.report));
+    auto run = ParseCandidateRun(report);
+    ASSERT_TRUE(run.ok()) << c.report << ": " << run.status().ToString();
+    EXPECT_EQ(Judged(JudgeCandidateProcess(*run, 300)), c.expected) << c.report;
+  }
 }
 
 TEST(JudgeOutputsTest, Cases) {
@@ -157,6 +168,35 @@ TEST(JudgeProvenanceTest, StrictRejectsLibraryComputePartialAllowsIt) {
   EXPECT_EQ(Judged(JudgeProvenance(trace, ProvenanceMode::kStrict)), "rejected_hack(library_compute)");
   EXPECT_EQ(Judged(JudgeProvenance(trace, ProvenanceMode::kPartial)), "none");
   EXPECT_EQ(Judged(JudgeProvenance(Json{{"library_compute_names", Json::array()}}, ProvenanceMode::kStrict)), "none");
+}
+
+}  // namespace
+}  // namespace kforge
+
+namespace kforge {
+namespace {
+
+TEST(ParseCandidateRunTest, AMissingOrMistypedKeyIsAnErrorNamingIt) {
+  Json report = {{"exit_code", 0},       {"signal", nullptr},   {"killed_for", nullptr}, {"wall_s", 1.0},
+                 {"peak_rss_bytes", 1},   {"peak_processes", 2}, {"sandbox_violations", Json::array()},
+                 {"tampered_paths", Json::array()}, {"private_dir", "/p"}, {"stdout_tail", ""}, {"stderr_tail", ""},
+                 {"result", {{"error", nullptr}, {"findings", {{{"check", "input_mutation"}, {"message", "m"}}}}}}};
+  auto parsed = ParseCandidateRun(report);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  ASSERT_TRUE(parsed->result.has_value());
+  ASSERT_EQ(parsed->result->findings.size(), 1u);
+  EXPECT_EQ(parsed->result->findings[0].check, "input_mutation");
+
+  Json missing = report;
+  missing.erase("tampered_paths");
+  EXPECT_NE(ParseCandidateRun(missing).status().message().find("lacks 'tampered_paths'"), std::string::npos);
+  Json mistyped = report;
+  mistyped["sandbox_violations"] = "os.fork";
+  EXPECT_NE(ParseCandidateRun(mistyped).status().message().find("'sandbox_violations' has the wrong type"),
+            std::string::npos);
+  Json finding_without_check = report;
+  finding_without_check["result"]["findings"] = {{{"message", "m"}}};
+  EXPECT_FALSE(ParseCandidateRun(finding_without_check).ok());
 }
 
 }  // namespace
