@@ -114,8 +114,8 @@ def confine(role: str) -> dict[str, Any]:
     """Before anything starts a thread. Neither worker may be traced or have its memory read by
     other processes of its user (the candidates among them). The trusted worker imports task
     files, some written by a model, so it also gets PID and network namespaces (it sees no other
-    process and no network) and a filesystem read-only outside the workspace and its scratch
-    folders; in a user namespace
+    process and no network) and a filesystem read-only outside the workspace's caches and kforge's
+    scratch folder (the store included); in a user namespace
     of its own even root loses its power over processes outside (kforge's environment included)."""
     from . import isolation
 

@@ -375,11 +375,12 @@ try:
         connection.sendall(b"payload:" + b";".join(found))
 except OSError:
     pass
-try:
-    with open("/var/tmp/kforge-escape-describe", "w") as handle:
-        handle.write("escaped")
-except OSError:
-    pass
+for target in ("/var/tmp/kforge-escape-describe", os.path.join(os.getcwd(), "ws", "kforge.db")):
+    try:
+        with open(target, "ab") as handle:
+            handle.write(b"escaped")
+    except OSError:
+        pass
 
 
 class Model(nn.Module):
@@ -417,6 +418,10 @@ def test_a_model_written_task_reaches_neither_keys_nor_network(runner):
     assert listener.received == [], listener.received
     assert _no_escape_markers() == []
     assert KEY not in done.stdout and KEY not in done.stderr
+    store = os.path.join(runner.home, "ws", "kforge.db")
+    with open(store, "rb") as handle:
+        assert not handle.read().endswith(b"escaped")  # the store is outside what the worker may write
+    assert runner.run("show").returncode == 0
 
 
 def test_a_reference_that_never_returns_is_a_clear_error_and_leaves_nothing(runner):

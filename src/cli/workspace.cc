@@ -101,8 +101,8 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
   SetVariable(spec.environment, "TRITON_CACHE_DIR", trusted_cache + "/triton");
   SetVariable(spec.environment, "TORCHINDUCTOR_CACHE_DIR", trusted_cache + "/inductor");
   // What stays writable when the trusted worker confines its own filesystem (it imports task
-  // files, some written by a model).
-  SetVariable(spec.environment, "KFORGE_WRITABLE", workspace->root_.string() + ":" + workspace->ScratchDir().string());
+  // files, some written by a model): its caches and the scratch folder, not the store.
+  SetVariable(spec.environment, "KFORGE_WRITABLE", trusted_cache + ":" + workspace->ScratchDir().string());
   std::filesystem::create_directories(workspace->ScratchDir() / "tmp", ec);
   SetVariable(spec.environment, "TMPDIR", (workspace->ScratchDir() / "tmp").string());
   sandbox.user = geteuid() == 0 ? options.sandbox_user : "";
