@@ -72,7 +72,7 @@ def test_filesystem_is_read_only_outside_the_private_folder_and_the_network_is_g
 
     def work() -> dict:
         seen = {}
-        for path in (str(private / "ok"), outside, "/tmp/own-tmp", os.path.join(REPO, "planted")):
+        for path in (str(private / "ok"), outside, "/tmp/own-tmp", "/usr/local/kforge-planted"):
             try:
                 with open(path, "w") as handle:
                     handle.write("x")
@@ -91,7 +91,7 @@ def test_filesystem_is_read_only_outside_the_private_folder_and_the_network_is_g
     _, seen = _in_namespaces(work, writable=[str(private)])
     assert seen[str(private / "ok")] == "written" and (private / "ok").exists()
     assert seen[outside] == "Read-only file system" and not os.path.exists(outside)
-    assert seen[os.path.join(REPO, "planted")] == "Read-only file system"
+    assert seen["/usr/local/kforge-planted"] == "Read-only file system"
     assert seen["/tmp/own-tmp"] == "written" and not os.path.exists("/tmp/own-tmp")  # its own /tmp
     assert seen["network"] == "Network is unreachable"
     assert seen["pid"] == 1 and seen["processes"] == ["1"]  # its /proc shows only its namespace
