@@ -45,7 +45,6 @@ class SandboxConfig:
     root: str
     env: dict[str, str]
     user: str | None
-    isolate_network: bool
     max_file_bytes: int
     isolation: str = "fork"  # "fork": warm forked spares; "spawn": a fresh interpreter per candidate
     gpu_memory_fraction: float = 0.75
@@ -58,7 +57,7 @@ class SandboxConfig:
     @staticmethod
     def from_json(data: dict[str, Any]) -> "SandboxConfig":
         return SandboxConfig(root=data["root"], env={str(k): str(v) for k, v in data.get("env", {}).items()},
-                             user=data.get("user") or None, isolate_network=bool(data.get("isolate_network", True)),
+                             user=data.get("user") or None,
                              max_file_bytes=int(data.get("max_file_bytes", 16 << 30)),
                              isolation=str(data.get("isolation", "fork")),
                              gpu_memory_fraction=float(data.get("gpu_memory_fraction", 0.75)),

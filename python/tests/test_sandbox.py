@@ -157,7 +157,7 @@ def _tree(children: int, megabytes: int) -> int:
 
 def _zygote(max_processes: int) -> Zygote:
     zygote = Zygote("cpu")
-    zygote.config = SandboxConfig(root=tempfile.mkdtemp(), env={}, user=None, isolate_network=True,
+    zygote.config = SandboxConfig(root=tempfile.mkdtemp(), env={}, user=None,
                                   max_file_bytes=1 << 30, max_processes=max_processes)
     return zygote
 

@@ -31,7 +31,6 @@ Result<WorkerClient*> DeviceWorkers::Zygote() {
     Json settings = {{"root", sandbox_.root},
                      {"env", sandbox_.candidate_environment},
                      {"user", sandbox_.user},
-                     {"isolate_network", sandbox_.isolate_network},
                      {"isolation", sandbox_.isolation},
                      {"seccomp_bpf_hex", HexBytes(sandbox_.syscall_filter)},
                      {"allow_unisolated", sandbox_.allow_unisolated},

@@ -15,7 +15,6 @@ namespace kforge {
 struct SandboxSettings {
   std::string root;                 // private folders of candidate processes are made here
   std::string user;                 // unprivileged user for candidates when running as root; "" = none
-  bool isolate_network = true;
   std::string isolation = "fork";   // "fork": warm forked processes; "spawn": a fresh interpreter each
   std::map<std::string, std::string> candidate_environment;
   std::vector<std::string> readable;  // folders candidates read beside the read-only system (the exchange)

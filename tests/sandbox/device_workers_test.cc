@@ -14,7 +14,6 @@ class DeviceWorkersTest : public FakeWorkerTest {
     SandboxSettings sandbox;
     sandbox.root = (dir_ / "sandbox").string();
     sandbox.user = "nobody";
-    sandbox.isolate_network = false;
     sandbox.isolation = "spawn";
     sandbox.candidate_environment = {{"PATH", "/usr/bin"}, {"TRITON_INTERPRET", "1"}};
     sandbox.syscall_filter = "\x01\x02";
@@ -76,7 +75,6 @@ TEST_F(DeviceWorkersTest, ZygoteIsConfiguredWithTheSandboxSettings) {
   Json expected = {{"root", (dir_ / "sandbox").string()},
                    {"env", {{"PATH", "/usr/bin"}, {"TRITON_INTERPRET", "1"}}},
                    {"user", "nobody"},
-                   {"isolate_network", false},
                    {"isolation", "spawn"},
                    {"seccomp_bpf_hex", "0102"},
                    {"allow_unisolated", false},
