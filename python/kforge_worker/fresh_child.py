@@ -17,15 +17,13 @@ def main() -> int:
     try:
         with open(config_path, encoding="utf-8") as handle:
             data = json.load(handle)
+        config = sandbox.SandboxConfig.from_json(data)
         # Namespaces need a process of one thread: the sandbox comes before torch is imported.
-        report = sandbox.enter_sandbox(private_dir, {str(k): str(v) for k, v in data.get("env", {}).items()},
-                                       data.get("user") or None, bool(data.get("namespaces", True)),
-                                       int(data.get("max_file_bytes", 16 << 30)), {job_fd},
-                                       [str(path) for path in data.get("readable", [])])
-        from .zygote import SandboxConfig, child_main, redirect_output
+        report = sandbox.enter_sandbox(private_dir, config, {job_fd})
+        from .zygote import child_main, redirect_output
 
         redirect_output(private_dir)
-        child_main(job_fd, private_dir, SandboxConfig.from_json(data), device, report)
+        child_main(job_fd, private_dir, config, device, report)
     except BaseException:
         traceback.print_exc()
         return 70

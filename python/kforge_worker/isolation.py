@@ -97,6 +97,11 @@ def die_with_parent() -> None:
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def unshare_only(flags: int) -> None:
+    """unshare(2) with exactly `flags` (root may take a network namespace without a user one)."""
+    _check(_libc.unshare(flags), "unshare")
+
+
 def _write(path: str, text: str) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
@@ -114,7 +119,7 @@ def unshare(flags: int, full_identity_map: bool = False) -> None:
     set_dumpable(True)  # /proc/self/*_map belong to root while the process is not dumpable
     if full_identity_map and uid == 0:
         return _unshare_mapped_by_helper(flags | CLONE_NEWUSER)
-    _check(_libc.unshare(flags | CLONE_NEWUSER), "unshare")
+    unshare_only(flags | CLONE_NEWUSER)
     try:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1\n")
@@ -254,7 +259,7 @@ def confine_filesystem(writable: list[str], readable: list[str] | None = None, p
     failed = []
     read_only = 0
     for point, options in _mounts():
-        if any(point == kept for kept in keep) or _inside(point, "/proc") or any(_inside(point, w) for w in writable):
+        if point in keep or _inside(point, "/proc") or any(_inside(point, w) for w in writable):
             continue
         flags = MS_REMOUNT | MS_BIND | MS_RDONLY
         for name, bit in _LOCKABLE.items():
@@ -312,7 +317,7 @@ def lock_down(seccomp_program: bytes | None) -> str:
     CUDA driver started included). Returns how the filter went."""
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if not seccomp_program:
-        return "not applied: no filter was built (kforge was built without libseccomp)"
+        return "not applied: kforge sent no filter"
     if len(seccomp_program) % 8:
         raise IsolationError("the seccomp program is not a whole number of BPF instructions")
     program = ctypes.create_string_buffer(seccomp_program, len(seccomp_program))
@@ -375,7 +380,9 @@ def namespaces_of(pid: int | str) -> dict[str, int]:
     return found
 
 
-def status_fields(pid: int, names: tuple[str, ...]) -> dict[str, str]:
+def status_fields(pid: int | str, names: tuple[str, ...]) -> dict[str, str]:
+    """The named fields of /proc/PID/status, as text (those it lacks, or all when it is gone, are
+    left out)."""
     fields = {}
     try:
         with open(f"/proc/{pid}/status", encoding="utf-8") as handle:

@@ -22,6 +22,8 @@ from typing import Any
 
 import torch
 
+from . import isolation
+
 GIB = 1 << 30
 # Held back from the candidate for the CUDA contexts of the waiting spare processes and the
 # allocators' rounding.
@@ -146,10 +148,6 @@ def process_memory(device: torch.device) -> dict[str, int]:
 def rss_bytes(pid: int | str = "self") -> int:
     """A process's resident memory in bytes (0 when it cannot be read: the process is gone)."""
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
+        return int(isolation.status_fields(pid, ("VmRSS",)).get("VmRSS", "0 kB").split()[0]) * 1024
+    except (ValueError, IndexError):
+        return 0

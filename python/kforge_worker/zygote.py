@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import audit, harness, isolation, memory_plan, runtime_warmup, sandbox, shared_memory
+from .sandbox import SandboxConfig
 from .errors import UserError
 from .protocol import read_message, write_message
 
@@ -38,34 +39,6 @@ class Spare:
     pid: int
     job_fd: int  # our end of a Unix socket pair: the job, then the shared arenas' descriptors
     private_dir: str
-
-
-@dataclass
-class SandboxConfig:
-    root: str
-    env: dict[str, str]
-    user: str | None
-    max_file_bytes: int
-    isolation: str = "fork"  # "fork": warm forked spares; "spawn": a fresh interpreter per candidate
-    gpu_memory_fraction: float = 0.75
-    seccomp_bpf_hex: str = ""  # the syscall filter kforge built with libseccomp
-    allow_unisolated: bool = False  # --unsafe-no-isolation: run candidates where namespaces are missing
-    namespaces: bool = True  # decided at configure time from what the machine allows
-    max_processes: int = 512  # the candidate's whole process tree
-    readable: list[str] = dataclasses.field(default_factory=list)  # folders it reads beside the system
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> "SandboxConfig":
-        return SandboxConfig(root=data["root"], env={str(k): str(v) for k, v in data.get("env", {}).items()},
-                             user=data.get("user") or None,
-                             max_file_bytes=int(data.get("max_file_bytes", 16 << 30)),
-                             isolation=str(data.get("isolation", "fork")),
-                             gpu_memory_fraction=float(data.get("gpu_memory_fraction", 0.75)),
-                             seccomp_bpf_hex=str(data.get("seccomp_bpf_hex", "")),
-                             allow_unisolated=bool(data.get("allow_unisolated", False)),
-                             namespaces=bool(data.get("namespaces", True)),
-                             max_processes=int(data.get("max_processes", 512)),
-                             readable=[str(path) for path in data.get("readable", [])])
 
 
 def _sweep_stale(base: str) -> int:
@@ -160,8 +133,7 @@ def child_main(job_fd: int, private_dir: str, config: SandboxConfig, device: str
                 pass
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     started = time.time()
-    report = entered if entered is not None else sandbox.enter_sandbox(
-        private_dir, config.env, config.user, config.namespaces, config.max_file_bytes, {job_fd}, config.readable)
+    report = entered if entered is not None else sandbox.enter_sandbox(private_dir, config, {job_fd})
     if device.startswith("cuda"):
         _warm_cuda(device, config.gpu_memory_fraction)
     ready = time.time()

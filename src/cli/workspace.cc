@@ -87,12 +87,12 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
 
   SandboxSettings sandbox;
   sandbox.root = (workspace->ScratchDir() / "sandbox").string();
-  sandbox.readable = {(workspace->ScratchDir() / "exchange").string()};
-  std::filesystem::create_directories(workspace->ScratchDir() / "exchange", ec);
-  SweepStaleExchange(workspace->ScratchDir() / "exchange");
   std::filesystem::create_directories(workspace->ScratchDir(), ec);
   std::filesystem::permissions(workspace->ScratchDir(), std::filesystem::perms::owner_all |
                                std::filesystem::perms::group_exec | std::filesystem::perms::others_exec, ec);
+  std::filesystem::create_directories(workspace->ScratchDir() / "exchange", ec);
+  SweepStaleExchange(workspace->ScratchDir() / "exchange");
+  sandbox.readable = {(workspace->ScratchDir() / "exchange").string()};
   // The trusted worker's own compile caches (torch.compile baselines); candidates get theirs in
   // their private folders, so nothing they write can reach another evaluation.
   std::string trusted_cache = (workspace->root_ / "cache").string();
