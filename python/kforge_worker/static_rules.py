@@ -27,9 +27,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "global_state": ("changes process-wide torch or RNG state",
                      "Precision flags, RNG state, default dtype/device, the current stream and "
                      "thread counts must stay as the evaluator set them."),
-    "threads": ("runs work on another thread, process, stream or CUDA graph",
+    "threads": ("runs work on another thread, process or stream",
                 "Work off the current stream and thread can escape the timer; launch kernels on "
-                "the current stream from the calling thread."),
+                "the current stream from the calling thread (a CUDA graph replayed there is "
+                "fine)."),
     "subprocess": ("starts a process or opens a network connection",
                    "Candidates may not run other programs or talk to the network."),
     "timer": ("reads a clock, timer or profiler",
@@ -78,8 +79,8 @@ _RULES: tuple[tuple[str, str], ...] = (
     *_rules("threads", "threading", "_thread", "concurrent", "multiprocessing", "asyncio",
             "torch.multiprocessing", "torch.cuda.Stream", "torch.cuda.stream",
             "torch.cuda.streams", "torch.cuda.StreamContext", "torch.cuda.ExternalStream",
-            "torch.Stream", "torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.cuda.graphs",
-            "torch.cuda.make_graphed_callables", "torch.cuda.graph_pool_handle",
+            "torch.Stream", "torch.cuda.make_graphed_callables",
+            "torch.cuda.graphs.make_graphed_callables",
             "torch.jit.fork", "torch.jit._fork", "torch.futures"),
     *_rules("subprocess", "subprocess", "pty", "socket", "socketserver", "ssl", "urllib",
             "urllib3", "http", "requests", "httpx", "aiohttp", "ftplib", "smtplib", "telnetlib",

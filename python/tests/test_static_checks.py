@@ -341,14 +341,17 @@ class ModelNew(nn.Module):
         with torch.cuda.stream(side):  # expect: threads
             return _launch(x)
 '''),
-    ("cuda_graph", '''
+    ("cuda_graph_on_side_stream", '''
 class ModelNew(nn.Module):
     def forward(self, x):
-        graph = torch.cuda.CUDAGraph()  # expect: threads
-        with torch.cuda.graph(graph):  # expect: threads
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=torch.cuda.Stream()):  # expect: threads
             out = _launch(x)
         graph.replay()
         return out
+'''),
+    ("graphed_callables", '''
+from torch.cuda import make_graphed_callables  # expect: threads
 '''),
     # -- subprocess
     ("subprocess_run", '''
@@ -605,6 +608,17 @@ def launch_via_op(x):
         return torch.ops.kforge.copy(x)
     except RuntimeError:
         return kforge_copy(x)
+'''),
+    ("cuda_graph_replayed_on_the_current_stream", '''
+class ModelNew(nn.Module):
+    def forward(self, x):
+        graph = torch.cuda.CUDAGraph()
+        static = x.clone()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            out = _launch(static)
+        static.copy_(x)
+        graph.replay()
+        return out.clone()
 '''),
     ("strings_that_only_look_suspicious", '''
 HELP = "call exit(1) to stop; open( the file; time.perf_counter is forbidden"

@@ -36,8 +36,8 @@ const std::map<std::string, std::string>& Explanations() {
        "A kernel has no business measuring time; timing is the evaluator's job. Remove the clock, timer, event or "
        "profiler use (triton.testing included)."},
       {"threads",
-       "Work on another thread, process, stream or CUDA graph can escape the timer. Launch kernels on the current "
-       "stream from the calling thread."},
+       "Work on another thread, process or stream can escape the timer. Launch kernels on the current stream from "
+       "the calling thread; a CUDA graph (torch.cuda.CUDAGraph) replayed on the current stream is allowed."},
       {"background_thread",
        "Threads left running after forward returns can keep working outside the timer. Start no threads."},
       {"input_mutation",

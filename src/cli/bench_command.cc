@@ -32,9 +32,12 @@ std::string LevelOf(const fs::path& suite, const fs::path& task) {
   return relative.has_parent_path() ? relative.begin()->string() : fs::absolute(suite).lexically_normal().filename().string();
 }
 
-// A stored report still answers for `task` when it was made from the same source in the same mode.
-bool Reusable(const Json& report, const TaskFile& task, const std::string& mode) {
-  return JsonGet<std::string>(report, "task_hash", "") == task.hash && JsonGet<std::string>(report, "mode", "") == mode;
+// A stored report still answers for `task` when it was made from the same source in the same mode
+// and, unless only summarizing, with the same graph replay setting (reports older than the
+// setting were made without graph replay: "never").
+bool Reusable(const Json& report, const TaskFile& task, const OptimizeSettings& settings, bool summarizing) {
+  return JsonGet<std::string>(report, "task_hash", "") == task.hash && JsonGet<std::string>(report, "mode", "") == settings.mode &&
+         (summarizing || JsonGet<std::string>(report, "graph_replay", "never") == settings.graph_replay);
 }
 
 struct Shard {
@@ -89,7 +92,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
     Json entry;
     if (auto stored = ReadFile(report_path); !flags.fresh && stored.ok()) {
       auto parsed = ParseJson(*stored, report_path.string());
-      if (parsed.ok() && Reusable(*parsed, task, settings.mode)) entry = *parsed;
+      if (parsed.ok() && Reusable(*parsed, task, settings, flags.no_run)) entry = *parsed;
     }
     if (entry.is_null() && flags.no_run) {
       not_run.push_back(task.name);
@@ -195,6 +198,10 @@ CommandRunner AttachBench(CLI::App& app, const CommonOptions& common) {
                "do not time torch.compile of the references (timed on a GPU by default)");
   app.add_flag("--fresh-baselines", flags->settings.fresh_baselines,
                "time eager and torch.compile again instead of reusing their stored timings from this machine");
+  app.add_option("--graph-replay", flags->settings.graph_replay,
+                 "replay the generated forward as one CUDA graph: auto (on a GPU, when it launches enough kernels for "
+                 "their host cost to show), always, never")
+      ->capture_default_str();
   app.add_flag("--no-run", flags->no_run, "only summarize the reports already in --out (a run cut short); run nothing");
   app.add_flag("--json", flags->json, "print the summary as JSON");
   return [flags, &common] { return RunBench(*flags, common); };

@@ -19,6 +19,7 @@ struct OptimizeSettings {
   bool dump_ir = false;
   bool compile_baseline = true;  // time torch.compile of the reference too (GPU only)
   bool fresh_baselines = false;  // measure eager and torch.compile again instead of reusing stored timings
+  std::string graph_replay = "auto";  // forward replayed as a CUDA graph: auto (GPU, by rule), always, never
   std::filesystem::path folder;  // where model_new.py, report.json (and ir/, llm/) go
   AgentSettings agents;          // the LLM stage after the compiler's; off unless agents.llm is set
 };

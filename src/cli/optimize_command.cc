@@ -40,8 +40,10 @@ std::vector<std::string> DotPrecisionsToTry(Precision precision, bool on_cpu) {
   return {"tf32x3", "ieee"};
 }
 
-codegen::ModelWriterOptions WriterOptions(bool on_cpu, const std::string& dot_precision) {
+codegen::ModelWriterOptions WriterOptions(bool on_cpu, const std::string& dot_precision, codegen::GraphReplay replay) {
   codegen::ModelWriterOptions writer_options;
+  // On the CPU no forward is captured: "auto" writes the plain forward there.
+  writer_options.graph_replay = on_cpu && replay == codegen::GraphReplay::kAuto ? codegen::GraphReplay::kNever : replay;
   writer_options.fallback_unsupported = true;  // an op without a Triton form stays a library call (partial mode)
   // On the CPU the interpreter runs one fixed configuration: autotuning would measure nothing.
   writer_options.kernel.autotune = !on_cpu;
@@ -80,6 +82,10 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   if (!precision) return Status::InvalidArgument("--precision must be fp32, tf32 or bf16");
   auto mode = ParseProvenanceMode(settings.mode);
   if (!mode) return Status::InvalidArgument("--mode must be strict or partial");
+  codegen::GraphReplay replay;
+  if (!codegen::ParseGraphReplay(settings.graph_replay, replay)) {
+    return Status::InvalidArgument("--graph-replay must be auto, always or never");
+  }
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
   if (!common.quiet) LogInfo("compiling {}", task.name);
   bool on_cpu = workspace.device() == "cpu";
@@ -117,7 +123,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   for (const std::string& dot_precision : DotPrecisionsToTry(*precision, on_cpu)) {
     emitted_precision = dot_precision;
     double emit_started = clock.NowSeconds();
-    codegen::ModelWriterOptions writer = WriterOptions(on_cpu, dot_precision);
+    codegen::ModelWriterOptions writer = WriterOptions(on_cpu, dot_precision, replay);
     ASSIGN_OR_RETURN(source, WriteCandidate(compiled, task, writer));
     // Kernels measured earlier on this GPU get their configuration baked in: no tuning.
     const size_t autotuned = TuningKeys(source).size();
@@ -157,7 +163,9 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   }
   compiled.summary["tuning"] = tuning;
   compiled.summary["attempts"] = attempts;
-  Json report = {{"task", task.name}, {"model_new", (folder / "model_new.py").string()}, {"mode", settings.mode},
+  compiled.summary["graph_replay"] = source.find("self.kf_replay(") != std::string::npos;
+  Json report = {{"task", task.name},          {"model_new", (folder / "model_new.py").string()},
+                 {"mode", settings.mode},      {"graph_replay", settings.graph_replay},
                  {"compile", compiled.summary}, {"source", "compiler"}};
   if (!settings.agents.llm.empty()) {
     AgentStart start;
@@ -167,7 +175,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
       start.graph = &compiled.graphs.front().graph;
       start.plan = &compiled.graphs.front().plan;
     }
-    start.writer_options = WriterOptions(on_cpu, emitted_precision);
+    start.writer_options = WriterOptions(on_cpu, emitted_precision, replay);
     ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
     report["llm"] = agents.report;
     report["compiler_evaluation"] = evaluation->ToJson();
@@ -317,6 +325,10 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
                "do not time torch.compile of the reference (it is timed on a GPU by default)");
   app.add_flag("--fresh-baselines", flags->settings.fresh_baselines,
                "time eager and torch.compile again instead of reusing their stored timings from this machine");
+  app.add_option("--graph-replay", flags->settings.graph_replay,
+                 "replay the generated forward as one CUDA graph: auto (on a GPU, when it launches enough kernels for "
+                 "their host cost to show), always, never")
+      ->capture_default_str();
   AgentSettings& agents = flags->settings.agents;
   app.add_option("--llm", agents.llm,
                  "after the compiler, LLM kernel writers: openai:MODEL, anthropic:MODEL, compat:MODEL (OpenAI-compatible "

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/aten_call.h"
+#include "compiler/codegen/graph_replay.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/triton_conv.h"
@@ -104,9 +105,15 @@ class Writer {
     }
     module.definitions = definitions.text();
     class_name_ = class_name;
+    replay_ = ReplaysAsGraph(options_.graph_replay, Shape());
+    if (replay_) module.helpers.insert(kGraphReplayHelper);
     out_.Open(fmt::format("class {}(nn.Module):", class_name));
     EmitInit();
     out_.Blank();
+    if (replay_) {
+      EmitReplayingForward();
+      out_.Blank();
+    }
     RETURN_IF_ERROR(EmitForward());
     out_.Close();
     module.module_class = out_.text();
@@ -137,9 +144,49 @@ class Writer {
     return Status::Ok();
   }
 
+  // The forward's launches (kernels and library calls) and the bytes a graph replay would copy.
+  ForwardShape Shape() const {
+    ForwardShape shape;
+    for (const passes::FusionGroup& group : plan_.groups) {
+      if (kernels_.count(group.name) || options_.substitutes.count(group.name)) {
+        ++shape.launches;
+      } else if (auto emitted = emitted_.find(group.name); emitted != emitted_.end()) {
+        for (const std::string& line : emitted->second.launch) shape.launches += line.find("](") != std::string::npos;
+      } else if (group.kind != passes::FusionGroup::Kind::kView) {
+        shape.launches += static_cast<int>(group.nodes.size());
+      }
+    }
+    for (const ir::Value& value : graph_) {
+      if (value.kind == ir::ValueKind::kInput) shape.copy_bytes += value.type().bytes();
+    }
+    for (const ir::NodeRef& ref : graph_.outputs()) shape.copy_bytes += graph_.TypeOf(ref)->bytes();
+    return shape;
+  }
+
+  std::vector<std::string> InputNames() const {
+    std::vector<std::string> names;
+    for (const ir::Value& value : graph_) {
+      if (value.kind == ir::ValueKind::kInput) names.push_back(VarName(graph_, value.ref()));
+    }
+    return names;
+  }
+
+  // forward() hands the kernels (kf_forward) to the graph replay.
+  void EmitReplayingForward() {
+    std::vector<std::string> inputs = InputNames();
+    inputs.insert(inputs.begin(), "self");
+    out_.Open(fmt::format("def forward({}):", fmt::join(inputs, ", ")));
+    out_.Line("# The kernels below, replayed as one CUDA graph on the current stream (see KfGraphReplay).");
+    inputs.erase(inputs.begin());
+    out_.Line(fmt::format("return self.kf_replay(self, self.kf_forward, ({}{}))", fmt::join(inputs, ", "),
+                          inputs.size() == 1 ? "," : ""));
+    out_.Close();
+  }
+
   void EmitInit() {
     out_.Open("def __init__(self, *args, **kwargs):");
     out_.Line("super().__init__()");
+    if (replay_) out_.Line("self.kf_replay = KfGraphReplay()");
     for (const auto& [group, substitute] : options_.substitutes) {
       out_.Line(fmt::format("self.kf_{} = {}()", group, substitute.class_name));
     }
@@ -167,14 +214,10 @@ class Writer {
   }
 
   Status EmitForward() {
-    std::vector<std::string> inputs = {"self"};
-    std::string first_input;
-    for (const ir::Value& value : graph_) {
-      if (value.kind != ir::ValueKind::kInput) continue;
-      inputs.push_back(VarName(graph_, value.ref()));
-      if (first_input.empty()) first_input = inputs.back();
-    }
-    out_.Open(fmt::format("def forward({}):", fmt::join(inputs, ", ")));
+    std::vector<std::string> inputs = InputNames();
+    const std::string first_input = inputs.empty() ? "" : inputs.front();
+    inputs.insert(inputs.begin(), "self");
+    out_.Open(fmt::format("def {}({}):", replay_ ? "kf_forward" : "forward", fmt::join(inputs, ", ")));
     // The kernels are specialized to the captured shapes and (dense) layouts: say so rather than
     // compute garbage for other shapes; make a strided view dense.
     for (const ir::Value& value : graph_) {
@@ -305,6 +348,7 @@ class Writer {
   const passes::FusionPlan& plan_;
   const ModelWriterOptions& options_;
   std::string class_name_;
+  bool replay_ = false;
   SourceWriter out_;
   std::map<std::string, PointwiseKernel> kernels_;
   std::map<std::string, EmittedKernel> emitted_;
@@ -331,6 +375,7 @@ void WriteFileHeader(SourceWriter& out, const std::vector<std::string>& comments
   out.Blank();
   EmitPointwiseHelpers(helpers, out);
   EmitLayoutHelpers(helpers, out);
+  if (helpers.count(kGraphReplayHelper)) EmitGraphReplayHelper(out);
 }
 
 Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPlan& plan,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/codegen/emitted_kernel.h"
+#include "compiler/codegen/graph_replay.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/ir/graph.h"
 #include "compiler/passes/fusion_plan.h"
@@ -36,6 +37,8 @@ struct ModelWriterOptions {
   bool fallback_unsupported = false;
   // By group name.
   std::map<std::string, GroupSubstitute> substitutes;
+  // Whether forward() replays its kernels as one CUDA graph (kAuto: by ReplaysAsGraph's rule).
+  GraphReplay graph_replay = GraphReplay::kNever;
 };
 
 // Fails (InvalidArgument) on a group it cannot translate unless `fallback_unsupported`,

@@ -54,6 +54,19 @@ TEST(ModelWriterGoldenTest, LinearReluForTheGpu) {
   ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan, options), "linear_relu_gpu");
 }
 
+// With graph replay, forward hands kf_forward (the kernels) to KfGraphReplay, written once per file.
+TEST(ModelWriterGoldenTest, LinearReluReplayedAsAGraph) {
+  ModelWriterOptions options;
+  options.graph_replay = GraphReplay::kAlways;
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("linear_relu"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan, options), "linear_relu_graph_replay");
+  options.graph_replay = GraphReplay::kAuto;  // one launch: nothing to save
+  Result<std::string> plain = WriteModelNew(compiled->graph, compiled->plan, options);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("KfGraphReplay"), std::string::npos);
+}
+
 // A kernel whose tuning key has a measured configuration is emitted with it baked in: no
 // autotuner, the launch names the tile and the grid is a number.
 TEST(ModelWriterTest, MeasuredConfigurationIsBakedIn) {
