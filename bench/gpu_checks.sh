@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|probe|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|graphs|probe|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS, KFORGE_BENCH_SHARD,
 #  KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
@@ -63,6 +63,13 @@ case "$what" in
     cp "$runs/bench.json" "$out/bench/" 2>/dev/null
     # The workspace's compile caches stay behind: they are large and only save compile time.
     (cd "$(dirname "$runs")" && tar czf "$out/bench/runs.tgz" --exclude=workspace/cache "$(basename "$runs")") ;;
+esac
+case "$what" in
+  graphs)
+    # Graph replay against direct launches on the same tasks (KFORGE_GRAPH_TASKS, else a few
+    # networks of the project's tasks and of a carried kernelbench/ copy).
+    tasks="${KFORGE_GRAPH_TASKS:-tasks/level3/03_resnet_basic_block.py tasks/level3/05_mobilenet_v2_block.py}"
+    python3 bench/graph_probe.py --kforge "$kforge" --out "$out" $tasks 2>&1 | tee "$out/graph_probe.log" ;;
 esac
 case "$what" in
   tuning)
