@@ -3,14 +3,16 @@
 namespace kforge::codegen {
 namespace {
 
-// The rule for kAuto, from bench/graph_probe.py on the H200 (see bench/RESULTS.md): a Triton
-// launch from Python costs the host about kHostLaunchUs, and the evaluator's timing hides up to
-// 0.2 ms of host work behind the GPU's, so a forward of a few launches gains nothing from a
-// graph, while a replay adds a copy of every input and output on the GPU (at about
-// kCopyBytesPerUs). A forward replays when it launches at least kMinLaunches times and its
-// copies cost less than a quarter of the host time the graph saves.
-constexpr int kMinLaunches = 8;
-constexpr double kHostLaunchUs = 15.0;
+// The rule for kAuto, from bench/graph_probe.py on the H200 (bench/RESULTS.md): a launch from the
+// generated forward costs the host about kHostLaunchUs (ResNet18: 4.9 ms a call for 159 launches
+// of 1.5 ms of kernels; replayed, 1.64 ms), and even LeNet-5's 7 launches gained 1.47x; a replay
+// adds a copy of every input and output on the GPU, at about kCopyBytesPerUs (ShuffleNet's unit,
+// 481 MB in and out, lost 0.65 ms a call to them and ran 0.90x of direct launches). A forward
+// replays when it launches at least kMinLaunches times and its copies cost less than a quarter
+// of the host time the graph saves. The evaluator's timing hides up to 0.2 ms of host work behind
+// the GPU's (about six launches), so fewer launches gain nothing a replay's copies would not cost.
+constexpr int kMinLaunches = 6;
+constexpr double kHostLaunchUs = 30.0;
 constexpr double kCopyBytesPerUs = 1.5e6;  // read and write at about 3 TB/s
 
 }  // namespace
