@@ -159,3 +159,16 @@ def test_strict_mode_refuses_a_model_that_does_not_export_whole_and_says_what_pa
     assert "branchy_submodules.py:16: torch.export could not capture the Model" in done.stderr
     assert "cannot be captured whole" in done.stderr
     assert "--mode partial would compile its submodules mlp, norm on their own" in done.stderr
+
+
+def test_repeated_blocks_launch_one_kernel(tmp_path):
+    # Four identical blocks emit one kernel between them (Triton compiles and tunes it once).
+    task = os.path.join(REPO, "python", "tests", "tasks", "repeated_blocks.py")
+    code, report = optimize(task, tmp_path)
+    assert code == 0 and report["evaluation"]["verdict"] == "accepted", report["evaluation"]["message"]
+    source = open(report["model_new"], encoding="utf-8").read()
+    kernels = [line.split("(")[0][4:] for line in source.splitlines() if line.startswith("def ")]
+    matmuls = [name for name in kernels if name.startswith("matmul")]
+    assert len(matmuls) == 3, kernels  # stem, the blocks' one, head
+    block_kernel = max(matmuls, key=lambda name: source.count(name + "["))
+    assert source.count(block_kernel + "[") == 4

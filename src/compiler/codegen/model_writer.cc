@@ -1,5 +1,6 @@
 #include "compiler/codegen/model_writer.h"
 
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -10,6 +11,7 @@
 
 #include "compiler/codegen/aten_call.h"
 #include "compiler/codegen/graph_replay.h"
+#include "compiler/codegen/kernel_identity.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/triton_conv.h"
@@ -73,6 +75,19 @@ bool ReadsOverwrittenState(const ir::Graph& graph, const ir::Mutation& mutation)
   return false;
 }
 
+// `line` with its launches of kernel `from` ("from[grid](...)") launching `to` instead.
+std::string RenameLaunches(const std::string& line, const std::string& from, const std::string& to) {
+  std::string out;
+  size_t copied = 0;
+  for (size_t at = line.find(from + "["); at != std::string::npos; at = line.find(from + "[", at + 1)) {
+    const bool whole_name = at == 0 || !(std::isalnum(static_cast<unsigned char>(line[at - 1])) || line[at - 1] == '_');
+    if (!whole_name) continue;
+    out += line.substr(copied, at - copied) + to;
+    copied = at + from.size();
+  }
+  return out + line.substr(copied);
+}
+
 // One planned graph as Python: its kernels (emitted first, since they decide the helpers and
 // which groups fall back to ATen calls), then an nn.Module class that runs the groups in order.
 class Writer {
@@ -91,6 +106,7 @@ class Writer {
         if (!options_.fallback_unsupported) return emitted.WithContext("group " + group.name);
         fallback_reason_[group.name] = emitted.message();
       }
+      if (source && SameAsAnEarlierKernel(group.name, *source)) source.reset();
       if (source) {
         definitions.Lines(*source);
         definitions.Blank();
@@ -142,6 +158,21 @@ class Writer {
     source = kernel->source;
     emitted_[group.name] = std::move(kernel).value();
     return Status::Ok();
+  }
+
+  // Whether the kernel just emitted for `group` is one emitted before under another name (a
+  // repeated block of a network); if so the group launches that one.
+  bool SameAsAnEarlierKernel(const std::string& group, const std::string& source) {
+    auto pointwise = kernels_.find(group);
+    auto emitted = emitted_.find(group);
+    std::string& name = pointwise != kernels_.end() ? pointwise->second.name : emitted->second.name;
+    auto [earlier, first] = kernel_by_identity_.emplace(CanonicalKernel(source, name), name);
+    if (first) return false;
+    if (emitted != emitted_.end()) {
+      for (std::string& line : emitted->second.launch) line = RenameLaunches(line, name, earlier->second);
+    }
+    name = earlier->second;
+    return true;
   }
 
   // The forward's launches (kernels and library calls) and the bytes a graph replay would copy.
@@ -353,6 +384,7 @@ class Writer {
   std::map<std::string, PointwiseKernel> kernels_;
   std::map<std::string, EmittedKernel> emitted_;
   std::map<std::string, std::string> fallback_reason_;
+  std::map<std::string, std::string> kernel_by_identity_;  // canonical source -> the kernel emitted for it
 };
 
 }  // namespace
