@@ -95,6 +95,13 @@ def _signature_entries(program: Any) -> list[dict[str, Any]]:
             for spec in program.graph_signature.input_specs]
 
 
+def _is_assertion(node: torch.fx.Node) -> bool:
+    """A check export records for a conversion (`h0.to(x.device)` gives `_assert_tensor_metadata`)
+    or a shape guard: it computes nothing and nothing reads it."""
+    name = getattr(node.target, "__name__", str(node.target))
+    return not node.users and (name.startswith("_assert") or name.startswith("sym_constrain_range"))
+
+
 def export_graph(program: Any, task_name: str) -> dict[str, Any]:
     from torch.export.graph_signature import OutputKind
 
@@ -117,7 +124,7 @@ def export_graph(program: Any, task_name: str) -> dict[str, Any]:
             result["constants"].append(constant)
     encoder = _Encoder()
     for node in graph.nodes:
-        if node.op != "call_function":
+        if node.op != "call_function" or _is_assertion(node):
             continue
         if node.target is operator.getitem:
             source, index = node.args

@@ -87,6 +87,25 @@ def test_a_parameter_updated_in_place_is_a_mutation_too(tmp_path):
     assert graph["mutations"] == [{"target": "scale", "value": {"node": "mul"}}]
 
 
+def test_conversion_assertions_are_left_out(tmp_path):
+    # `h0.to(x.device)` on a plain tensor attribute makes export record _assert_tensor_metadata,
+    # a check with no value; the graph holds only what computes.
+    task = tmp_path / "moved_state.py"
+    task.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.h0 = torch.ones(2, 4)\n"
+        "    def forward(self, x):\n"
+        "        return x + self.h0.to(x.device)\n"
+        "def get_inputs():\n    return [torch.randn(2, 4)]\n"
+        "def get_init_inputs():\n    return []\n")
+    graph = capture({"task_path": str(task)}, torch.device("cpu"))
+    assert all("assert" not in node["op"] for node in graph["nodes"])
+    assert all(out["dtype"] != "opaque" for node in graph["nodes"] for out in node["outputs"])
+
+
 def test_data_dependent_control_flow_is_a_clear_error(tmp_path):
     task = tmp_path / "branchy.py"
     task.write_text(
