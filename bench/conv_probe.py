@@ -216,6 +216,8 @@ def check(got, want) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out")
+    parser.add_argument("--pointwise", action="store_true",
+                        help="only 1x1 convolutions at KernelBench level-3 shapes (ResNet bottlenecks, EfficientNet)")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -229,6 +231,13 @@ def main() -> None:
         ("lenet conv 2: 64x6x14x14 k5 ->16", (64, 6, 14, 14), (16, 6, 5, 5), 1, 0),
         ("resnet conv 3x3 64ch 56x56 b10", (10, 64, 56, 56), (64, 64, 3, 3), 1, 1),
     ]
+    if args.pointwise:
+        cases = [
+            ("resnet 1x1 256->64 56x56 b10", (10, 256, 56, 56), (64, 256, 1, 1), 1, 0),
+            ("resnet 1x1 64->256 56x56 b10", (10, 64, 56, 56), (256, 64, 1, 1), 1, 0),
+            ("resnet 1x1 1024->256 14x14 b10", (10, 1024, 14, 14), (256, 1024, 1, 1), 1, 0),
+            ("efficientnet 1x1 96->24 56x56 b10", (10, 96, 56, 56), (24, 96, 1, 1), 1, 0),
+        ]
     for name, xs, ws, stride, pad in cases:
         x = torch.randn(xs, device=dev)
         w = torch.randn(ws, device=dev) / math.sqrt(ws[1] * math.prod(ws[2:]))
@@ -244,6 +253,8 @@ def main() -> None:
             conv_kernel.cache.clear()
         rows.append(row)
         print(json.dumps(row), flush=True)
+    if args.pointwise:
+        return finish(rows, args.out)
     x = torch.randn(32, 64, 64, 64, device=dev)
     w = torch.randn(64, 32, 4, 4, device=dev) / 32
     bias = torch.randn(32, device=dev)
@@ -257,12 +268,16 @@ def main() -> None:
     row["channels_last_ms"] = time_ms(lambda: channels_last(x))
     rows.append(row)
     print(json.dumps(row), flush=True)
+    finish(rows, args.out)
+
+
+def finish(rows, out) -> None:
     print(f"\n{'case':42s} {'eager':>8s} {'nchw':>8s} {'nhwc':>8s} {'nhwc_wk':>8s} {'subpixel':>8s}")
     for r in rows:
         cells = [f"{r.get(k + '_ms', float('nan')):8.3f}" for k in ("eager", "nchw", "nhwc", "nhwc_wk", "subpixel")]
         print(f"{r['case']:42s} " + " ".join(cells))
-    if args.out:
-        with open(os.path.join(args.out, "conv_probe.json"), "w") as f:
+    if out:
+        with open(os.path.join(out, "conv_probe.json"), "w") as f:
             json.dump(rows, f, indent=1)
 
 
