@@ -16,9 +16,13 @@ std::optional<codegen::TileChoice> TileFromJson(const Json& config) {
     const Json value = JsonField(object, key);
     return value.is_number_integer() ? value.get<int64_t>() : -1;
   };
-  const int64_t m = number(kwargs, "BLOCK_M"), n = number(kwargs, "BLOCK_N"), k = number(kwargs, "BLOCK_K"),
-                group = number(kwargs, "GROUP_M"), warps = number(config, "num_warps"), stages = number(config, "num_stages");
-  if (!kwargs.is_object() || kwargs.size() != 4) return std::nullopt;
+  // An attention kernel tunes only BLOCK_M and BLOCK_N (codegen::TileParameters::kAttention).
+  const bool rows_and_columns = kwargs.is_object() && kwargs.size() == 2;
+  const int64_t m = number(kwargs, "BLOCK_M"), n = number(kwargs, "BLOCK_N"),
+                k = rows_and_columns ? codegen::TileChoice{}.block_k : number(kwargs, "BLOCK_K"),
+                group = rows_and_columns ? codegen::TileChoice{}.group_m : number(kwargs, "GROUP_M"),
+                warps = number(config, "num_warps"), stages = number(config, "num_stages");
+  if (!kwargs.is_object() || (kwargs.size() != 4 && !rows_and_columns)) return std::nullopt;
   if (!PowerOfTwoUpTo(m, 256) || !PowerOfTwoUpTo(n, 256) || !PowerOfTwoUpTo(k, 256) || group < 1 || group > 64) return std::nullopt;
   if (!PowerOfTwoUpTo(warps, 32) || stages < 1 || stages > 8) return std::nullopt;
   return codegen::TileChoice{static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<int>(group),

@@ -51,6 +51,18 @@ TEST_F(KernelTuningTest, MeasuredChoicesAreStoredAndComeBackForTheSameGpu) {
   EXPECT_TRUE(StoredTunings(nullptr, "NVIDIA H200", kSource).empty());
 }
 
+TEST_F(KernelTuningTest, AnAttentionKernelReportsOnlyItsRowAndColumnBlocks) {
+  Json attention = {{"kwargs", {{"BLOCK_M", 128}, {"BLOCK_N", 32}}}, {"num_warps", 8}, {"num_stages", 2}};
+  auto measured = MeasuredTunings(store_.get(), "NVIDIA H200", kSource, Json{{"matmul_g1", attention}});
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[kKeyA].block_m, 128);
+  EXPECT_EQ(measured[kKeyA].block_n, 32);
+  EXPECT_EQ(measured[kKeyA].warps, 8);
+  EXPECT_EQ(StoredTunings(store_.get(), "NVIDIA H200", kSource), measured);
+  Json stray = {{"kwargs", {{"BLOCK_M", 128}, {"EVIL", 32}}}, {"num_warps", 8}, {"num_stages", 2}};
+  EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H100", kSource, Json{{"matmul_g1", stray}}).empty());
+}
+
 TEST_F(KernelTuningTest, ImplausibleReportsAreSkippedAndNotStored) {
   Json bad_block = Reported(100, 4);  // not a power of two
   Json bad_warps = Reported(64, 64);

@@ -18,6 +18,9 @@ const std::vector<TileChoice> kTileConfigs = {
 const std::vector<TileChoice> kNarrowTileConfigs = {
     {64, 32, 16, 8, 4, 4}, {128, 32, 32, 8, 4, 4}, {64, 32, 32, 8, 4, 4}, {32, 32, 32, 8, 4, 2}};
 
+const std::vector<TileChoice> kAttentionTileConfigs = {
+    {128, 64, 32, 8, 8, 2}, {128, 32, 32, 8, 8, 2}, {64, 64, 32, 8, 4, 3}, {64, 32, 32, 8, 4, 3}, {32, 32, 32, 8, 4, 2}};
+
 void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
                     const ir::Graph& graph, const passes::FusionGroup& group) {
   std::vector<std::string> all = params;
@@ -26,7 +29,7 @@ void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vecto
 }
 
 std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::string& body, const std::vector<TileChoice>& space,
-                                           const KernelOptions& options) {
+                                           const KernelOptions& options, TileParameters parameters) {
   if (!options.autotune) {
     kernel.source = body;
     return kFixedConfig;
@@ -35,8 +38,9 @@ std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::str
   decorator.Open("@triton.autotune(");
   decorator.Open("configs=[");
   for (const TileChoice& c : space) {
-    decorator.Line(fmt::format("triton.Config({{\"BLOCK_M\": {}, \"BLOCK_N\": {}, \"BLOCK_K\": {}, \"GROUP_M\": {}}}, "
-                               "num_warps={}, num_stages={}),", c.block_m, c.block_n, c.block_k, c.group_m, c.warps, c.stages));
+    std::string meta = fmt::format("\"BLOCK_M\": {}, \"BLOCK_N\": {}", c.block_m, c.block_n);
+    if (parameters == TileParameters::kGemm) meta += fmt::format(", \"BLOCK_K\": {}, \"GROUP_M\": {}", c.block_k, c.group_m);
+    decorator.Line(fmt::format("triton.Config({{{}}}, num_warps={}, num_stages={}),", meta, c.warps, c.stages));
   }
   decorator.Close();
   decorator.Line("],");

@@ -22,6 +22,13 @@ extern const std::vector<TileChoice> kTileConfigs;
 // 32-channel convolutions).
 extern const std::vector<TileChoice> kNarrowTileConfigs;
 constexpr int64_t kMaxNarrowN = 32;
+// The space of attention kernels: BLOCK_M queries by BLOCK_N keys per step (fp32 q, k and v
+// tiles of a whole head dim are held in registers).
+extern const std::vector<TileChoice> kAttentionTileConfigs;
+
+// The meta-parameters a tiled kernel declares: a GEMM's BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M,
+// or attention's BLOCK_M and BLOCK_N (its head dim is one padded block; programs are not grouped).
+enum class TileParameters { kGemm, kAttention };
 
 // Writes "@triton.jit", the signature with the tile meta-parameters, and the comment.
 void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
@@ -31,7 +38,8 @@ void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vecto
 // without autotuning the fixed one; under autotuning the one options.tuned holds for the kernel's
 // tuning key (stated in a comment), else nullopt and a @triton.autotune decorator over `space`.
 std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::string& body,
-                                           const std::vector<TileChoice>& space, const KernelOptions& options);
+                                           const std::vector<TileChoice>& space, const KernelOptions& options,
+                                           TileParameters parameters = TileParameters::kGemm);
 
 // The program's tile: rows kf_m and columns kf_n, programs grouped along M so that consecutive
 // ones share B's column tiles.

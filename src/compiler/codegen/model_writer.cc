@@ -14,6 +14,7 @@
 #include "compiler/codegen/kernel_identity.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
+#include "compiler/codegen/triton_attention.h"
 #include "compiler/codegen/triton_conv.h"
 #include "compiler/codegen/triton_matmul.h"
 #include "compiler/codegen/triton_pointwise.h"
@@ -150,9 +151,10 @@ class Writer {
       kernels_[group.name] = std::move(kernel).value();
       return Status::Ok();
     }
-    Result<EmittedKernel> kernel = group.kind == Kind::kReduction ? EmitReductionKernel(graph_, group)
-                                   : group.kind == Kind::kMatmul  ? EmitMatmulKernel(graph_, group, options_.kernel)
-                                                                  : EmitWindowKernel(graph_, group, options_.block_size);
+    Result<EmittedKernel> kernel = group.kind == Kind::kReduction   ? EmitReductionKernel(graph_, group)
+                                   : group.kind == Kind::kMatmul    ? EmitMatmulKernel(graph_, group, options_.kernel)
+                                   : group.kind == Kind::kAttention ? EmitAttentionKernel(graph_, group, options_.kernel)
+                                                                    : EmitWindowKernel(graph_, group, options_.block_size);
     if (!kernel.ok()) return kernel.status();
     helpers.insert(kernel->helpers.begin(), kernel->helpers.end());
     source = kernel->source;

@@ -36,7 +36,8 @@ bool IntegerSafe(const std::string& op) {
                                      "aten.add.Tensor",     "aten.add.Scalar",   "aten.sub.Tensor",
                                      "aten.sub.Scalar",     "aten.mul.Tensor",   "aten.mul.Scalar",
                                      "aten.neg.default",    "aten.abs.default",  "aten.where.self",
-                                     "aten.maximum.default", "aten.minimum.default", "aten._to_copy.default"};
+                                     "aten.maximum.default", "aten.minimum.default", "aten._to_copy.default",
+                                     "aten.clamp.default",  "aten.clamp_min.default", "aten.clamp_max.default"};
   return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
 }
 
@@ -75,9 +76,11 @@ class ExprBuilder {
     const ir::TensorType* type = ref ? graph_.TypeOf(*ref) : nullptr;
     return type != nullptr && IsInteger(type->dtype);
   }
-  // A scalar argument as a literal, `fallback` when absent, "" when None and `allow_none`.
+  // A scalar argument as a literal, `fallback` when absent, "" when None and `allow_none`; an
+  // integer one of an integer op stays an integer literal (a clamp of index arithmetic).
   std::string Scalar(int position, const char* name, std::optional<double> fallback, bool allow_none = false) {
     const ir::Argument* arg = op_->FindArgument(ir::ArgSlot{position, name});
+    if (const auto* i = arg ? arg->TryAs<int64_t>() : nullptr; i != nullptr && IntegerOperands()) return std::to_string(*i);
     if (arg == nullptr || arg->Is<ir::NoneArg>()) {
       if (arg != nullptr && allow_none) return "";
       if (fallback) return FloatLiteral(*fallback);

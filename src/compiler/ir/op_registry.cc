@@ -227,6 +227,8 @@ std::vector<OpInfo> BuildTable() {
       Op("aten.randn.default", OpKind::kCreation, 0),
       Op("aten.rand_like.default", OpKind::kCreation, 1),
       Op("aten.randn_like.default", OpKind::kCreation, 1),
+      // kforge's own ops, which passes make (never captured).
+      Op("kforge.attention.default", OpKind::kAttention, 4),
   };
   AddDefaultPointwise(ops);
   return ops;
@@ -247,6 +249,7 @@ const char* ToString(OpKind kind) {
     case OpKind::kScan: return "scan";
     case OpKind::kIndex: return "index";
     case OpKind::kCreation: return "creation";
+    case OpKind::kAttention: return "attention";
     case OpKind::kOpaque: return "opaque";
   }
   return "opaque";

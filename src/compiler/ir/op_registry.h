@@ -21,6 +21,7 @@ enum class OpKind {
   kScan,
   kIndex,     // gather/scatter through index tensors
   kCreation,  // makes a tensor from scalars or another's metadata
+  kAttention,  // kforge's own: softmax(scale * q @ k^T + bias) @ v, made by the attention pass
   kOpaque,    // unknown to the compiler: kept as a library call
 };
 

@@ -48,9 +48,14 @@ class Planner {
         NewGroup(Kind::kMatmul, value.id);
       } else if (IsFusablePooling(graph_, value)) {
         NewGroup(Kind::kWindow, value.id);
+      } else if (IsAttention(value)) {
+        NewGroup(Kind::kAttention, value.id);
       } else {
         NewGroup(IsMetadataView(value) ? Kind::kView : Kind::kLibrary, value.id);
       }
+    }
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (groups_[g].kind == Kind::kAttention) AbsorbBiasProducers(static_cast<int>(g));
     }
     return Order();
   }
@@ -167,6 +172,34 @@ class Planner {
       group_of_[value.id] = target;
     }
     std::sort(groups_[target].nodes.begin(), groups_[target].nodes.end());
+  }
+
+  // Moves into attention group `group` the producers of its bias that its kernel recomputes per
+  // tile (IsTileRecomputable) and that nothing else reads, out of the groups planned for them:
+  // no value between them is materialized. Their other group members never read them, so those
+  // groups stay valid.
+  void AbsorbBiasProducers(int group) {
+    const auto& attention = graph_.value(groups_[group].nodes.front()).As<ir::OpNode>();
+    const ir::Argument* bias = attention.FindArgument({3, "bias"});
+    if (bias == nullptr || !bias->Is<ir::NodeRef>()) return;
+    std::vector<bool> reached(graph_.size(), false), taken(graph_.size(), false);
+    reached[bias->As<ir::NodeRef>().value] = true;
+    for (ir::ValueId id = attention.id - 1; id >= 0; --id) {
+      const ir::Value& value = graph_.value(id);
+      if (!reached[id] || returned_[id] || !IsTileRecomputable(value)) continue;
+      taken[id] = std::all_of(users_[id].begin(), users_[id].end(),
+                              [&](ir::ValueId user) { return user == attention.id || taken[user]; });
+      if (!taken[id]) continue;
+      for (const ir::NodeRef& ref : TensorInputs(value)) reached[ref.value] = true;
+    }
+    for (ir::ValueId id = 0; id < attention.id; ++id) {
+      if (!taken[id]) continue;
+      auto& nodes = groups_[group_of_[id]].nodes;
+      nodes.erase(std::remove(nodes.begin(), nodes.end(), id), nodes.end());
+      groups_[group].nodes.push_back(id);
+      group_of_[id] = group;
+    }
+    std::sort(groups_[group].nodes.begin(), groups_[group].nodes.end());
   }
 
   // A pointwise group of a smaller shape that broadcasts to `value`'s, whose results only `value`
@@ -315,6 +348,7 @@ const char* ToString(FusionGroup::Kind kind) {
     case FusionGroup::Kind::kReduction: return "reduction";
     case FusionGroup::Kind::kMatmul: return "matmul";
     case FusionGroup::Kind::kWindow: return "window";
+    case FusionGroup::Kind::kAttention: return "attention";
     case FusionGroup::Kind::kLibrary: return "library";
     case FusionGroup::Kind::kView: return "view";
   }

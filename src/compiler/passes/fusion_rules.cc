@@ -40,6 +40,25 @@ bool IsFusablePointwise(const ir::Graph& graph, const ir::Value& value) {
   return true;
 }
 
+bool IsAttention(const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  return op != nullptr && op->op_kind() == ir::OpKind::kAttention;
+}
+
+bool IsTileRecomputable(const ir::Value& value) {
+  static const char* const kOps[] = {
+      "aten.view.default",     "aten._unsafe_view.default", "aten.reshape.default", "aten.permute.default",
+      "aten.expand.default",   "aten.unsqueeze.default",    "aten.squeeze.dim",     "aten.squeeze.dims",
+      "aten.squeeze.default",  "aten.alias.default",        "aten.detach.default",  "aten.t.default",
+      "aten.transpose.int",    "aten.slice.Tensor",         "aten.select.int",      "aten.clone.default",
+      "aten.contiguous.default", "aten.lift_fresh_copy.default", "aten.full.default", "aten.full_like.default",
+      "aten.zeros_like.default", "aten.ones_like.default",  "aten.scalar_tensor.default", "aten.index.Tensor"};
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->num_outputs() != 1) return false;
+  if (op->op_kind() == ir::OpKind::kPointwise || IsArange(value)) return true;
+  return std::find(std::begin(kOps), std::end(kOps), op->op) != std::end(kOps);
+}
+
 bool IsMetadataView(const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   return op != nullptr && op->info != nullptr && op->info->metadata_only;

@@ -65,6 +65,12 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value);
 // or a depthwise 2-D convolution (a weighted window per channel); its pointwise consumers of the same shape
 // join it as an epilogue.
 bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value);
+// Attention: a kforge.attention node (the attention pass made it), one kernel with the producers of its bias.
+bool IsAttention(const ir::Value& value);
+// Recomputable per score tile: a pointwise op, an arange or a constant fill, a view or copy, or a gather
+// (index.Tensor) of one value; the attention kernel computes such producers of its bias at each tile's
+// indices instead of reading them from memory (a relative-position bias gathered from its table).
+bool IsTileRecomputable(const ir::Value& value);
 // Depthwise: a 2-D convolution with one input and one output channel per group (a window op, not a GEMM).
 bool IsDepthwiseConvolution(const ir::Graph& graph, const ir::Value& value);
 

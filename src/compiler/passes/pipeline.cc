@@ -7,6 +7,7 @@
 
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/attention.h"
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/decompose.h"
 #include "compiler/passes/fusion_rules.h"
@@ -22,7 +23,8 @@ struct NamedPass {
 };
 
 const std::vector<NamedPass>& GraphPasses() {
-  static const std::vector<NamedPass> passes = {{"decompose", Decompose}, {"dead_code", RemoveDeadCode}};
+  static const std::vector<NamedPass> passes = {
+      {"attention", FuseAttention}, {"decompose", Decompose}, {"dead_code", RemoveDeadCode}};
   return passes;
 }
 
@@ -33,7 +35,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string>& PassNames() {
-  static const std::vector<std::string> names = {"decompose", "dead_code", "fuse"};
+  static const std::vector<std::string> names = {"attention", "decompose", "dead_code", "fuse"};
   return names;
 }
 
@@ -43,9 +45,11 @@ FusionPlan UnfusedPlan(const ir::Graph& graph) {
     const auto* node = value.TryAs<ir::OpNode>();
     if (node == nullptr) continue;
     FusionGroup group;
-    group.kind = IsMetadataView(value) ? FusionGroup::Kind::kView
+    // An attention node has no library form: its kernel reads its bias from memory instead.
+    group.kind = IsMetadataView(value)              ? FusionGroup::Kind::kView
                  : IsFusablePointwise(graph, value) ? FusionGroup::Kind::kPointwise
-                                                     : FusionGroup::Kind::kLibrary;
+                 : IsAttention(value)               ? FusionGroup::Kind::kAttention
+                                                    : FusionGroup::Kind::kLibrary;
     group.nodes = {value.id};
     group.name = node->name;
     plan.groups.push_back(std::move(group));
@@ -56,7 +60,7 @@ FusionPlan UnfusedPlan(const ir::Graph& graph) {
 Result<PipelineResult> RunPipeline(ir::Graph graph, const PipelineOptions& options) {
   for (const std::string& name : options.disabled) {
     if (std::find(PassNames().begin(), PassNames().end(), name) == PassNames().end()) {
-      return Status::InvalidArgument("no pass named '" + name + "' (passes: decompose, dead_code, fuse)");
+      return Status::InvalidArgument("no pass named '" + name + "' (passes: attention, decompose, dead_code, fuse)");
     }
   }
   std::vector<PassRecord> records;

@@ -85,10 +85,46 @@ print("OK")
 // The fp32 tolerance of most cases, relative to a tensor's magnitude.
 constexpr double kTolerance = 1e-4;
 
+// What a task's plan must show besides matching PyTorch.
+struct PlanExpectations {
+  // Library groups are allowed only for ops that move data (a split, a copy to a layout).
+  bool copies_allowed = false;
+  // Ops no group may hold but an attention group (whose kernel computes its bias's gather).
+  std::vector<std::string> absent_ops;
+  // The number of attention groups.
+  int attention_groups = 0;
+  // The source must not hold these.
+  std::vector<std::string> absent_fragments;
+};
+
+bool MovesData(const ir::Graph& graph, const passes::FusionGroup& group) {
+  for (ir::ValueId id : group.nodes) {
+    if (graph.value(id).As<ir::OpNode>().op_kind() != ir::OpKind::kDataMovement) return false;
+  }
+  return true;
+}
+
+void ExpectPlan(const ir::Graph& graph, const passes::FusionPlan& plan, const PlanExpectations& expected) {
+  int attention = 0;
+  for (const passes::FusionGroup& group : plan.groups) {
+    attention += group.kind == passes::FusionGroup::Kind::kAttention;
+    if (group.kind == passes::FusionGroup::Kind::kLibrary) {
+      EXPECT_TRUE(expected.copies_allowed && MovesData(graph, group)) << "library group " << group.name;
+    }
+    for (ir::ValueId id : group.nodes) {
+      if (group.kind == passes::FusionGroup::Kind::kAttention) break;
+      const std::string& op = graph.value(id).As<ir::OpNode>().op;
+      for (const std::string& absent : expected.absent_ops) EXPECT_NE(op, absent) << "in group " << group.name;
+    }
+  }
+  EXPECT_EQ(attention, expected.attention_groups);
+}
+
 // Writes ModelNew for the task `name` with `options`, checks that its source holds each of
 // `fragments`, and runs the driver on it with `tolerance`.
 void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& options,
-                          const std::vector<std::string>& fragments = {}, double tolerance = kTolerance) {
+                          const std::vector<std::string>& fragments = {}, double tolerance = kTolerance,
+                          const PlanExpectations& expected = {}) {
   const fs::path source_dir = KFORGE_SOURCE_DIR;
   const fs::path binary = source_dir / "build" / "kforge";
   if (!fs::exists(binary)) GTEST_SKIP() << "no kforge binary at " << binary;
@@ -110,12 +146,11 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
   ASSERT_TRUE(graph.ok()) << graph.status().ToString();
   Result<passes::PipelineResult> planned = passes::RunPipeline(std::move(graph).value(), passes::PipelineOptions{});
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
-  for (const passes::FusionGroup& group : planned->plan.groups) {
-    EXPECT_NE(group.kind, passes::FusionGroup::Kind::kLibrary) << "library group " << group.name;
-  }
+  ExpectPlan(planned->graph, planned->plan, expected);
   Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment;
+  for (const std::string& fragment : expected.absent_fragments) EXPECT_EQ(model->find(fragment), std::string::npos) << fragment;
   ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
   ASSERT_TRUE(WriteFile(*dir / "driver.py", kDriver).ok());
 
@@ -184,6 +219,26 @@ TEST(SplitStatisticsEndToEndTest, GroupNorm) {
 TEST(SplitStatisticsEndToEndTest, LayerNorm) {
   ExpectMatchesPyTorch("codegen/split_layer_norm", ModelWriterOptions{}, {"_kf_welford_combine", "_partial[(32,)]"});
 }
+
+// Attention in each form the attention pass recognizes becomes one flash-attention kernel: no bmm,
+// softmax or gather is left, as a kernel or an ATen call (the splits and layout copies around it
+// may stay ATen calls, which move data).
+class AttentionEndToEndTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AttentionEndToEndTest, IsOneKernelAndMatchesPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.absent_ops = {"aten.bmm.default", "aten._softmax.default", "aten.amax.default", "aten.index.Tensor"};
+  expected.attention_groups = 1;
+  expected.absent_fragments = {"aten.bmm", "aten._softmax", "aten.index", "kforge.attention"};
+  ExpectMatchesPyTorch(std::string("codegen/") + GetParam(), ModelWriterOptions{}, {"tl.dot(kf_p, kf_v"}, kTolerance, expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, AttentionEndToEndTest,
+                         ::testing::Values("attention_mingpt_causal", "attention_sdpa_causal", "attention_sdpa_scaled",
+                                           "attention_sdpa_float_mask", "attention_sdpa_bool_mask", "attention_bias_div",
+                                           "attention_relpos_buffer", "attention_relpos_clamp", "attention_cross"),
+                         [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                          ::testing::Values(

@@ -1,0 +1,265 @@
+#include "compiler/codegen/triton_attention.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/codegen/epilogue.h"
+#include "compiler/codegen/gemm_tiles.h"
+#include "compiler/codegen/python_names.h"
+#include "compiler/codegen/source_writer.h"
+#include "compiler/codegen/tile_expression.h"
+
+namespace kforge::codegen {
+namespace {
+
+int64_t PaddedHeadDim(int64_t dim) {
+  int64_t padded = 16;  // tl.dot's smallest operand side
+  while (padded < dim) padded *= 2;
+  return padded;
+}
+
+// What the kernel computes, read off the attention node.
+struct Attention {
+  const ir::OpNode* node = nullptr;
+  ir::NodeRef q, k, v;
+  std::optional<ir::NodeRef> bias;
+  double scale = 1.0;
+  std::optional<int64_t> causal;
+  bool zero_empty_rows = false;
+  size_t rank = 4;
+  int64_t heads = 1, batch = 1;  // heads: the second batch dim (1 for rank 3); batch: all programs along axis 1
+  int64_t tq = 0, tk = 0, d = 0, dv = 0;
+};
+
+Result<Attention> ReadAttention(const ir::Graph& graph, const ir::OpNode& node) {
+  Attention a;
+  a.node = &node;
+  a.q = node.args.at(0).As<ir::NodeRef>();
+  a.k = node.args.at(1).As<ir::NodeRef>();
+  a.v = node.args.at(2).As<ir::NodeRef>();
+  if (node.args.size() > 3 && node.args[3].Is<ir::NodeRef>()) a.bias = node.args[3].As<ir::NodeRef>();
+  for (const ir::NamedArgument& kwarg : node.kwargs) {
+    if (kwarg.name == "scale" && kwarg.argument.Is<double>()) a.scale = kwarg.argument.As<double>();
+    if (kwarg.name == "causal" && kwarg.argument.Is<int64_t>()) a.causal = kwarg.argument.As<int64_t>();
+    if (kwarg.name == "empty_rows" && kwarg.argument.Is<std::string>()) a.zero_empty_rows = kwarg.argument.As<std::string>() == "zero";
+  }
+  const ir::Shape &q = graph.TypeOf(a.q)->shape, &k = graph.TypeOf(a.k)->shape, &v = graph.TypeOf(a.v)->shape;
+  a.rank = q.size();
+  if (a.rank != 3 && a.rank != 4) return Status::InvalidArgument(fmt::format("%{}: attention of rank {}", node.name, a.rank));
+  a.heads = a.rank == 4 ? q[1] : 1;
+  a.batch = a.rank == 4 ? q[0] * q[1] : q[0];
+  a.tq = q[a.rank - 2];
+  a.d = q[a.rank - 1];
+  a.tk = k[a.rank - 2];
+  a.dv = v[a.rank - 1];
+  return a;
+}
+
+// "base + b * s0 + h * s1" for a tensor's batch dims.
+std::string BatchOffset(const ir::TensorType& type, size_t rank) {
+  if (rank == 4) return Sum({Term("kf_b", type.stride[0]), Term("kf_h", type.stride[1])});
+  return Sum({Term("kf_b", type.stride[0])});
+}
+
+std::string Mask(const std::vector<std::string>& parts) {
+  std::vector<std::string> kept;
+  for (const std::string& part : parts) {
+    if (!part.empty()) kept.push_back(part);
+  }
+  return fmt::format("{}", fmt::join(kept, " & "));
+}
+
+// Writes the kernel body: the query block, the key loop, the normalization and the store.
+class AttentionWriter {
+ public:
+  AttentionWriter(const ir::Graph& graph, const passes::FusionGroup& group, const Attention& a, const KernelOptions& options,
+                  SourceWriter& out, std::set<std::string>& helpers)
+      : graph_(graph), group_(group), a_(a), options_(options), out_(out), helpers_(helpers) {}
+
+  Status Write() {
+    WriteQueries();
+    out_.Line("kf_row_max = tl.full([BLOCK_M], float(\"-inf\"), tl.float32)");
+    out_.Line("kf_row_sum = tl.zeros([BLOCK_M], dtype=tl.float32)");
+    out_.Line("kf_acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)");
+    if (a_.causal) {
+      out_.Line("# Keys past the block's last diagonal are masked for every row: the loop stops before them.");
+      out_.Line(fmt::format("kf_keys_end = tl.minimum({}, tl.maximum((kf_pid_m + 1) * BLOCK_M + {}, 0))", a_.tk, *a_.causal));
+    }
+    out_.Open(fmt::format("for kf_start in range(0, {}, BLOCK_N):", a_.causal ? "kf_keys_end" : std::to_string(a_.tk)));
+    out_.Line("kf_n = kf_start + tl.arange(0, BLOCK_N)");
+    out_.Line(fmt::format("kf_n_valid = kf_n < {}", a_.tk));
+    ASSIGN_OR_RETURN(std::optional<std::string> bias, WriteBias());
+    std::vector<std::string> keep = {"kf_n_valid[None, :]"};
+    if (a_.causal) keep.push_back(fmt::format("(kf_n[None, :] - kf_m[:, None] <= {})", *a_.causal));
+    const bool skips = bias && MaskLikeBias();
+    if (skips) keep.push_back(fmt::format("({} != float(\"-inf\"))", *bias));
+    out_.Line(fmt::format("kf_keep = {}", Mask(keep)));
+    if (skips) {
+      out_.Line("# A mask can leave a whole tile empty (a causal mask from a buffer): skip its loads and products.");
+      out_.Open("if tl.max(kf_keep.to(tl.int32)) > 0:");
+    }
+    WriteStep(bias);
+    if (skips) out_.Close();
+    out_.Close();
+    WriteOutput();
+    return Status::Ok();
+  }
+
+ private:
+  std::string Ptr(ir::NodeRef ref) const { return VarName(graph_, ref) + "_ptr"; }
+  const ir::TensorType& Type(ir::NodeRef ref) const { return *graph_.TypeOf(ref); }
+  std::string HeadMask(const char* index, int64_t dim, int64_t padded) const {
+    return dim == padded ? "" : fmt::format("({} < {})", index, dim);
+  }
+  std::string Dot(const std::string& a, const std::string& b) const {
+    return fmt::format("tl.dot({}, {}, input_precision=\"{}\")", a, b, options_.dot_precision);
+  }
+
+  void WriteQueries() {
+    const size_t r = a_.rank - 2;
+    out_.Line("kf_pid_m = tl.program_id(0)");
+    out_.Line("kf_batch = tl.program_id(1).to(tl.int64)");
+    if (a_.rank == 4) {
+      out_.Line(fmt::format("kf_b = kf_batch // {}", a_.heads));
+      out_.Line(fmt::format("kf_h = kf_batch % {}", a_.heads));
+    } else {
+      out_.Line("kf_b = kf_batch");
+    }
+    out_.Line("kf_m = kf_pid_m * BLOCK_M + tl.arange(0, BLOCK_M)");
+    out_.Line(fmt::format("kf_m_valid = kf_m < {}", a_.tq));
+    out_.Line("kf_d = tl.arange(0, BLOCK_D)");
+    out_.Line("kf_e = tl.arange(0, BLOCK_DV)");
+    const ir::TensorType& q = Type(a_.q);
+    out_.Line(fmt::format("kf_q = tl.load({} + {}, mask={}, other=0.0)", Ptr(a_.q),
+                          Sum({BatchOffset(q, a_.rank), Term("kf_m[:, None]", q.stride[r]), Term("kf_d[None, :]", q.stride[r + 1])}),
+                          Mask({"kf_m_valid[:, None]", HeadMask("kf_d[None, :]", a_.d, PaddedHeadDim(a_.d))})));
+  }
+
+  // The bias at this tile (its producers computed here), or nullopt without one.
+  Result<std::optional<std::string>> WriteBias() {
+    if (!a_.bias) return std::optional<std::string>();
+    std::set<ir::ValueId> computed(group_.nodes.begin(), group_.nodes.end());
+    computed.erase(a_.node->id);
+    TileExpressions tiles(graph_, computed, TileMasks{"kf_m_valid[:, None]", "kf_n_valid[None, :]"}, out_, helpers_);
+    const ir::Shape& scores = graph_.TypeOf(*a_.bias)->shape;
+    ir::Shape plane = Type(a_.q).shape;
+    plane.back() = a_.tk;
+    TileIndex index;
+    if (a_.rank == 4) index.push_back({IndexDigit{"kf_b", plane[0], {}}});
+    if (a_.rank == 4) index.push_back({IndexDigit{"kf_h", plane[1], {}}});
+    if (a_.rank == 3) index.push_back({IndexDigit{"kf_b", plane[0], {}}});
+    index.push_back({IndexDigit{"kf_m[:, None]", a_.tq, {true, false}}});
+    index.push_back({IndexDigit{"kf_n[None, :]", a_.tk, {false, true}}});
+    ASSIGN_OR_RETURN(TileValue bias, tiles.At(*a_.bias, TileExpressions::Broadcast(scores, plane, index)));
+    return std::optional<std::string>(bias.var);
+  }
+
+  // Whether the bias is made from a mask (a boolean value among its producers), which may leave
+  // whole tiles empty; a learned bias never does, and a branch would keep the loop's loads from
+  // being pipelined.
+  bool MaskLikeBias() const {
+    for (ir::ValueId id : group_.nodes) {
+      if (id != a_.node->id && graph_.value(id).type().dtype == ir::DType::kBool) return true;
+    }
+    const ir::TensorType& bias = Type(*a_.bias);
+    return bias.dtype == ir::DType::kBool;
+  }
+
+  // One key block: scores, the online softmax update, and the product with v.
+  void WriteStep(const std::optional<std::string>& bias) {
+    const size_t r = a_.rank - 2;
+    const ir::TensorType &k = Type(a_.k), &v = Type(a_.v);
+    out_.Line(fmt::format("kf_kt = tl.load({} + {}, mask={}, other=0.0)", Ptr(a_.k),
+                          Sum({BatchOffset(k, a_.rank), Term("kf_n[None, :]", k.stride[r]), Term("kf_d[:, None]", k.stride[r + 1])}),
+                          Mask({HeadMask("kf_d[:, None]", a_.d, PaddedHeadDim(a_.d)), "kf_n_valid[None, :]"})));
+    std::string scores = fmt::format("{} * {}", Dot("kf_q", "kf_kt"), FloatLiteral(a_.scale));
+    if (bias) scores += " + " + *bias;
+    out_.Line(fmt::format("kf_scores = tl.where(kf_keep, {}, float(\"-inf\"))", scores));
+    out_.Line("kf_new_max = tl.maximum(kf_row_max, tl.max(kf_scores, 1))");
+    out_.Line("# A row with every score so far masked exponentiates against 0, giving 0 and not NaN.");
+    out_.Line("kf_shift = tl.where(kf_new_max == float(\"-inf\"), 0.0, kf_new_max)");
+    out_.Line("kf_p = tl.exp(kf_scores - kf_shift[:, None])");
+    out_.Line("kf_rescale = tl.exp(kf_row_max - kf_shift)");
+    out_.Line("kf_row_sum = kf_row_sum * kf_rescale + tl.sum(kf_p, 1)");
+    out_.Line(fmt::format("kf_v = tl.load({} + {}, mask={}, other=0.0)", Ptr(a_.v),
+                          Sum({BatchOffset(v, a_.rank), Term("kf_n[:, None]", v.stride[r]), Term("kf_e[None, :]", v.stride[r + 1])}),
+                          Mask({"kf_n_valid[:, None]", HeadMask("kf_e[None, :]", a_.dv, PaddedHeadDim(a_.dv))})));
+    out_.Line(fmt::format("kf_acc = kf_acc * kf_rescale[:, None] + {}", Dot("kf_p", "kf_v")));
+    out_.Line("kf_row_max = kf_new_max");
+  }
+
+  void WriteOutput() {
+    const size_t r = a_.rank - 2;
+    if (a_.zero_empty_rows) {
+      out_.Line("# A row whose every score is masked gives zeros (SDPA's fix-up of softmax's NaN).");
+      out_.Line("kf_out = tl.where(kf_row_max[:, None] == float(\"-inf\"), 0.0, kf_acc / kf_row_sum[:, None])");
+    } else {
+      out_.Line("# A row whose every score is masked gives 0 / 0 = NaN, as softmax does.");
+      out_.Line("kf_out = kf_acc / kf_row_sum[:, None]");
+    }
+    const ir::NodeRef out = a_.node->ref();
+    const ir::TensorType& type = Type(out);
+    out_.Line(fmt::format("tl.store({} + {}, kf_out, mask={})", Ptr(out),
+                          Sum({BatchOffset(type, a_.rank), Term("kf_m[:, None]", type.stride[r]), Term("kf_e[None, :]", type.stride[r + 1])}),
+                          Mask({"kf_m_valid[:, None]", HeadMask("kf_e[None, :]", a_.dv, PaddedHeadDim(a_.dv))})));
+  }
+
+  const ir::Graph& graph_;
+  const passes::FusionGroup& group_;
+  const Attention& a_;
+  const KernelOptions& options_;
+  SourceWriter& out_;
+  std::set<std::string>& helpers_;
+};
+
+}  // namespace
+
+Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
+  const auto& node = graph.value(group.nodes.back()).As<ir::OpNode>();
+  ASSIGN_OR_RETURN(Attention a, ReadAttention(graph, node));
+  EmittedKernel kernel;
+  kernel.name = "attention_" + group.name;
+  const std::vector<ir::NodeRef> inputs = passes::GroupInputs(graph, group);
+  std::vector<std::string> params;
+  for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
+  params.push_back(VarName(graph, node.ref()) + "_ptr");
+  params.push_back("BLOCK_M: tl.constexpr");
+  params.push_back("BLOCK_N: tl.constexpr");
+
+  SourceWriter out;
+  OpenKernel(out, kernel.name, params, graph, group);
+  out.Line(fmt::format("# softmax(q @ k^T * {}{}) @ v for {} heads of {} queries and {} keys, head dims {} (q, k) and {} (v);",
+                       FloatLiteral(a.scale), a.bias ? " + bias" : "", a.batch, a.tq, a.tk, a.d, a.dv));
+  out.Line(fmt::format("# {}online softmax over key blocks; tl.dot with input_precision=\"{}\".",
+                       a.causal ? fmt::format("causal (key j kept for query i when j - i <= {}); ", *a.causal) : "",
+                       options.dot_precision));
+  out.Line(fmt::format("BLOCK_D: tl.constexpr = {}", PaddedHeadDim(a.d)));
+  out.Line(fmt::format("BLOCK_DV: tl.constexpr = {}", PaddedHeadDim(a.dv)));
+  AttentionWriter writer(graph, group, a, options, out, kernel.helpers);
+  RETURN_IF_ERROR(writer.Write());
+  out.Close();
+  const std::optional<TileChoice> config =
+      FinishGemmKernel(kernel, out.text(), kAttentionTileConfigs, options, TileParameters::kAttention);
+
+  std::vector<std::string> args;
+  for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
+  const std::string result = VarName(graph, node.ref());
+  kernel.launch.push_back(EmptyLike(result, node.type()));
+  args.push_back(result);
+  if (!config) {
+    kernel.launch.push_back(fmt::format("{}[lambda meta: (triton.cdiv({}, meta[\"BLOCK_M\"]), {})]({})", kernel.name, a.tq,
+                                        a.batch, fmt::join(args, ", ")));
+    return kernel;
+  }
+  args.push_back(fmt::format("BLOCK_M={}, BLOCK_N={}, num_warps={}, num_stages={}", config->block_m, config->block_n,
+                             config->warps, config->stages));
+  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (a.tq + config->block_m - 1) / config->block_m, a.batch,
+                                      fmt::join(args, ", ")));
+  return kernel;
+}
+
+}  // namespace kforge::codegen
