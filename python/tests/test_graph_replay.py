@@ -5,29 +5,21 @@ earlier call's outputs, and captures again when the parameters move.
 There is no CUDA graph on the CPU. The replay's bookkeeping (signatures, static inputs, output
 clones, state addresses) is what these tests drive: `CpuGraphReplay` captures a "graph" that, like
 a real one, recomputes from the static input buffers into the same output buffers on every replay.
-The real capture runs in bench/gpu_checks.sh on the GPU."""
+The real capture runs on the GPU in bench/graph_probe.py (`bench/gpu_checks.sh graphs`)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
+import sys
 
 import pytest
-import torch
 
 from kforge_worker.static_checks import analyze_candidate
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
 TASK = os.path.join(REPO, "tasks", "level3", "01_mlp.py")
-
-
-def load(name: str, path: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -66,90 +58,114 @@ def test_a_bad_graph_replay_setting_is_refused(tmp_path):
     assert done.returncode == 2 and "--graph-replay must be auto, always or never" in done.stderr
 
 
+# The replay scenarios run in a fresh interpreter with TRITON_INTERPRET=1 from the start: Triton
+# read in a process that imported it without (as other tests here do) cannot interpret kernels.
+SCENARIOS = r"""
+import importlib.util
+import sys
+
+import torch
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def flat(outputs):
     return [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
 
 
-def cpu_replay_class(base):
-    class CpuGraphReplay(base):
-        """A CPU stand-in for torch.cuda.graph: replay recomputes from the captured input buffers
-        into the captured output buffers, as a CUDA graph's kernels do."""
-        captures = 0
-
-        def capturable(self, inputs):
-            return True
-
-        def capture(self, forward, inputs):
-            type(self).captures += 1
-            outputs = forward(*inputs)
-
-            def replay():
-                for buffer, value in zip(flat(outputs), flat(forward(*inputs))):
-                    buffer.copy_(value)
-            return replay, outputs
-
-    return CpuGraphReplay
+task_path, candidate_path, scenario = sys.argv[1:4]
+task = load("mlp_task", task_path)
+for name, value in task.KFORGE_CPU_SIZES.items():  # the sizes the candidate was generated for
+    setattr(task, name, value)
+candidate = load("mlp_candidate", candidate_path)
 
 
-@pytest.fixture
-def models(generated, monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the kernels run on the CPU, in this process
-    _, report = generated
-    task = load("mlp_task", TASK)
-    for name, value in task.KFORGE_CPU_SIZES.items():  # the sizes the candidate was generated for
-        setattr(task, name, value)
-    candidate = load("mlp_candidate", report["model_new"])
-    torch.manual_seed(0)
-    reference = task.Model(*task.get_init_inputs())
-    new = candidate.ModelNew(*task.get_init_inputs())
-    new.load_state_dict(reference.state_dict())
-    replay_class = cpu_replay_class(candidate.KfGraphReplay)
-    new.kf_replay = replay_class()
-    return task, reference, new, replay_class
+class CpuGraphReplay(candidate.KfGraphReplay):
+    # A CPU stand-in for torch.cuda.graph: replay recomputes from the captured input buffers into
+    # the captured output buffers, as a CUDA graph's kernels do.
+    captures = 0
+
+    def capturable(self, inputs):
+        return True
+
+    def capture(self, forward, inputs):
+        CpuGraphReplay.captures += 1
+        outputs = forward(*inputs)
+
+        def replay():
+            for buffer, value in zip(flat(outputs), flat(forward(*inputs))):
+                buffer.copy_(value)
+        return replay, outputs
 
 
-def test_fresh_inputs_give_fresh_outputs_and_no_call_overwrites_another(models):
-    task, reference, new, replay_class = models
-    outputs, inputs = [], []
-    with torch.no_grad():
-        for _ in range(5):
-            x = task.get_inputs()[0]
-            inputs.append(x)
-            outputs.append(new(x))
+torch.manual_seed(0)
+reference = task.Model(*task.get_init_inputs())
+new = candidate.ModelNew(*task.get_init_inputs())
+new.load_state_dict(reference.state_dict())
+new.kf_replay = CpuGraphReplay()
+
+
+def close(got, want):
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+with torch.no_grad():
+    if scenario == "fresh":
+        inputs = [task.get_inputs()[0] for _ in range(5)]
+        outputs = [new(x) for x in inputs]
         for x, y in zip(inputs, outputs):  # every result still the one its own inputs give
-            torch.testing.assert_close(y, reference(x), rtol=1e-4, atol=1e-4)
-    assert replay_class.captures == 1  # warmed up by call 1, captured by call 2, replayed since
-    assert not torch.equal(outputs[3], outputs[4])
-    assert len({y.data_ptr() for y in outputs}) == len(outputs)
-
-
-def test_a_new_signature_is_warmed_up_and_captured_on_its_own(models):
-    task, reference, new, replay_class = models
-    x = task.get_inputs()[0]
-    strided = torch.empty(x.shape[1], x.shape[0]).t()  # same shape, other strides: another signature
-    with torch.no_grad():
+            close(y, reference(x))
+        assert CpuGraphReplay.captures == 1, CpuGraphReplay.captures  # warmed up by call 1, captured by call 2
+        assert not torch.equal(outputs[3], outputs[4])
+        assert len({y.data_ptr() for y in outputs}) == len(outputs)
+    elif scenario == "signature":
+        x = task.get_inputs()[0]
+        strided = torch.empty(x.shape[1], x.shape[0]).t()  # same shape, other strides: another signature
         for _ in range(3):
             new(x)
         for _ in range(3):
             strided.copy_(task.get_inputs()[0])
-            torch.testing.assert_close(new(strided), reference(strided), rtol=1e-4, atol=1e-4)
-    assert replay_class.captures == 2
-    assert len(new.kf_replay.entries) == 2
-
-
-def test_moved_parameters_are_captured_again_and_in_place_updates_are_seen(models):
-    task, reference, new, replay_class = models
-    x = task.get_inputs()[0]
-    with torch.no_grad():
+            close(new(strided), reference(strided))
+        assert CpuGraphReplay.captures == 2, CpuGraphReplay.captures
+        assert len(new.kf_replay.entries) == 2
+    elif scenario == "moved":
+        x = task.get_inputs()[0]
         for _ in range(3):
             new(x)
-        assert replay_class.captures == 1
+        assert CpuGraphReplay.captures == 1
         for p in reference.parameters():  # load_state_dict copies in place: the graph sees new values
             p.mul_(0.5)
         new.load_state_dict(reference.state_dict())
-        torch.testing.assert_close(new(x), reference(x), rtol=1e-4, atol=1e-4)
-        assert replay_class.captures == 1
+        close(new(x), reference(x))
+        assert CpuGraphReplay.captures == 1
         for p in new.parameters():  # new storage, as module.to() gives: captured again
             p.data = p.data.clone()
-        torch.testing.assert_close(new(x), reference(x), rtol=1e-4, atol=1e-4)
-        assert replay_class.captures == 2
+        close(new(x), reference(x))
+        assert CpuGraphReplay.captures == 2, CpuGraphReplay.captures
+print("ok")
+"""
+
+
+def run_scenario(generated, scenario: str) -> None:
+    _, report = generated
+    done = subprocess.run([sys.executable, "-c", SCENARIOS, TASK, report["model_new"], scenario],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stdout[-2000:] + done.stderr[-4000:]
+
+
+def test_fresh_inputs_give_fresh_outputs_and_no_call_overwrites_another(generated):
+    run_scenario(generated, "fresh")
+
+
+def test_a_new_signature_is_warmed_up_and_captured_on_its_own(generated):
+    run_scenario(generated, "signature")
+
+
+def test_moved_parameters_are_captured_again_and_in_place_updates_are_seen(generated):
+    run_scenario(generated, "moved")
