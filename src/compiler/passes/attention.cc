@@ -339,6 +339,76 @@ class Matcher {
   const ir::Graph& graph_;
 };
 
+// PyTorch's fused attention, as a capture on a GPU records F.scaled_dot_product_attention: the
+// op, where its attn_bias, dropout_p and is_causal arguments sit (-1: none), its q, k, v
+// [B, H, T, D] not transposed.
+struct FusedForm {
+  const char* op;
+  int bias, dropout, causal;
+};
+constexpr FusedForm kFusedForms[] = {
+    {"aten._scaled_dot_product_efficient_attention.default", 3, 5, 6},
+    {"aten._scaled_dot_product_flash_attention.default", -1, 3, 4},
+    {"aten._scaled_dot_product_cudnn_attention.default", 3, 5, 6},
+};
+
+// A fused attention this pass can replace: fp32, no dropout, nothing reading its other outputs
+// (log-sum-exp, RNG state), a head dim the kernel holds.
+struct Fused {
+  NodeRef q, k, v;
+  std::optional<NodeRef> bias;
+  double scale = 1.0;
+  std::optional<int64_t> causal;
+};
+
+bool ReadsOnlyFirstOutput(const ir::Graph& graph, ir::ValueId id) {
+  for (const NodeRef& out : graph.LiveOuts()) {
+    if (out.value == id && out.output != 0) return false;
+  }
+  for (const ir::Value& value : graph) {
+    for (const NodeRef& ref : TensorInputs(value)) {
+      if (ref.value == id && ref.output != 0) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<Fused> ReadFused(const ir::Graph& graph, const ir::OpNode& node) {
+  const FusedForm* form = nullptr;
+  for (const FusedForm& candidate : kFusedForms) {
+    if (node.op == candidate.op) form = &candidate;
+  }
+  if (form == nullptr || node.args.size() < 3) return std::nullopt;
+  auto arg = [&node](int index) -> const ir::Argument* {
+    return index >= 0 && static_cast<size_t>(index) < node.args.size() ? &node.args[index] : nullptr;
+  };
+  Fused fused;
+  for (int i = 0; i < 3; ++i) {
+    if (!node.args[i].Is<NodeRef>() || !IsFloat32(graph, node.args[i].As<NodeRef>())) return std::nullopt;
+  }
+  fused.q = node.args[0].As<NodeRef>();
+  fused.k = node.args[1].As<NodeRef>();
+  fused.v = node.args[2].As<NodeRef>();
+  if (const ir::Argument* bias = arg(form->bias); bias != nullptr && bias->Is<NodeRef>()) {
+    if (!IsFloat32(graph, bias->As<NodeRef>())) return std::nullopt;
+    fused.bias = bias->As<NodeRef>();
+  }
+  if (const ir::Argument* dropout = arg(form->dropout); dropout != nullptr && !IsZero(graph, *dropout)) return std::nullopt;
+  if (const ir::Argument* causal = arg(form->causal); causal != nullptr && causal->Is<bool>() && causal->As<bool>()) {
+    fused.causal = 0;  // top-left aligned, as SDPA's is_causal
+  }
+  const ir::Shape& q = graph.TypeOf(fused.q)->shape;
+  if (q.size() != 4 || q[3] > kMaxHeadDim || !ReadsOnlyFirstOutput(graph, node.id)) return std::nullopt;
+  fused.scale = 1.0 / std::sqrt(static_cast<double>(q[3]));
+  for (const ir::NamedArgument& kwarg : node.kwargs) {
+    if (kwarg.name != "scale" || kwarg.argument.Is<ir::NoneArg>()) continue;
+    std::optional<double> scale = NumberOf(graph, kwarg.argument);
+    if (!scale) return std::nullopt;
+    fused.scale = *scale;
+  }
+  return fused;
+}
+
 // Rewrites each matched bmm into the attention node and drops what only it needed.
 class AttentionRewriter : public ir::GraphRewriter {
  public:
@@ -356,6 +426,7 @@ class AttentionRewriter : public ir::GraphRewriter {
   Status RewriteOp(const ir::OpNode& node) override {
     if (dropped_[node.id]) return Status::Ok();
     if (auto match = matches_.find(node.id); match != matches_.end()) return EmitAttention(node, match->second);
+    if (std::optional<Fused> fused = ReadFused(graph_, node)) return EmitFused(node, *fused);
     if (node.op == "aten.view.default" && !node.args.empty() && node.args[0].Is<NodeRef>()) {
       auto attention = attention_.find(node.args[0].As<NodeRef>().value);
       if (attention != attention_.end() && builder().TypeOf(attention->second)->shape == node.type().shape) {
@@ -480,6 +551,22 @@ class AttentionRewriter : public ir::GraphRewriter {
     ASSIGN_OR_RETURN(NodeRef flat, Add(bmm.name, "aten.view.default", {{attention}, {ir::IntList(bmm.type().shape)}},
                                        bmm.type()));
     Replace(bmm, {flat});
+    return Status::Ok();
+  }
+
+  // A fused attention op as the attention node (its first output; nothing reads the others).
+  Status EmitFused(const ir::OpNode& node, const Fused& fused) {
+    std::vector<ir::NamedArgument> kwargs = {
+        {"scale", ir::Argument{fused.scale}},
+        {"causal", fused.causal ? ir::Argument{*fused.causal} : ir::Argument{ir::NoneArg{}}},
+        {"empty_rows", ir::Argument{std::string("zero")}}};
+    ir::Shape shape = graph_.TypeOf(fused.q)->shape;
+    shape.back() = graph_.TypeOf(fused.v)->shape.back();
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, ir::DType::kFloat32));
+    ir::Argument bias = fused.bias ? ir::Argument{Map(*fused.bias)} : ir::Argument{ir::NoneArg{}};
+    ASSIGN_OR_RETURN(NodeRef attention, Add("attention", "kforge.attention.default",
+                                            {{Map(fused.q)}, {Map(fused.k)}, {Map(fused.v)}, bias}, type, std::move(kwargs)));
+    Replace(node, {attention});
     return Status::Ok();
   }
 

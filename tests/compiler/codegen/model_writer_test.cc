@@ -67,6 +67,17 @@ TEST(ModelWriterGoldenTest, LinearReluReplayedAsAGraph) {
   EXPECT_EQ(plain->find("KfGraphReplay"), std::string::npos);
 }
 
+// PyTorch's fused attention (as a capture on a GPU records SDPA) becomes one attention kernel:
+// no library call is left.
+TEST(ModelWriterTest, FusedAttentionOpIsOneKernel) {
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("attention_sdpa_fused"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  Result<std::string> source = WriteModelNew(compiled->graph, compiled->plan);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_NE(source->find("@triton.jit\ndef attention"), std::string::npos) << *source;
+  EXPECT_EQ(source->find("scaled_dot_product"), std::string::npos) << *source;
+}
+
 // A kernel whose tuning key has a measured configuration is emitted with it baked in: no
 // autotuner, the launch names the tile and the grid is a number.
 TEST(ModelWriterTest, MeasuredConfigurationIsBakedIn) {
