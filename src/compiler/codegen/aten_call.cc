@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/python_names.h"
+#include "compiler/ir/op_registry.h"
+#include "compiler/passes/attention.h"
 
 namespace kforge::codegen {
 namespace {
@@ -45,40 +47,29 @@ std::string PythonArgument(const ir::Argument& arg, const ValueNamer& name) {
       arg.value);
 }
 
-const ir::Argument* Keyword(const ir::OpNode& op, const std::string& key) {
-  for (const ir::NamedArgument& kwarg : op.kwargs) {
-    if (kwarg.name == key) return &kwarg.argument;
-  }
-  return nullptr;
-}
-
 // kforge.attention has no ATen operator: the same computation written with torch (matmul,
 // softmax, matmul), for a group whose kernel could not be emitted (library compute, as any
 // fallback).
 std::string AttentionCallLine(const ir::OpNode& op, const ValueNamer& name) {
+  const passes::AttentionAttributes attributes = passes::AttentionAttributes::Of(op);
   std::string q = PythonArgument(op.args[0], name), k = PythonArgument(op.args[1], name);
   std::string v = PythonArgument(op.args[2], name);
-  const ir::Argument* scale = Keyword(op, "scale");
-  std::string scores = fmt::format("(torch.matmul({}, {}.transpose(-2, -1)) * {})", q, k,
-                                   scale != nullptr ? PythonArgument(*scale, name) : "1.0");
+  std::string scores = fmt::format("(torch.matmul({}, {}.transpose(-2, -1)) * {})", q, k, FloatLiteral(attributes.scale));
   if (op.args.size() > 3 && !op.args[3].Is<ir::NoneArg>()) scores = fmt::format("({} + {})", scores, PythonArgument(op.args[3], name));
-  if (const ir::Argument* causal = Keyword(op, "causal"); causal != nullptr && causal->Is<int64_t>()) {
+  if (attributes.causal) {
     scores = fmt::format("{}.masked_fill(torch.ones({}.shape[-2], {}.shape[-2], dtype=torch.bool, device={}.device).triu({}), "
                          "float(\"-inf\"))",
-                         scores, q, k, q, causal->As<int64_t>() + 1);
+                         scores, q, k, q, *attributes.causal + 1);
   }
   std::string probabilities = fmt::format("torch.softmax({}, -1)", scores);
-  const ir::Argument* empty_rows = Keyword(op, "empty_rows");
-  if (empty_rows != nullptr && empty_rows->Is<std::string>() && empty_rows->As<std::string>() == "zero") {
-    probabilities = fmt::format("torch.nan_to_num({}, nan=0.0)", probabilities);
-  }
+  if (attributes.zero_empty_rows) probabilities = fmt::format("torch.nan_to_num({}, nan=0.0)", probabilities);
   return fmt::format("{} = torch.matmul({}, {})", name(op.ref(0)), probabilities, v);
 }
 
 }  // namespace
 
 std::string AtenCallLine(const ir::OpNode& op, const ValueNamer& name) {
-  if (op.op == "kforge.attention.default") return AttentionCallLine(op, name);
+  if (op.op == ir::kAttentionOp) return AttentionCallLine(op, name);
   std::vector<std::string> args;
   for (const ir::Argument& arg : op.args) {
     // A number the compiler inlined into a pointwise op's tensor slot goes back as a 0-d tensor.

@@ -12,6 +12,7 @@
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/tile_expression.h"
+#include "compiler/passes/attention.h"
 
 namespace kforge::codegen {
 namespace {
@@ -42,11 +43,10 @@ Result<Attention> ReadAttention(const ir::Graph& graph, const ir::OpNode& node) 
   a.k = node.args.at(1).As<ir::NodeRef>();
   a.v = node.args.at(2).As<ir::NodeRef>();
   if (node.args.size() > 3 && node.args[3].Is<ir::NodeRef>()) a.bias = node.args[3].As<ir::NodeRef>();
-  for (const ir::NamedArgument& kwarg : node.kwargs) {
-    if (kwarg.name == "scale" && kwarg.argument.Is<double>()) a.scale = kwarg.argument.As<double>();
-    if (kwarg.name == "causal" && kwarg.argument.Is<int64_t>()) a.causal = kwarg.argument.As<int64_t>();
-    if (kwarg.name == "empty_rows" && kwarg.argument.Is<std::string>()) a.zero_empty_rows = kwarg.argument.As<std::string>() == "zero";
-  }
+  const passes::AttentionAttributes attributes = passes::AttentionAttributes::Of(node);
+  a.scale = attributes.scale;
+  a.causal = attributes.causal;
+  a.zero_empty_rows = attributes.zero_empty_rows;
   const ir::Shape &q = graph.TypeOf(a.q)->shape, &k = graph.TypeOf(a.k)->shape, &v = graph.TypeOf(a.v)->shape;
   a.rank = q.size();
   if (a.rank != 3 && a.rank != 4) return Status::InvalidArgument(fmt::format("%{}: attention of rank {}", node.name, a.rank));

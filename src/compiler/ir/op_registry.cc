@@ -228,7 +228,7 @@ std::vector<OpInfo> BuildTable() {
       Op("aten.rand_like.default", OpKind::kCreation, 1),
       Op("aten.randn_like.default", OpKind::kCreation, 1),
       // kforge's own ops, which passes make (never captured).
-      Op("kforge.attention.default", OpKind::kAttention, 4),
+      Op(kAttentionOp, OpKind::kAttention, 4),
   };
   AddDefaultPointwise(ops);
   return ops;

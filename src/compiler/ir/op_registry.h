@@ -9,6 +9,9 @@
 
 namespace kforge::ir {
 
+// The attention node the attention pass writes (no ATen operator; see passes/attention.h).
+inline constexpr char kAttentionOp[] = "kforge.attention.default";
+
 enum class OpKind {
   kPointwise,  // elementwise, NumPy-broadcasting tensor inputs
   kReduction,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/op_registry.h"
 #include "compiler/ir/visitor.h"
 #include "compiler/passes/causal_mask.h"
 #include "compiler/passes/fusion_rules.h"
@@ -400,11 +401,10 @@ std::optional<Fused> ReadFused(const ir::Graph& graph, const ir::OpNode& node) {
   const ir::Shape& q = graph.TypeOf(fused.q)->shape;
   if (q.size() != 4 || q[3] > kMaxHeadDim || !ReadsOnlyFirstOutput(graph, node.id)) return std::nullopt;
   fused.scale = 1.0 / std::sqrt(static_cast<double>(q[3]));
-  for (const ir::NamedArgument& kwarg : node.kwargs) {
-    if (kwarg.name != "scale" || kwarg.argument.Is<ir::NoneArg>()) continue;
-    std::optional<double> scale = NumberOf(graph, kwarg.argument);
-    if (!scale) return std::nullopt;
-    fused.scale = *scale;
+  if (const ir::Argument* scale = node.FindArgument({-1, "scale"}); scale != nullptr && !scale->Is<ir::NoneArg>()) {
+    std::optional<double> number = NumberOf(graph, *scale);
+    if (!number) return std::nullopt;
+    fused.scale = *number;
   }
   return fused;
 }
@@ -534,14 +534,8 @@ class AttentionRewriter : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(k, Transposed(k));
     }
     ASSIGN_OR_RETURN(std::optional<NodeRef> bias, Bias(match));
-    std::vector<ir::NamedArgument> kwargs = {
-        {"scale", ir::Argument{match.scale}},
-        {"causal", match.causal ? ir::Argument{*match.causal} : ir::Argument{ir::NoneArg{}}},
-        {"empty_rows", ir::Argument{std::string(match.zero_empty_rows ? "zero" : "nan")}}};
-    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(match.shape, ir::DType::kFloat32));
-    ir::Argument bias_arg = bias ? ir::Argument{*bias} : ir::Argument{ir::NoneArg{}};
-    ASSIGN_OR_RETURN(NodeRef attention, Add("attention", "kforge.attention.default",
-                                            {{Map(match.q)}, {k}, {Map(match.v)}, bias_arg}, type, std::move(kwargs)));
+    AttentionAttributes attributes{.scale = match.scale, .causal = match.causal, .zero_empty_rows = match.zero_empty_rows};
+    ASSIGN_OR_RETURN(NodeRef attention, AddAttention(Map(match.q), k, Map(match.v), bias, attributes, match.shape));
     attention_[bmm.id] = attention;
     if (match.shape == bmm.type().shape || !ReadFlat(bmm, match.shape)) {
       Replace(bmm, {attention});
@@ -556,18 +550,22 @@ class AttentionRewriter : public ir::GraphRewriter {
 
   // A fused attention op as the attention node (its first output; nothing reads the others).
   Status EmitFused(const ir::OpNode& node, const Fused& fused) {
-    std::vector<ir::NamedArgument> kwargs = {
-        {"scale", ir::Argument{fused.scale}},
-        {"causal", fused.causal ? ir::Argument{*fused.causal} : ir::Argument{ir::NoneArg{}}},
-        {"empty_rows", ir::Argument{std::string("zero")}}};
     ir::Shape shape = graph_.TypeOf(fused.q)->shape;
     shape.back() = graph_.TypeOf(fused.v)->shape.back();
-    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, ir::DType::kFloat32));
-    ir::Argument bias = fused.bias ? ir::Argument{Map(*fused.bias)} : ir::Argument{ir::NoneArg{}};
-    ASSIGN_OR_RETURN(NodeRef attention, Add("attention", "kforge.attention.default",
-                                            {{Map(fused.q)}, {Map(fused.k)}, {Map(fused.v)}, bias}, type, std::move(kwargs)));
+    std::optional<NodeRef> bias;
+    if (fused.bias) bias = Map(*fused.bias);
+    AttentionAttributes attributes{.scale = fused.scale, .causal = fused.causal, .zero_empty_rows = true};
+    ASSIGN_OR_RETURN(NodeRef attention, AddAttention(Map(fused.q), Map(fused.k), Map(fused.v), bias, attributes, shape));
     Replace(node, {attention});
     return Status::Ok();
+  }
+
+  // The kforge.attention node over q, k [..., Tk, D], v and an optional bias, its output `shape`.
+  Result<NodeRef> AddAttention(NodeRef q, NodeRef k, NodeRef v, std::optional<NodeRef> bias,
+                               const AttentionAttributes& attributes, const ir::Shape& shape) {
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, ir::DType::kFloat32));
+    ir::Argument bias_arg = bias ? ir::Argument{*bias} : ir::Argument{ir::NoneArg{}};
+    return Add("attention", ir::kAttentionOp, {{q}, {k}, {v}, bias_arg}, type, attributes.ToKwargs());
   }
 
   const ir::Graph& graph_;
@@ -577,6 +575,25 @@ class AttentionRewriter : public ir::GraphRewriter {
 };
 
 }  // namespace
+
+std::vector<ir::NamedArgument> AttentionAttributes::ToKwargs() const {
+  return {{"scale", ir::Argument{scale}},
+          {"causal", causal ? ir::Argument{*causal} : ir::Argument{ir::NoneArg{}}},
+          {"empty_rows", ir::Argument{std::string(zero_empty_rows ? "zero" : "nan")}}};
+}
+
+AttentionAttributes AttentionAttributes::Of(const ir::OpNode& node) {
+  AttentionAttributes attributes;
+  if (const ir::Argument* scale = node.FindArgument({-1, "scale"}); scale != nullptr && scale->Is<double>()) {
+    attributes.scale = scale->As<double>();
+  }
+  if (const ir::Argument* causal = node.FindArgument({-1, "causal"}); causal != nullptr && causal->Is<int64_t>()) {
+    attributes.causal = causal->As<int64_t>();
+  }
+  const ir::Argument* empty_rows = node.FindArgument({-1, "empty_rows"});
+  attributes.zero_empty_rows = empty_rows != nullptr && empty_rows->Is<std::string>() && empty_rows->As<std::string>() == "zero";
+  return attributes;
+}
 
 Result<ir::Graph> FuseAttention(const ir::Graph& graph) {
   AttentionRewriter rewriter(graph);

@@ -14,10 +14,24 @@
 // split the softmax.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <vector>
+
 #include "compiler/ir/graph.h"
 #include "core/status.h"
 
 namespace kforge::passes {
+
+// A kforge.attention node's keyword arguments, read and written only here.
+struct AttentionAttributes {
+  double scale = 1.0;
+  std::optional<int64_t> causal;  // key j kept for query i when j - i <= *causal
+  bool zero_empty_rows = false;   // a row whose every score is -inf gives zeros (else NaN)
+
+  std::vector<ir::NamedArgument> ToKwargs() const;
+  static AttentionAttributes Of(const ir::OpNode& node);
+};
 
 Result<ir::Graph> FuseAttention(const ir::Graph& graph);
 
