@@ -5,6 +5,8 @@
 #include <functional>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/attention.h"
@@ -60,7 +62,7 @@ FusionPlan UnfusedPlan(const ir::Graph& graph) {
 Result<PipelineResult> RunPipeline(ir::Graph graph, const PipelineOptions& options) {
   for (const std::string& name : options.disabled) {
     if (std::find(PassNames().begin(), PassNames().end(), name) == PassNames().end()) {
-      return Status::InvalidArgument("no pass named '" + name + "' (passes: attention, decompose, dead_code, fuse)");
+      return Status::InvalidArgument(fmt::format("no pass named '{}' (passes: {})", name, fmt::join(PassNames(), ", ")));
     }
   }
   std::vector<PassRecord> records;
