@@ -31,14 +31,6 @@ std::string Linear(const DimIndex& dim) {
   return expr.empty() ? "0" : expr;
 }
 
-int64_t Extent(const DimIndex& dim) {
-  int64_t extent = 1;
-  for (const IndexDigit& digit : dim) extent *= digit.extent;
-  return extent;
-}
-
-DimIndex Single(const DimIndex& dim) { return {IndexDigit{Linear(dim), Extent(dim), AxesOf(dim)}}; }
-
 int64_t Normalized(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
 
 std::optional<int64_t> IntAt(const ir::OpNode& op, ir::ArgSlot slot) {
