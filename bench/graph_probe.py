@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from kforge_runs import print_table
+from network_table import row
 
 
 def optimize(kforge: str, workspace: str, task: str, out: str, replay: str, timeout_s: float) -> dict[str, Any]:
@@ -30,23 +31,7 @@ def optimize(kforge: str, workspace: str, task: str, out: str, replay: str, time
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not lines:
         return {"verdict": "no_report", "stderr": done.stderr[-2000:], "wall_s": time.perf_counter() - started}
-    report = json.loads(lines[-1])
-    evaluation = report.get("evaluation", {})
-    evidence = evaluation.get("evidence", {})
-    timing = evidence.get("timing", {}) or {}
-    provenance = evidence.get("provenance", {}) or {}
-    kernels = provenance.get("kernels", []) or []
-    median = lambda stats: (stats or {}).get("median")  # noqa: E731
-    return {
-        "verdict": evaluation.get("verdict"),
-        "replayed": report.get("compile", {}).get("graph_replay"),
-        "candidate_ms": median(timing.get("candidate_ms")),
-        "eager_ms": median(timing.get("reference_eager_ms")),
-        "compile_ms": median(timing.get("reference_compile_ms")),
-        "kernel_ms": sum(k.get("time_us", 0.0) for k in kernels) / 1000 if kernels else None,
-        "launches": sum(k.get("calls", 0) for k in kernels) if kernels else None,
-        "wall_s": time.perf_counter() - started,
-    }
+    return {**row(json.loads(lines[-1]), os.path.basename(task)), "wall_s": time.perf_counter() - started}
 
 
 def fmt(value: Any, digits: int = 3) -> str:
@@ -69,10 +54,9 @@ def main() -> int:
                 for replay in ("never", "always")}
         results.append({"task": task, **runs})
         never, always = runs["never"], runs["always"]
-        ratio = (never["candidate_ms"] / always["candidate_ms"]
-                 if never.get("candidate_ms") and always.get("candidate_ms") else None)
-        rows.append([name, fmt(never.get("launches")), fmt(never.get("kernel_ms")), fmt(never.get("candidate_ms")),
-                     fmt(always.get("candidate_ms")), fmt(ratio, 2), fmt(never.get("eager_ms")),
+        ratio = never["call_ms"] / always["call_ms"] if never.get("call_ms") and always.get("call_ms") else None
+        rows.append([name, fmt(never.get("launches")), fmt(never.get("kernels_ms")), fmt(never.get("call_ms")),
+                     fmt(always.get("call_ms")), fmt(ratio, 2), fmt(never.get("eager_ms")),
                      fmt(never.get("compile_ms")), f"{never.get('verdict')}/{always.get('verdict')}"])
         with open(os.path.join(args.out, "graph_probe.json"), "w", encoding="utf-8") as handle:
             json.dump(results, handle, indent=1)
