@@ -2,9 +2,13 @@
 decompositions), serialized as kforge-graph-1 JSON: inputs, parameters and buffers by their
 original names, constants, nodes with their arguments and output types, the outputs, and the
 mutations (each parameter or buffer forward() updates in place, with its new value).
-Multi-output operators are referred to as (node, index); getitem nodes do not appear."""
+Multi-output operators are referred to as (node, index); getitem nodes do not appear.
+Recurrent layers (aten.lstm, aten.gru, aten.rnn_tanh, aten.rnn_relu) stay whole: decomposed,
+each would unroll into one subgraph per time step (tens of thousands of nodes), and the compiler
+lowers them itself (passes/recurrence.h)."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import operator
@@ -71,9 +75,41 @@ class _Encoder:
         return {"str": repr(value)}
 
 
+_RECURRENT_OPS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
+
+
+@contextlib.contextmanager
+def _lstm_hidden_shapes_fixed():
+    """torch's LSTM decomposition, which export runs to infer shapes, returns each layer's final
+    state as [1, B, H] (it squeezes dim 1, not 0), so the stacked h_n and c_n come out as
+    [layers, 1, B, H] instead of [layers, B, H], and every op after them is traced with that shape.
+    Within this context the per-layer function drops the extra dim."""
+    from torch._decomp import decompositions
+
+    original = decompositions.one_layer_lstm
+
+    def one_layer_lstm(*args: Any, **kwargs: Any) -> Any:
+        out, (h, c) = original(*args, **kwargs)
+        if h.dim() == 3:
+            h, c = h.reshape(h.shape[1:]), c.reshape(c.shape[1:])
+        return out, (h, c)
+
+    decompositions.one_layer_lstm = one_layer_lstm
+    try:
+        yield
+    finally:
+        decompositions.one_layer_lstm = original
+
+
 def export_program(module: torch.nn.Module, inputs: Sequence[Any]) -> Any:
-    """`module` exported on `inputs` and lowered to core ATen; raises whatever torch.export raises."""
-    return torch.export.export(module, tuple(inputs)).run_decompositions()
+    """`module` exported on `inputs` and lowered to core ATen, recurrent layers kept whole; raises
+    whatever torch.export raises."""
+    table = torch.export.default_decompositions()
+    for name in _RECURRENT_OPS:
+        for overload in ("input", "data"):
+            table.pop(getattr(getattr(torch.ops.aten, name), overload), None)
+    with _lstm_hidden_shapes_fixed():
+        return torch.export.export(module, tuple(inputs)).run_decompositions(table)
 
 
 def describe_export_failure(error: Exception, path: str, what: str) -> str:

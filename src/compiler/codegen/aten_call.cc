@@ -9,6 +9,7 @@
 #include "compiler/codegen/python_names.h"
 #include "compiler/ir/op_registry.h"
 #include "compiler/passes/attention.h"
+#include "compiler/passes/recurrence.h"
 
 namespace kforge::codegen {
 namespace {
@@ -66,10 +67,40 @@ std::string AttentionCallLine(const ir::OpNode& op, const ValueNamer& name) {
   return fmt::format("{} = torch.matmul({}, {})", name(op.ref(0)), probabilities, v);
 }
 
+// kforge.rnn_scan has no ATen operator: the same one-layer walk through ATen's own recurrent op,
+// whose input projection is made the identity (an identity matrix and zero bias: exact in fp32),
+// since gx is already projected.
+std::string ScanCallLine(const ir::OpNode& op, const ValueNamer& name) {
+  const passes::RecurrenceAttributes attributes = passes::RecurrenceAttributes::Of(op);
+  const ir::TensorType& out = op.outputs[0];
+  const int time_dim = attributes.batch_first ? 1 : 0;
+  const int64_t gates = attributes.gates() * out.shape[2];
+  const std::string gx = PythonArgument(op.args[0], name), w_hh = PythonArgument(op.args[1], name);
+  const std::string h0 = PythonArgument(op.args[3], name);
+  const bool bias = op.args[2].Is<ir::NodeRef>();
+  std::string sequence = fmt::format("{}.view({})", gx, ShapeTuple({out.shape[0], out.shape[1], gates}));
+  if (attributes.reverse) sequence += fmt::format(".flip({})", time_dim);
+  const std::string eye = fmt::format("torch.eye({}, dtype={}.dtype, device={}.device)", gates, gx, gx);
+  std::string params = fmt::format("[{}, {}", eye, w_hh);
+  if (bias) params += fmt::format(", torch.zeros({}, dtype={}.dtype, device={}.device), {}", gates, gx, gx, PythonArgument(op.args[2], name));
+  params += "]";
+  const std::string hx = attributes.has_cell_state() ? fmt::format("[{}[None], {}[None]]", h0, PythonArgument(op.args[4], name))
+                                                     : fmt::format("{}[None]", h0);
+  const std::string call = fmt::format("torch.ops.aten.{}.input({}, {}, {}, {}, 1, 0.0, False, False, {})", attributes.cell, sequence,
+                                       hx, params, bias ? "True" : "False", attributes.batch_first ? "True" : "False");
+  const std::string flip = attributes.reverse ? fmt::format(".flip({})", time_dim) : "";
+  std::vector<std::string> results;
+  for (int32_t i = 0; i < op.num_outputs(); ++i) results.push_back(name(op.ref(i)));
+  const std::string unpack = attributes.has_cell_state() ? fmt::format("(lambda o, h, c: (o{}, h[0], c[0]))", flip)
+                                                         : fmt::format("(lambda o, h: (o{}, h[0]))", flip);
+  return fmt::format("{} = {}(*{})", fmt::join(results, ", "), unpack, call);
+}
+
 }  // namespace
 
 std::string AtenCallLine(const ir::OpNode& op, const ValueNamer& name) {
   if (op.op == ir::kAttentionOp) return AttentionCallLine(op, name);
+  if (op.op == ir::kRnnScanOp) return ScanCallLine(op, name);
   std::vector<std::string> args;
   for (const ir::Argument& arg : op.args) {
     // A number the compiler inlined into a pointwise op's tensor slot goes back as a 0-d tensor.

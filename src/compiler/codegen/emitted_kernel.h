@@ -43,6 +43,7 @@ struct EmittedKernel {
   std::string name;                 // the @triton.jit function
   std::string source;               // its definition (and autotune decorator)
   std::vector<std::string> launch;  // forward lines: output allocations, then the launch
+  int repeats = 1;                  // times its launch runs per forward (a scan: once per time step)
   std::set<std::string> helpers;    // helper functions it calls (see EmitPointwiseHelpers)
 };
 

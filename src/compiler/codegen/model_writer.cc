@@ -18,6 +18,7 @@
 #include "compiler/codegen/triton_conv.h"
 #include "compiler/codegen/triton_matmul.h"
 #include "compiler/codegen/triton_pointwise.h"
+#include "compiler/codegen/triton_recurrence.h"
 #include "compiler/codegen/triton_reduction.h"
 #include "compiler/codegen/triton_window.h"
 #include "compiler/ir/printer.h"
@@ -154,6 +155,7 @@ class Writer {
     Result<EmittedKernel> kernel = group.kind == Kind::kReduction   ? EmitReductionKernel(graph_, group)
                                    : group.kind == Kind::kMatmul    ? EmitMatmulKernel(graph_, group, options_.kernel)
                                    : group.kind == Kind::kAttention ? EmitAttentionKernel(graph_, group, options_.kernel)
+                                   : group.kind == Kind::kRecurrence ? EmitRecurrenceKernel(graph_, group, options_.kernel)
                                                                     : EmitWindowKernel(graph_, group, options_.block_size);
     if (!kernel.ok()) return kernel.status();
     helpers.insert(kernel->helpers.begin(), kernel->helpers.end());
@@ -184,7 +186,9 @@ class Writer {
       if (kernels_.count(group.name) || options_.substitutes.count(group.name)) {
         ++shape.launches;
       } else if (auto emitted = emitted_.find(group.name); emitted != emitted_.end()) {
-        for (const std::string& line : emitted->second.launch) shape.launches += line.find("](") != std::string::npos;
+        for (const std::string& line : emitted->second.launch) {
+          if (line.find("](") != std::string::npos) shape.launches += emitted->second.repeats;
+        }
       } else if (group.kind != passes::FusionGroup::Kind::kView) {
         shape.launches += static_cast<int>(group.nodes.size());
       }

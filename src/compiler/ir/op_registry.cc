@@ -229,6 +229,7 @@ std::vector<OpInfo> BuildTable() {
       Op("aten.randn_like.default", OpKind::kCreation, 1),
       // kforge's own ops, which passes make (never captured).
       Op(kAttentionOp, OpKind::kAttention, 4),
+      Op(kRnnScanOp, OpKind::kRecurrence, 5),
   };
   AddDefaultPointwise(ops);
   return ops;
@@ -250,6 +251,7 @@ const char* ToString(OpKind kind) {
     case OpKind::kIndex: return "index";
     case OpKind::kCreation: return "creation";
     case OpKind::kAttention: return "attention";
+    case OpKind::kRecurrence: return "recurrence";
     case OpKind::kOpaque: return "opaque";
   }
   return "opaque";

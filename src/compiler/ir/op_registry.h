@@ -11,6 +11,8 @@ namespace kforge::ir {
 
 // The attention node the attention pass writes (no ATen operator; see passes/attention.h).
 inline constexpr char kAttentionOp[] = "kforge.attention.default";
+// A recurrent layer's walk over time steps, which the recurrence pass writes (passes/recurrence.h).
+inline constexpr char kRnnScanOp[] = "kforge.rnn_scan.default";
 
 enum class OpKind {
   kPointwise,  // elementwise, NumPy-broadcasting tensor inputs
@@ -25,6 +27,7 @@ enum class OpKind {
   kIndex,     // gather/scatter through index tensors
   kCreation,  // makes a tensor from scalars or another's metadata
   kAttention,  // kforge's own: softmax(scale * q @ k^T + bias) @ v, made by the attention pass
+  kRecurrence,  // kforge's own: a recurrent cell over time steps, made by the recurrence pass
   kOpaque,    // unknown to the compiler: kept as a library call
 };
 

@@ -50,6 +50,8 @@ class Planner {
         NewGroup(Kind::kWindow, value.id);
       } else if (IsAttention(value)) {
         NewGroup(Kind::kAttention, value.id);
+      } else if (IsRecurrence(value)) {
+        NewGroup(Kind::kRecurrence, value.id);
       } else {
         NewGroup(IsMetadataView(value) ? Kind::kView : Kind::kLibrary, value.id);
       }
@@ -349,6 +351,7 @@ const char* ToString(FusionGroup::Kind kind) {
     case FusionGroup::Kind::kMatmul: return "matmul";
     case FusionGroup::Kind::kWindow: return "window";
     case FusionGroup::Kind::kAttention: return "attention";
+    case FusionGroup::Kind::kRecurrence: return "recurrence";
     case FusionGroup::Kind::kLibrary: return "library";
     case FusionGroup::Kind::kView: return "view";
   }

@@ -1,7 +1,7 @@
 // Partitions a graph's op nodes into fusion groups, one generated kernel each: same-shape pointwise
 // ops; reductions with the pointwise ops before and after them over the same rows (softmax, norms);
 // matmuls and convolutions, and poolings (windows), with their pointwise epilogues; attention with the producers
-// of its bias that only it reads. Metadata-only views and every other op are groups of their own (views cost
+// of its bias that only it reads; a recurrent scan alone. Metadata-only views and every other op are groups of their own (views cost
 // nothing; the rest are library calls).
 #pragma once
 
@@ -13,7 +13,7 @@
 namespace kforge::passes {
 
 struct FusionGroup {
-  enum class Kind { kPointwise, kReduction, kMatmul, kWindow, kAttention, kLibrary, kView };
+  enum class Kind { kPointwise, kReduction, kMatmul, kWindow, kAttention, kRecurrence, kLibrary, kView };
   Kind kind = Kind::kLibrary;
   std::vector<ir::ValueId> nodes;  // op nodes, in graph order
   std::string name;                // an identifier, unique in its plan

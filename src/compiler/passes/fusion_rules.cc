@@ -45,6 +45,11 @@ bool IsAttention(const ir::Value& value) {
   return op != nullptr && op->op_kind() == ir::OpKind::kAttention;
 }
 
+bool IsRecurrence(const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  return op != nullptr && op->op_kind() == ir::OpKind::kRecurrence;
+}
+
 bool IsTileRecomputable(const ir::Value& value) {
   static const char* const kOps[] = {
       "aten.view.default",     "aten._unsafe_view.default", "aten.reshape.default", "aten.permute.default",

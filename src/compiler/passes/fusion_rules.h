@@ -67,6 +67,8 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value);
 bool IsFusablePooling(const ir::Graph& graph, const ir::Value& value);
 // Attention: a kforge.attention node (the attention pass made it), one kernel with the producers of its bias.
 bool IsAttention(const ir::Value& value);
+// A kforge.rnn_scan node (passes/recurrence.h).
+bool IsRecurrence(const ir::Value& value);
 // Recomputable per score tile: a pointwise op, an arange or a constant fill, a view or copy, or a gather
 // (index.Tensor) of one value; the attention kernel computes such producers of its bias at each tile's
 // indices instead of reading them from memory (a relative-position bias gathered from its table).

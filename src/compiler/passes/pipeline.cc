@@ -13,6 +13,7 @@
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/decompose.h"
 #include "compiler/passes/fusion_rules.h"
+#include "compiler/passes/recurrence.h"
 
 namespace kforge::passes {
 namespace {
@@ -26,7 +27,7 @@ struct NamedPass {
 
 const std::vector<NamedPass>& GraphPasses() {
   static const std::vector<NamedPass> passes = {
-      {"attention", FuseAttention}, {"decompose", Decompose}, {"dead_code", RemoveDeadCode}};
+      {"recurrence", LowerRecurrence}, {"attention", FuseAttention}, {"decompose", Decompose}, {"dead_code", RemoveDeadCode}};
   return passes;
 }
 
@@ -37,7 +38,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string>& PassNames() {
-  static const std::vector<std::string> names = {"attention", "decompose", "dead_code", "fuse"};
+  static const std::vector<std::string> names = {"recurrence", "attention", "decompose", "dead_code", "fuse"};
   return names;
 }
 
@@ -51,6 +52,7 @@ FusionPlan UnfusedPlan(const ir::Graph& graph) {
     group.kind = IsMetadataView(value)              ? FusionGroup::Kind::kView
                  : IsFusablePointwise(graph, value) ? FusionGroup::Kind::kPointwise
                  : IsAttention(value)               ? FusionGroup::Kind::kAttention
+                 : IsRecurrence(value)              ? FusionGroup::Kind::kRecurrence
                                                     : FusionGroup::Kind::kLibrary;
     group.nodes = {value.id};
     group.name = node->name;

@@ -1,0 +1,227 @@
+#include "compiler/passes/recurrence.h"
+
+#include <optional>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "compiler/ir/op_registry.h"
+#include "compiler/ir/visitor.h"
+
+namespace kforge::passes {
+namespace {
+
+using ir::NodeRef;
+
+// What a captured recurrent layer asks for, read off its node:
+//   lstm.input(input, [h0, c0], params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+//   gru.input / rnn_tanh.input / rnn_relu.input(input, h0, params, ...the same)
+struct Layers {
+  std::string cell;
+  NodeRef input;
+  NodeRef h0;
+  std::optional<NodeRef> c0;
+  std::vector<NodeRef> params;  // per layer, per direction: w_ih, w_hh[, b_ih, b_hh]
+  bool has_biases = true;
+  int64_t num_layers = 1;
+  int directions = 1;
+  bool batch_first = false;
+  int64_t steps = 0, batch = 0, hidden = 0;
+
+  int params_per_layer() const { return has_biases ? 4 : 2; }
+};
+
+std::optional<std::string> CellOf(const std::string& op) {
+  for (const char* cell : {"lstm", "gru", "rnn_tanh", "rnn_relu"}) {
+    if (op == fmt::format("aten.{}.input", cell)) return std::string(cell);
+  }
+  return std::nullopt;
+}
+
+// The layers of `node`, or why they stay a library call.
+Result<Layers> ReadLayers(const ir::Graph& graph, const ir::OpNode& node, const std::string& cell) {
+  auto unsupported = [&node](const std::string& why) {
+    return Status::InvalidArgument(fmt::format("%{}: {}", node.name, why));
+  };
+  if (node.args.size() != 9) return unsupported("not the (input, hx, params, ...) overload");
+  Layers layers;
+  layers.cell = cell;
+  if (!node.args[0].Is<NodeRef>()) return unsupported("no input tensor");
+  layers.input = node.args[0].As<NodeRef>();
+  if (cell == "lstm") {
+    if (!node.args[1].Is<ir::TensorList>() || node.args[1].As<ir::TensorList>().size() != 2) return unsupported("hx is not (h0, c0)");
+    const ir::TensorList& hx = node.args[1].As<ir::TensorList>();
+    if (!hx[0] || !hx[1]) return unsupported("a missing initial state");
+    layers.h0 = *hx[0];
+    layers.c0 = *hx[1];
+  } else {
+    if (!node.args[1].Is<NodeRef>()) return unsupported("no initial state tensor");
+    layers.h0 = node.args[1].As<NodeRef>();
+  }
+  if (!node.args[2].Is<ir::TensorList>()) return unsupported("no parameter list");
+  for (const std::optional<NodeRef>& param : node.args[2].As<ir::TensorList>()) {
+    if (!param) return unsupported("a missing parameter");
+    layers.params.push_back(*param);
+  }
+  if (!node.args[3].Is<bool>() || !node.args[4].Is<int64_t>() || !node.args[7].Is<bool>() || !node.args[8].Is<bool>()) {
+    return unsupported("unexpected argument types");
+  }
+  layers.has_biases = node.args[3].As<bool>();
+  layers.num_layers = node.args[4].As<int64_t>();
+  layers.directions = node.args[7].As<bool>() ? 2 : 1;
+  layers.batch_first = node.args[8].As<bool>();
+  const double dropout = node.args[5].Is<double>() ? node.args[5].As<double>() : 0.0;
+  const bool train = node.args[6].Is<bool>() && node.args[6].As<bool>();
+  if (dropout != 0.0 && train && layers.num_layers > 1) return unsupported("dropout between layers in training");
+  if (static_cast<int64_t>(layers.params.size()) != layers.num_layers * layers.directions * layers.params_per_layer()) {
+    return unsupported("a parameter list of another form (projections)");
+  }
+  const ir::TensorType& input = *graph.TypeOf(layers.input);
+  const ir::TensorType& h0 = *graph.TypeOf(layers.h0);
+  if (input.rank() != 3 || h0.rank() != 3) return unsupported("unbatched input");
+  if (input.dtype != ir::DType::kFloat32 || h0.dtype != ir::DType::kFloat32) return unsupported("not fp32");
+  layers.steps = input.shape[layers.batch_first ? 1 : 0];
+  layers.batch = input.shape[layers.batch_first ? 0 : 1];
+  layers.hidden = h0.shape[2];
+  if (h0.shape[0] != layers.num_layers * layers.directions || h0.shape[1] != layers.batch) return unsupported("hx of another shape");
+  for (const NodeRef& param : layers.params) {
+    if (graph.TypeOf(param)->dtype != ir::DType::kFloat32) return unsupported("non-fp32 parameters");
+  }
+  return layers;
+}
+
+class RecurrenceRewriter : public ir::GraphRewriter {
+ protected:
+  Status RewriteOp(const ir::OpNode& node) override {
+    std::optional<std::string> cell = CellOf(node.op);
+    if (!cell) return CopyOp(node);
+    Result<Layers> layers = ReadLayers(source(), node, *cell);
+    // The input as this pass leaves it (a layer lowered before gives a contiguous output).
+    if (!layers.ok() || !builder().TypeOf(Map(layers->input))->is_contiguous()) return CopyOp(node);
+    return Lower(node, *layers);
+  }
+
+ private:
+  Result<NodeRef> Add(const std::string& base, const std::string& op, std::vector<ir::Argument> args, ir::TensorType type) {
+    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(base), op, std::move(args), {}, {type}));
+    return NodeRef{id, 0};
+  }
+
+  Result<NodeRef> View(NodeRef x, const ir::Shape& shape) {
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, builder().TypeOf(x)->dtype));
+    return Add("rnn_view", "aten.view.default", {{x}, {ir::IntList(shape)}}, type);
+  }
+
+  // Row `index` of [L * D, B, H]: the initial state of one layer and direction.
+  Result<NodeRef> Select(NodeRef states, int64_t index) {
+    const ir::TensorType& type = *builder().TypeOf(states);
+    ASSIGN_OR_RETURN(ir::TensorType row, ir::TensorType::Make(ir::Shape(type.shape.begin() + 1, type.shape.end()), type.dtype,
+                                                              std::vector<int64_t>(type.stride.begin() + 1, type.stride.end())));
+    return Add("rnn_state", "aten.select.int", {{states}, {int64_t{0}}, {index}}, row);
+  }
+
+  Result<NodeRef> Cat(const std::vector<NodeRef>& parts, int64_t dim) {
+    if (parts.size() == 1) return parts[0];
+    ir::Shape shape = builder().TypeOf(parts[0])->shape;
+    ir::TensorList list;
+    shape[dim] = 0;
+    for (const NodeRef& part : parts) {
+      shape[dim] += builder().TypeOf(part)->shape[dim];
+      list.push_back(part);
+    }
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(shape, ir::DType::kFloat32));
+    return Add("rnn_cat", "aten.cat.default", {{list}, {dim}}, type);
+  }
+
+  // Every time step's input projection x @ w_ih^T (+ b_ih): [T * B, G * H].
+  Result<NodeRef> InputProjection(NodeRef x, NodeRef w_ih, std::optional<NodeRef> b_ih) {
+    const ir::TensorType& in = *builder().TypeOf(x);
+    const int64_t rows = in.shape[0] * in.shape[1];
+    ASSIGN_OR_RETURN(NodeRef flat, View(x, {rows, in.shape[2]}));
+    const ir::TensorType& w = *builder().TypeOf(w_ih);
+    ASSIGN_OR_RETURN(ir::TensorType wt_type, ir::TensorType::Make({w.shape[1], w.shape[0]}, w.dtype, {w.stride[1], w.stride[0]}));
+    ASSIGN_OR_RETURN(NodeRef wt, Add("rnn_w_ih_t", "aten.permute.default", {{w_ih}, {ir::IntList{1, 0}}}, wt_type));
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous({rows, w.shape[0]}, ir::DType::kFloat32));
+    if (b_ih) return Add("rnn_gx", "aten.addmm.default", {{*b_ih}, {flat}, {wt}}, type);
+    return Add("rnn_gx", "aten.mm.default", {{flat}, {wt}}, type);
+  }
+
+  Status Lower(const ir::OpNode& node, const Layers& layers) {
+    const int64_t t = layers.steps, b = layers.batch, h = layers.hidden;
+    const ir::Shape sequence = layers.batch_first ? ir::Shape{b, t, h} : ir::Shape{t, b, h};
+    NodeRef x = Map(layers.input);
+    const NodeRef h0 = Map(layers.h0);
+    const std::optional<NodeRef> c0 = layers.c0 ? std::optional<NodeRef>(Map(*layers.c0)) : std::nullopt;
+    std::vector<NodeRef> final_h, final_c;
+    for (int64_t layer = 0; layer < layers.num_layers; ++layer) {
+      std::vector<NodeRef> outputs;
+      for (int direction = 0; direction < layers.directions; ++direction) {
+        const int64_t index = layer * layers.directions + direction;
+        const auto param = [&](int i) { return Map(layers.params[index * layers.params_per_layer() + i]); };
+        std::optional<NodeRef> b_ih, b_hh;
+        if (layers.has_biases) b_ih = param(2), b_hh = param(3);
+        ASSIGN_OR_RETURN(NodeRef gx, InputProjection(x, param(0), b_ih));
+        ASSIGN_OR_RETURN(NodeRef h_start, Select(h0, index));
+        std::optional<NodeRef> c_start;
+        if (c0) {
+          ASSIGN_OR_RETURN(c_start, Select(*c0, index));
+        }
+        const RecurrenceAttributes attributes{.cell = layers.cell, .reverse = direction == 1, .batch_first = layers.batch_first};
+        ASSIGN_OR_RETURN(ir::TensorType out_type, ir::TensorType::Contiguous(sequence, ir::DType::kFloat32));
+        ASSIGN_OR_RETURN(ir::TensorType state_type, ir::TensorType::Contiguous({b, h}, ir::DType::kFloat32));
+        std::vector<ir::TensorType> types = {out_type, state_type};
+        if (c0) types.push_back(state_type);
+        const auto none_or = [](const std::optional<NodeRef>& ref) { return ref ? ir::Argument{*ref} : ir::Argument{ir::NoneArg{}}; };
+        ASSIGN_OR_RETURN(ir::ValueId scan,
+                         builder().AddOp(builder().FreshName(node.name + "_scan"), ir::kRnnScanOp,
+                                         {{gx}, {param(1)}, none_or(b_hh), {h_start}, none_or(c_start)}, attributes.ToKwargs(), types));
+        outputs.push_back({scan, 0});
+        ASSIGN_OR_RETURN(NodeRef h_last, View({scan, 1}, {1, b, h}));
+        final_h.push_back(h_last);
+        if (c0) {
+          ASSIGN_OR_RETURN(NodeRef c_last, View({scan, 2}, {1, b, h}));
+          final_c.push_back(c_last);
+        }
+      }
+      ASSIGN_OR_RETURN(x, Cat(outputs, 2));
+    }
+    std::vector<NodeRef> replacements = {x};
+    ASSIGN_OR_RETURN(NodeRef h_n, Cat(final_h, 0));
+    replacements.push_back(h_n);
+    if (c0) {
+      ASSIGN_OR_RETURN(NodeRef c_n, Cat(final_c, 0));
+      replacements.push_back(c_n);
+    }
+    Replace(node, std::move(replacements));
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
+int RecurrenceAttributes::gates() const { return cell == "lstm" ? 4 : cell == "gru" ? 3 : 1; }
+
+std::vector<ir::NamedArgument> RecurrenceAttributes::ToKwargs() const {
+  return {{"cell", ir::Argument{cell}}, {"reverse", ir::Argument{reverse}}, {"batch_first", ir::Argument{batch_first}}};
+}
+
+RecurrenceAttributes RecurrenceAttributes::Of(const ir::OpNode& node) {
+  RecurrenceAttributes attributes;
+  if (const ir::Argument* cell = node.FindArgument({-1, "cell"}); cell != nullptr && cell->Is<std::string>()) {
+    attributes.cell = cell->As<std::string>();
+  }
+  if (const ir::Argument* reverse = node.FindArgument({-1, "reverse"}); reverse != nullptr && reverse->Is<bool>()) {
+    attributes.reverse = reverse->As<bool>();
+  }
+  if (const ir::Argument* batch_first = node.FindArgument({-1, "batch_first"}); batch_first != nullptr && batch_first->Is<bool>()) {
+    attributes.batch_first = batch_first->As<bool>();
+  }
+  return attributes;
+}
+
+Result<ir::Graph> LowerRecurrence(const ir::Graph& graph) {
+  RecurrenceRewriter rewriter;
+  return rewriter.Rewrite(graph);
+}
+
+}  // namespace kforge::passes
