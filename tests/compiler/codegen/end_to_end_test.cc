@@ -87,7 +87,8 @@ constexpr double kTolerance = 1e-4;
 
 // What a task's plan must show besides matching PyTorch.
 struct PlanExpectations {
-  // Library groups are allowed only for ops that move data (a split, a copy to a layout).
+  // Library groups are allowed only for ops that move or fill data (a split, a copy to a layout,
+  // zeros for an initial state).
   bool copies_allowed = false;
   // Ops no group may hold but an attention group (whose kernel computes its bias's gather).
   std::vector<std::string> absent_ops;
@@ -97,9 +98,10 @@ struct PlanExpectations {
   std::vector<std::string> absent_fragments;
 };
 
-bool MovesData(const ir::Graph& graph, const passes::FusionGroup& group) {
+bool MovesOrFillsData(const ir::Graph& graph, const passes::FusionGroup& group) {
   for (ir::ValueId id : group.nodes) {
-    if (graph.value(id).As<ir::OpNode>().op_kind() != ir::OpKind::kDataMovement) return false;
+    const ir::OpKind kind = graph.value(id).As<ir::OpNode>().op_kind();
+    if (kind != ir::OpKind::kDataMovement && kind != ir::OpKind::kCreation) return false;
   }
   return true;
 }
@@ -109,7 +111,7 @@ void ExpectPlan(const ir::Graph& graph, const passes::FusionPlan& plan, const Pl
   for (const passes::FusionGroup& group : plan.groups) {
     attention += group.kind == passes::FusionGroup::Kind::kAttention;
     if (group.kind == passes::FusionGroup::Kind::kLibrary) {
-      EXPECT_TRUE(expected.copies_allowed && MovesData(graph, group)) << "library group " << group.name;
+      EXPECT_TRUE(expected.copies_allowed && MovesOrFillsData(graph, group)) << "library group " << group.name;
     }
     for (ir::ValueId id : group.nodes) {
       if (group.kind == passes::FusionGroup::Kind::kAttention) break;
@@ -239,6 +241,20 @@ INSTANTIATE_TEST_SUITE_P(Forms, AttentionEndToEndTest,
                                            "attention_sdpa_float_mask", "attention_sdpa_bool_mask", "attention_bias_div",
                                            "attention_relpos_buffer", "attention_relpos_clamp", "attention_cross"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+// Recurrent layers of every cell become input-projection GEMMs and per-step scan kernels: no
+// aten.lstm, aten.gru or aten.rnn_* is left (the concatenations of directions and final states
+// stay ATen calls, which move data).
+TEST(RecurrenceEndToEndTest, EveryCellIsAScanKernelAndMatchesPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.absent_ops = {"aten.lstm.input", "aten.gru.input", "aten.rnn_tanh.input", "aten.rnn_relu.input"};
+  expected.absent_fragments = {"aten.lstm", "aten.gru", "aten.rnn_", "kforge.rnn_scan"};
+  ExpectMatchesPyTorch("codegen/recurrent_layers", ModelWriterOptions{},
+                       {"for kf_s in range(7):", "kf_t = 6 - kf_s", "# LSTM (gates i, f, g, o)", "# GRU (gates r, z, n)",
+                        "tl.maximum(kf_x0 + kf_hh0, 0.0)"},
+                       kTolerance, expected);
+}
 
 INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                          ::testing::Values(
