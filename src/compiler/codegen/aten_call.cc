@@ -69,17 +69,18 @@ std::string AttentionCallLine(const ir::OpNode& op, const ValueNamer& name) {
 
 // kforge.rnn_scan has no ATen operator: the same one-layer walk through ATen's own recurrent op,
 // whose input projection is made the identity (an identity matrix and zero bias: exact in fp32),
-// since gx is already projected.
+// since gx is already projected; over gx's steps in time-major order, so that the output is the
+// scan's contiguous [T, B, H].
 std::string ScanCallLine(const ir::OpNode& op, const ValueNamer& name) {
   const passes::RecurrenceAttributes attributes = passes::RecurrenceAttributes::Of(op);
   const ir::TensorType& out = op.outputs[0];
-  const int time_dim = attributes.batch_first ? 1 : 0;
   const int64_t gates = attributes.gates() * out.shape[2];
   const std::string gx = PythonArgument(op.args[0], name), w_hh = PythonArgument(op.args[1], name);
   const std::string h0 = PythonArgument(op.args[3], name);
   const bool bias = op.args[2].Is<ir::NodeRef>();
-  std::string sequence = fmt::format("{}.view({})", gx, ShapeTuple({out.shape[0], out.shape[1], gates}));
-  if (attributes.reverse) sequence += fmt::format(".flip({})", time_dim);
+  std::string sequence = attributes.batch_first ? fmt::format("{}.view({}).transpose(0, 1)", gx, ShapeTuple({out.shape[1], out.shape[0], gates}))
+                                                : fmt::format("{}.view({})", gx, ShapeTuple({out.shape[0], out.shape[1], gates}));
+  if (attributes.reverse) sequence += ".flip(0)";
   const std::string eye = fmt::format("torch.eye({}, dtype={}.dtype, device={}.device)", gates, gx, gx);
   std::string params = fmt::format("[{}, {}", eye, w_hh);
   if (bias) params += fmt::format(", torch.zeros({}, dtype={}.dtype, device={}.device), {}", gates, gx, gx, PythonArgument(op.args[2], name));
@@ -87,8 +88,8 @@ std::string ScanCallLine(const ir::OpNode& op, const ValueNamer& name) {
   const std::string hx = attributes.has_cell_state() ? fmt::format("[{}[None], {}[None]]", h0, PythonArgument(op.args[4], name))
                                                      : fmt::format("{}[None]", h0);
   const std::string call = fmt::format("torch.ops.aten.{}.input({}, {}, {}, {}, 1, 0.0, False, False, {})", attributes.cell, sequence,
-                                       hx, params, bias ? "True" : "False", attributes.batch_first ? "True" : "False");
-  const std::string flip = attributes.reverse ? fmt::format(".flip({})", time_dim) : "";
+                                       hx, params, bias ? "True" : "False", "False");
+  const std::string flip = attributes.reverse ? ".flip(0)" : "";
   std::vector<std::string> results;
   for (int32_t i = 0; i < op.num_outputs(); ++i) results.push_back(name(op.ref(i)));
   const std::string unpack = attributes.has_cell_state() ? fmt::format("(lambda o, h, c: (o{}, h[0], c[0]))", flip)

@@ -27,7 +27,8 @@ struct Scan {
   ir::NodeRef gx, w_hh, h0;
   std::optional<ir::NodeRef> b_hh, c0;
   int64_t steps = 0, batch = 0, hidden = 0;
-  // Element strides of one time step and one batch row in gx [rows, G * H] and in the output.
+  // Element strides of one time step and one batch row in gx [rows, G * H] and in the output
+  // (time-major [T, B, H]).
   int64_t gx_step = 0, gx_row = 0, out_step = 0, out_row = 0;
 };
 
@@ -52,8 +53,8 @@ Result<Scan> ReadScan(const ir::Graph& graph, const ir::OpNode& node) {
     return Status::InvalidArgument(fmt::format("%{}: a scan over non-contiguous or unbatched tensors", node.name));
   }
   const bool bf = s.attributes.batch_first;
-  s.steps = out.shape[bf ? 1 : 0];
-  s.batch = out.shape[bf ? 0 : 1];
+  s.steps = out.shape[0];
+  s.batch = out.shape[1];
   s.hidden = out.shape[2];
   const int64_t gates = s.attributes.gates() * s.hidden;
   if (gx.shape[0] != s.steps * s.batch || gx.shape[1] != gates || graph.TypeOf(s.w_hh)->shape != ir::Shape{gates, s.hidden}) {
@@ -61,8 +62,8 @@ Result<Scan> ReadScan(const ir::Graph& graph, const ir::OpNode& node) {
   }
   s.gx_step = bf ? gates : s.batch * gates;
   s.gx_row = bf ? s.steps * gates : gates;
-  s.out_step = bf ? s.hidden : s.batch * s.hidden;
-  s.out_row = bf ? s.steps * s.hidden : s.hidden;
+  s.out_step = s.batch * s.hidden;
+  s.out_row = s.hidden;
   return s;
 }
 

@@ -90,18 +90,59 @@ Result<Layers> ReadLayers(const ir::Graph& graph, const ir::OpNode& node, const 
   return layers;
 }
 
+bool SameLayout(const ir::TensorType& a, const ir::TensorType& b) {
+  return a.shape == b.shape && a.dtype == b.dtype && ((a.is_contiguous() && b.is_contiguous()) || a.stride == b.stride);
+}
+
+// Whether the lowering's results have the captured types: the ops after the layer were traced
+// with those, and kernels read through their strides. The sequence comes out time-major, permuted
+// for a batch-first layer; h_n and c_n are contiguous.
+bool LoweredTypesMatch(const ir::OpNode& node, const Layers& layers) {
+  const int64_t t = layers.steps, b = layers.batch, features = layers.directions * layers.hidden;
+  Result<ir::TensorType> sequence = layers.batch_first
+                                        ? ir::TensorType::Make({b, t, features}, ir::DType::kFloat32, {features, b * features, 1})
+                                        : ir::TensorType::Contiguous({t, b, features}, ir::DType::kFloat32);
+  Result<ir::TensorType> state =
+      ir::TensorType::Contiguous({layers.num_layers * layers.directions, b, layers.hidden}, ir::DType::kFloat32);
+  if (!sequence.ok() || !state.ok() || node.num_outputs() != (layers.c0 ? 3 : 2)) return false;
+  if (!SameLayout(*sequence, node.outputs[0])) return false;
+  for (int32_t i = 1; i < node.num_outputs(); ++i) {
+    if (!SameLayout(*state, node.outputs[i])) return false;
+  }
+  return true;
+}
+
 class RecurrenceRewriter : public ir::GraphRewriter {
  protected:
   Status RewriteOp(const ir::OpNode& node) override {
     std::optional<std::string> cell = CellOf(node.op);
     if (!cell) return CopyOp(node);
     Result<Layers> layers = ReadLayers(source(), node, *cell);
-    // The input as this pass leaves it (a layer lowered before gives a contiguous output).
-    if (!layers.ok() || !builder().TypeOf(Map(layers->input))->is_contiguous()) return CopyOp(node);
+    if (!layers.ok() || !Rows(Map(layers->input)) || !LoweredTypesMatch(node, *layers)) return CopyOp(node);
     return Lower(node, *layers);
   }
 
  private:
+  // Whether a [d0, d1, I] input's rows are dense in (d0, d1) order (false) or in (d1, d0) order
+  // (true: the permuted time-major output of a batch-first layer lowered before); nullopt when
+  // neither, which a GEMM over rows cannot read.
+  std::optional<bool> Rows(NodeRef x) {
+    const ir::TensorType& type = *builder().TypeOf(x);
+    if (type.is_contiguous()) return false;
+    Result<ir::TensorType> swapped = ir::TensorType::Make({type.shape[1], type.shape[0], type.shape[2]}, type.dtype,
+                                                          {type.stride[1], type.stride[0], type.stride[2]});
+    if (swapped.ok() && swapped->is_contiguous()) return true;
+    return std::nullopt;
+  }
+
+  // x [d0, d1, I] with its dims swapped: a view.
+  Result<NodeRef> Swapped(NodeRef x) {
+    const ir::TensorType& type = *builder().TypeOf(x);
+    ASSIGN_OR_RETURN(ir::TensorType swapped, ir::TensorType::Make({type.shape[1], type.shape[0], type.shape[2]}, type.dtype,
+                                                                  {type.stride[1], type.stride[0], type.stride[2]}));
+    return Add("rnn_swap", "aten.permute.default", {{x}, {ir::IntList{1, 0, 2}}}, swapped);
+  }
+
   Result<NodeRef> Add(const std::string& base, const std::string& op, std::vector<ir::Argument> args, ir::TensorType type) {
     ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(base), op, std::move(args), {}, {type}));
     return NodeRef{id, 0};
@@ -148,8 +189,12 @@ class RecurrenceRewriter : public ir::GraphRewriter {
 
   Status Lower(const ir::OpNode& node, const Layers& layers) {
     const int64_t t = layers.steps, b = layers.batch, h = layers.hidden;
-    const ir::Shape sequence = layers.batch_first ? ir::Shape{b, t, h} : ir::Shape{t, b, h};
     NodeRef x = Map(layers.input);
+    bool rows_batch_first = layers.batch_first;  // how x's rows are ordered (time-major after the first layer)
+    if (*Rows(x)) {
+      ASSIGN_OR_RETURN(x, Swapped(x));
+      rows_batch_first = !rows_batch_first;
+    }
     const NodeRef h0 = Map(layers.h0);
     const std::optional<NodeRef> c0 = layers.c0 ? std::optional<NodeRef>(Map(*layers.c0)) : std::nullopt;
     std::vector<NodeRef> final_h, final_c;
@@ -166,8 +211,8 @@ class RecurrenceRewriter : public ir::GraphRewriter {
         if (c0) {
           ASSIGN_OR_RETURN(c_start, Select(*c0, index));
         }
-        const RecurrenceAttributes attributes{.cell = layers.cell, .reverse = direction == 1, .batch_first = layers.batch_first};
-        ASSIGN_OR_RETURN(ir::TensorType out_type, ir::TensorType::Contiguous(sequence, ir::DType::kFloat32));
+        const RecurrenceAttributes attributes{.cell = layers.cell, .reverse = direction == 1, .batch_first = rows_batch_first};
+        ASSIGN_OR_RETURN(ir::TensorType out_type, ir::TensorType::Contiguous({t, b, h}, ir::DType::kFloat32));
         ASSIGN_OR_RETURN(ir::TensorType state_type, ir::TensorType::Contiguous({b, h}, ir::DType::kFloat32));
         std::vector<ir::TensorType> types = {out_type, state_type};
         if (c0) types.push_back(state_type);
@@ -184,6 +229,10 @@ class RecurrenceRewriter : public ir::GraphRewriter {
         }
       }
       ASSIGN_OR_RETURN(x, Cat(outputs, 2));
+      rows_batch_first = false;
+    }
+    if (layers.batch_first) {
+      ASSIGN_OR_RETURN(x, Swapped(x));
     }
     std::vector<NodeRef> replacements = {x};
     ASSIGN_OR_RETURN(NodeRef h_n, Cat(final_h, 0));
@@ -191,6 +240,12 @@ class RecurrenceRewriter : public ir::GraphRewriter {
     if (c0) {
       ASSIGN_OR_RETURN(NodeRef c_n, Cat(final_c, 0));
       replacements.push_back(c_n);
+    }
+    for (size_t i = 0; i < replacements.size(); ++i) {
+      if (!SameLayout(*builder().TypeOf(replacements[i]), node.outputs[i])) {
+        return Status::Internal(fmt::format("%{}: output {} lowered as {}, captured as {}", node.name, i,
+                                            builder().TypeOf(replacements[i])->ToString(), node.outputs[i].ToString()));
+      }
     }
     Replace(node, std::move(replacements));
     return Status::Ok();

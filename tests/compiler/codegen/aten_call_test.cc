@@ -41,14 +41,15 @@ TEST(AtenCallTest, CausalAttentionMasksAboveTheBandAndZeroesEmptyRows) {
             "torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).triu(1), float(\"-inf\")), -1), nan=0.0), v)");
 }
 
-// A scan over gx [B * T, G * H] (batch-first rows), with or without biases and a cell state.
+// A scan over gx [B * T, G * H] (batch-first rows) into [T, B, H], with or without biases and a
+// cell state.
 std::string ScanLine(const std::string& cell, bool reverse, bool bias) {
   const int64_t gates = cell == "lstm" ? 4 : cell == "gru" ? 3 : 1;
   ir::GraphBuilder b("hand/scan");
   ir::ValueId gx = AddInputOk(b, "gx", {2 * 5, gates * 8}, 0), w_hh = AddInputOk(b, "w_hh", {gates * 8, 8}, 1);
   ir::ValueId b_hh = AddInputOk(b, "b_hh", {gates * 8}, 2), h0 = AddInputOk(b, "h0", {2, 8}, 3), c0 = AddInputOk(b, "c0", {2, 8}, 4);
   const bool lstm = cell == "lstm";
-  std::vector<ir::TensorType> outputs = {F32({2, 5, 8}), F32({2, 8})};
+  std::vector<ir::TensorType> outputs = {F32({5, 2, 8}), F32({2, 8})};
   if (lstm) outputs.push_back(F32({2, 8}));
   Result<ir::ValueId> op =
       b.AddOp("scan", "kforge.rnn_scan.default",
@@ -63,15 +64,15 @@ std::string ScanLine(const std::string& cell, bool reverse, bool bias) {
 
 TEST(AtenCallTest, ReversedLstmScanIsAtenLstmOverTheFlippedSteps) {
   EXPECT_EQ(ScanLine("lstm", true, true),
-            "scan0, scan1, scan2 = (lambda o, h, c: (o.flip(1), h[0], c[0]))(*torch.ops.aten.lstm.input(gx.view((2, 5, 32)).flip(1), "
-            "[h0[None], c0[None]], [torch.eye(32, dtype=gx.dtype, device=gx.device), w_hh, torch.zeros(32, dtype=gx.dtype, "
-            "device=gx.device), b_hh], True, 1, 0.0, False, False, True))");
+            "scan0, scan1, scan2 = (lambda o, h, c: (o.flip(0), h[0], c[0]))(*torch.ops.aten.lstm.input(gx.view((2, 5, 32))"
+            ".transpose(0, 1).flip(0), [h0[None], c0[None]], [torch.eye(32, dtype=gx.dtype, device=gx.device), w_hh, "
+            "torch.zeros(32, dtype=gx.dtype, device=gx.device), b_hh], True, 1, 0.0, False, False, False))");
 }
 
 TEST(AtenCallTest, GruScanWithoutBiasesPassesTwoParameters) {
   EXPECT_EQ(ScanLine("gru", false, false),
-            "scan0, scan1 = (lambda o, h: (o, h[0]))(*torch.ops.aten.gru.input(gx.view((2, 5, 24)), h0[None], "
-            "[torch.eye(24, dtype=gx.dtype, device=gx.device), w_hh], False, 1, 0.0, False, False, True))");
+            "scan0, scan1 = (lambda o, h: (o, h[0]))(*torch.ops.aten.gru.input(gx.view((2, 5, 24)).transpose(0, 1), h0[None], "
+            "[torch.eye(24, dtype=gx.dtype, device=gx.device), w_hh], False, 1, 0.0, False, False, False))");
 }
 
 }  // namespace
