@@ -150,6 +150,11 @@ class ScanWriter {
 
 }  // namespace
 
+// The launch argument that is `first` at the first step and `later` after it.
+std::string FirstOr(const std::string& first, const std::string& later) {
+  return first == later ? first : fmt::format("{} if kf_s == 0 else {}", first, later);
+}
+
 Result<EmittedKernel> EmitRecurrenceKernel(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
   if (group.nodes.size() != 1) return Status::InvalidArgument(fmt::format("group {}: a scan group of several nodes", group.name));
   const auto& node = graph.value(group.nodes.front()).As<ir::OpNode>();
@@ -188,16 +193,16 @@ Result<EmittedKernel> EmitRecurrenceKernel(const ir::Graph& graph, const passes:
   kernel.launch.push_back(reverse ? fmt::format("    kf_t = {} - kf_s", s.steps - 1) : "    kf_t = kf_s");
   std::vector<std::string> args = {VarName(graph, s.gx), VarName(graph, s.w_hh)};
   if (s.b_hh) args.push_back(VarName(graph, *s.b_hh));
-  args.push_back(fmt::format("{} if kf_s == 0 else {}", h0, seq));
-  args.push_back(fmt::format("0 if kf_s == 0 else (kf_t {} 1) * {}", reverse ? "+" : "-", s.out_step));
-  args.push_back(fmt::format("{} if kf_s == 0 else {}", h0_stride[0], s.out_row));
-  args.push_back(fmt::format("{} if kf_s == 0 else 1", h0_stride[1]));
+  args.push_back(FirstOr(h0, seq));
+  args.push_back(FirstOr("0", fmt::format("(kf_t {} 1) * {}", reverse ? "+" : "-", s.out_step)));
+  args.push_back(FirstOr(std::to_string(h0_stride[0]), std::to_string(s.out_row)));
+  args.push_back(FirstOr(std::to_string(h0_stride[1]), "1"));
   if (lstm) {
     const std::string c0 = VarName(graph, *s.c0), c_last = VarName(graph, node.ref(2));
     const std::vector<int64_t>& c0_stride = graph.TypeOf(*s.c0)->stride;
-    args.push_back(fmt::format("{} if kf_s == 0 else {}", c0, c_last));
-    args.push_back(fmt::format("{} if kf_s == 0 else {}", c0_stride[0], s.hidden));
-    args.push_back(fmt::format("{} if kf_s == 0 else 1", c0_stride[1]));
+    args.push_back(FirstOr(c0, c_last));
+    args.push_back(FirstOr(std::to_string(c0_stride[0]), std::to_string(s.hidden)));
+    args.push_back(FirstOr(std::to_string(c0_stride[1]), "1"));
   }
   for (int32_t i = 0; i < node.num_outputs(); ++i) args.push_back(VarName(graph, node.ref(i)));
   args.push_back("kf_t");
