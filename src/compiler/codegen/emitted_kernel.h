@@ -34,8 +34,9 @@ struct KernelOptions {
   // 1.5x slower (bench/conv_probe.py).
   double relayout_min_flops = 4e9;
   // Configurations measured on this GPU, by tuning key (the sha256 of a kernel's autotuned
-  // source, which the source states in a comment): a kernel found here is emitted with its
-  // configuration baked in and no @triton.autotune.
+  // source with its comments dropped and its own names canonical (kernel_identity.h), which the
+  // source states in a comment): a kernel found here, from this task or any other, is emitted
+  // with its configuration baked in and no @triton.autotune.
   std::map<std::string, TileChoice> tuned;
 };
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/kernel_identity.h"
 #include "compiler/codegen/python_names.h"
 #include "core/hash.h"
 
@@ -50,7 +51,9 @@ std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::str
   decorator.Line("cache_results=True,");
   decorator.Close();
   decorator.Line(")");
-  const std::string key = Sha256Hex(decorator.text() + body);
+  // Keyed by what the kernel computes, not by its names: the same kernel in another task (a layer
+  // two networks share) finds the configuration measured for it there.
+  const std::string key = Sha256Hex(CanonicalKernel(decorator.text() + body, kernel.name));
   if (auto tuned = options.tuned.find(key); tuned != options.tuned.end()) {
     kernel.source = fmt::format("# {}: tile configuration measured on this GPU (tuning key {}).\n", kernel.name, key) + body;
     return tuned->second;

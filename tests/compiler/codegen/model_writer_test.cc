@@ -103,6 +103,31 @@ TEST(ModelWriterTest, MeasuredConfigurationIsBakedIn) {
   EXPECT_EQ(WriteModelNew(compiled->graph, compiled->plan, options).value(), *autotuned);
 }
 
+// The tuning key names what a kernel computes, not what its IR values are called: the same
+// matmul written under other names (the same layer in another network) has the same key, and
+// other shapes another.
+std::string MatmulTuningKey(const std::string& a_name, const std::string& b_name, const std::string& out_name, int64_t n) {
+  ir::GraphBuilder b("hand/" + out_name);
+  ir::ValueId a = AddInputOk(b, a_name, {64, 32});
+  ir::ValueId w = AddInputOk(b, b_name, {32, n}, 1);
+  ir::ValueId mm = AddOk(b, out_name, "aten.mm.default", {Ref(a), Ref(w)}, {F32({64, n})});
+  b.AddOutput({mm, 0});
+  ir::Graph graph = std::move(b).Build();
+  ModelWriterOptions options;
+  options.kernel.autotune = true;
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
+  EXPECT_TRUE(source.ok()) << source.status().ToString();
+  std::smatch key;
+  EXPECT_TRUE(std::regex_search(*source, key, std::regex("# Tuning key of \\w+: ([0-9a-f]{64})"))) << *source;
+  return key[1].str();
+}
+
+TEST(ModelWriterTest, TuningKeyIgnoresNames) {
+  const std::string key = MatmulTuningKey("x", "w", "mm", 48);
+  EXPECT_EQ(MatmulTuningKey("features", "weight", "projection", 48), key);
+  EXPECT_NE(MatmulTuningKey("x", "w", "mm", 80), key);
+}
+
 TEST(ModelWriterGoldenTest, GeluTanhWithBroadcastBias) {
   ir::GraphBuilder b("hand/gelu_tanh_bias");
   ir::ValueId x = AddInputOk(b, "x", {4, 8});
