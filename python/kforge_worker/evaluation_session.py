@@ -36,7 +36,7 @@ from . import output_sample
 from .compare import Tolerance, compare_outputs
 from .fingerprint import Fingerprinter
 from .input_sets import InputSets
-from .inputs import rolled_inputs
+from .inputs import call_seed, rolled_inputs, seeded
 from .protocol import ProtocolError, read_message, write_message
 from .shared_memory import Arena, dtype_named, put_values, view_values
 
@@ -116,8 +116,11 @@ class Reference:
 
 class EvaluationSession:
     def __init__(self, sets: InputSets, reference: Reference, tolerance: Tolerance, arenas: dict[str, Arena],
-                 slot_offset: int, timing: bool, profile: bool):
+                 slot_offset: int, timing: bool, profile: bool, random_forward: bool = False):
         self.sets, self.reference, self.tolerance = sets, reference, tolerance
+        # A forward that draws random numbers is called, on both sides, from the same RNG state
+        # per call (inputs.call_seed); a secret base, drawn here, and the call's label give it.
+        self.seed_base = random.SystemRandom().getrandbits(62) if random_forward else None
         self.inputs_arena, self.outputs_arena = arenas["inputs"], arenas["outputs"]
         self.slot_offset = slot_offset
         self.expect_timing, self.expect_profile = timing, profile
@@ -225,7 +228,7 @@ class EvaluationSession:
             raise Tampered("timing asked for before the checked calls ended")
         self.stage = "timing"
         self.report.timing_started = True
-        return {"inputs": self._fill_slot(self.sets.make("timing"))}
+        return {"inputs": self._fill_slot(self.sets.make("timing")), "seed_base": self.seed_base}
 
     def _on_timed(self, message: dict[str, Any]) -> dict[str, Any]:
         self._expect_stage("timing")
@@ -250,7 +253,7 @@ class EvaluationSession:
             raise Tampered("the profiled call came before the checked calls ended")
         self.stage = "profile"
         self.profile_source = "timing" if "timing" in self.sets.specs else "seed0"
-        return {"inputs": self._fill_slot(self.sets.make(self.profile_source))}
+        return {"inputs": self._fill_slot(self.sets.make(self.profile_source)), "seed": self._seed("profile")}
 
     def _on_profiled(self, message: dict[str, Any]) -> dict[str, Any]:
         self._expect_stage("profile")
@@ -269,10 +272,10 @@ class EvaluationSession:
             self.report.resized = {"checked": False, "reason": "the reference runs at no second size"}
             return {"inputs": None}
         inputs = self.sets.make("resized")
-        with torch.no_grad():
+        with torch.no_grad(), seeded(self._seed("resized")):
             expected = self.reference.call(inputs)
         self.resized_expected = expected
-        return {"inputs": self._fill_slot(inputs)}
+        return {"inputs": self._fill_slot(inputs), "seed": self._seed("resized")}
 
     def _on_resized_done(self, message: dict[str, Any]) -> dict[str, Any]:
         self._expect_stage("resized")
@@ -298,6 +301,10 @@ class EvaluationSession:
         return {"ok": True}
 
     # -- checked calls --------------------------------------------------------------------------
+    def _seed(self, label: str) -> int | None:
+        """The RNG seed of the call labelled `label` (None: the forward draws no random numbers)."""
+        return None if self.seed_base is None else call_seed(self.seed_base, label)
+
     def _next_step(self, index: int) -> dict[str, Any] | None:
         """Prepares and describes the next call: the reference runs on the trusted copy of its
         inputs, which then go into the slot. Distributions whose reference is not finite are skipped."""
@@ -305,7 +312,8 @@ class EvaluationSession:
             step = self.steps[index]
             inputs = self.sets.make(step.source)
             kept = self.reference.snapshot()
-            with torch.no_grad():
+            seed = self._seed(f"set:{step.source}")
+            with torch.no_grad(), seeded(seed):
                 expected = self.reference.call(inputs)
             if self.sets.specs[step.source].distribution != "task" and not _finite(expected):
                 # The reference is not finite on this distribution: no call (nor a probe with it).
@@ -319,7 +327,7 @@ class EvaluationSession:
                             "buffers": self.reference.snapshot(),
                             "inputs": self.fingerprints.of_all(inputs)}
             return {"name": step.name, "fresh": step.fresh, "inputs": described,
-                    "buffers": self.reference.mutated_buffers}
+                    "buffers": self.reference.mutated_buffers, "seed": seed}
         return None
 
     def _judge_call(self, pending: dict[str, Any], message: dict[str, Any]) -> None:
@@ -351,10 +359,19 @@ class EvaluationSession:
         else:
             self.report.sets[step.name] = report
 
-    def _noise(self, source: str, expected: list) -> Callable[[], list | None]:
+    def _noise(self, source: str, expected: list, label: str | None = None) -> Callable[[], list | None]:
         """The reference's own noise on set `source`, computed only if a comparison needs it (the
-        set is made again: nothing is kept for the rare failure)."""
-        return lambda: self.reference.noise(self.sets.make(source), expected)
+        set is made again: nothing is kept for the rare failure), from the RNG state of the call
+        labelled `label` (the set's by default)."""
+        seed = self._seed(label or ("resized" if source == "resized" else f"set:{source}"))
+        return lambda: self._seeded_noise(seed, self.sets.make(source), expected)
+
+    def _seeded_noise(self, seed: int | None, inputs: list, expected: list) -> list | None:
+        """None for a forward that draws random numbers: its fp64 copy draws other numbers, so
+        their difference is not rounding noise and must not widen the tolerance."""
+        if seed is not None:
+            return None
+        return self.reference.noise(inputs, expected)
 
     # -- slots ----------------------------------------------------------------------------------
     def _fill_slot(self, inputs: list) -> list[dict[str, Any]]:
@@ -398,17 +415,20 @@ class EvaluationSession:
         base = self.sets.make("timing") if self.report.timed else []
         for sample in sorted(self.report.timed, key=lambda s: s.call):
             rolled = rolled_inputs(base, sample.shift)
-            with torch.no_grad():
+            seed = self._seed(f"shift:{sample.shift}")
+            with torch.no_grad(), seeded(seed):
                 expected = self.reference.call(rolled)
-            noise = lambda rolled=rolled, expected=expected: self.reference.noise(rolled, expected)  # noqa: E731
+            noise = lambda rolled=rolled, expected=expected, seed=seed: self._seeded_noise(seed, rolled, expected)  # noqa: E731
             judged.append({"call": sample.call, "shift": sample.shift,
                            **compare_outputs(sample.outputs, expected, self.tolerance, noise)})
             del rolled, expected
         if self.report.profiled is not None:
-            with torch.no_grad():
-                expected = self.reference.call(self.sets.make(self.profile_source))
+            inputs = self.sets.make(self.profile_source)  # before seeding: making a set seeds the RNG
+            with torch.no_grad(), seeded(self._seed("profile")):
+                expected = self.reference.call(inputs)
+            del inputs
             judged.append({"call": "profiled", "shift": 0, **compare_outputs(
-                self.report.profiled, expected, self.tolerance, self._noise(self.profile_source, expected))})
+                self.report.profiled, expected, self.tolerance, self._noise(self.profile_source, expected, "profile"))})
         return judged
 
 

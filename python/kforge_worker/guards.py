@@ -54,6 +54,11 @@ class GlobalState:
         except Exception as error:  # a reader that fails is itself a state to compare
             return f"<error {type(error).__name__}>"
 
+    def reseeded(self, seed: int) -> None:
+        """The harness seeded the global RNG (a forward that draws random numbers): the seed it set
+        is the expected one from now on; any other seed is still a change."""
+        self._values["torch.initial_seed()"] = repr(seed)
+
     def changes(self) -> list[str]:
         changed = []
         for name, reader in self._readers.items():

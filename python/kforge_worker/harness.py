@@ -21,7 +21,7 @@ import torch
 from . import provenance, timing, tuning
 from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
-from .inputs import is_dense
+from .inputs import call_seed, is_dense
 from .protocol import finite_json, read_message, write_message
 from .shared_memory import Arena, arena_bytes, dtype_name, put_values, view_values
 from .task_loader import import_file
@@ -179,6 +179,17 @@ class Run:
         self.findings.append({"check": check, "message": message})
         raise HackFound()
 
+    def expect_seed(self, seed: int) -> int:
+        """`seed`, which the global RNG is about to be seeded with, as the guards' expected seed."""
+        self.state.reseeded(seed)
+        return seed
+
+    def seed(self, seed: Any) -> None:
+        """Seeds the global RNG before a call when the trusted side sent a seed: the reference,
+        whose forward draws random numbers, was called from that state."""
+        if seed is not None:
+            torch.manual_seed(self.expect_seed(int(seed)))
+
     def check_guards(self, where: str) -> None:
         changes = self.state.changes()
         if changes:
@@ -239,8 +250,9 @@ class Run:
             poison.fill_(0xFF)
             del poison
 
-    def forward(self, inputs: list, where: str) -> Any:
+    def forward(self, inputs: list, where: str, seed: int | None = None) -> Any:
         self.poison_allocator(self.job.get("output_bytes", 0))
+        self.seed(seed)
         # The first call also loads the candidate's kernels into this process.
         with self.timed("calls" if self.spent.get("first_call") else "first_call"), torch.no_grad():
             outputs = run_phase("forward", self.candidate_path, lambda: self.model(*inputs))
@@ -248,8 +260,8 @@ class Run:
                 run_phase("forward", self.candidate_path, torch.cuda.synchronize)
         return outputs
 
-    def checked_call(self, inputs: list, earlier: list[torch.Tensor], where: str) -> list[torch.Tensor]:
-        outputs = self.forward(inputs, where)
+    def checked_call(self, inputs: list, earlier: list[torch.Tensor], where: str, seed: int | None = None) -> list[torch.Tensor]:
+        outputs = self.forward(inputs, where, seed)
         flat = self.check_outputs(outputs, inputs, earlier, where)
         self.check_guards(f"forward on {where}")
         return flat
@@ -320,7 +332,7 @@ class Run:
             name = step["name"]
             where = {"repeat": "a second call on input set seed0"}.get(
                 name, f"input set seed0 rewritten in place ({name})" if name.startswith("probe_") else f"input set {name}")
-            outputs = self.checked_call(inputs, previous, where)
+            outputs = self.checked_call(inputs, previous, where, step.get("seed"))
             with self.timed("outputs"):
                 step = self.session.hand_off("done", outputs, self.buffers(step.get("buffers", [])), name=name)["step"]
             previous = outputs
@@ -329,7 +341,9 @@ class Run:
     def time_candidate(self) -> None:
         started = time.perf_counter()
         spec = self.job["timing"]
-        base = self.session.inputs(self.session.request({"op": "timing"})["inputs"])
+        answer = self.session.request({"op": "timing"})
+        base = self.session.inputs(answer["inputs"])
+        seed_base = answer.get("seed_base")
 
         def hand_off(index: int, shift: int, output: Any) -> None:
             flat = output if isinstance(output, (list, tuple)) else [output]
@@ -337,19 +351,24 @@ class Run:
 
         config = timing.TimingConfig.from_json(spec.get("config"))
         measured = run_phase("timing", self.candidate_path,
-                             lambda: timing.time_calls(self.model, base, self.device, config, hand_off))
+                             lambda: timing.time_calls(self.model, base, self.device, config, hand_off,
+                                                       seed_for_shift=None if seed_base is None else
+                                                       lambda shift: self.expect_seed(call_seed(int(seed_base), f"shift:{shift}"))))
         self.result["timing"] = measured
         self.result["phase_s"]["timing"] = time.perf_counter() - started
         self.check_guards("timing")
 
     def profile(self, module: Any, launches: provenance.InterpreterLaunches | None) -> None:
         started = time.perf_counter()
-        inputs = self.session.inputs(self.session.request({"op": "profile"})["inputs"])
+        answer = self.session.request({"op": "profile"})
+        inputs = self.session.inputs(answer["inputs"])
+        seed = answer.get("seed")
         source = open(self.candidate_path, encoding="utf-8", errors="replace").read()
         authored = provenance.authored_kernel_names(module, source)
         outputs: list = []
 
         def one_forward() -> None:
+            self.seed(seed)
             with torch.no_grad():
                 outputs.append(self.model(*inputs))
 
@@ -366,11 +385,13 @@ class Run:
     def second_size(self) -> None:
         """The call at a second size: right there, or refused with an exception; last, since a
         kernel that faults there leaves no CUDA context to go on with."""
-        described = self.session.request({"op": "resized"})["inputs"]
+        answer = self.session.request({"op": "resized"})
+        described = answer["inputs"]
         if described is None:
             self.session.request({"op": "resized_done"})
             return
         inputs = self.session.inputs(described)
+        self.seed(answer.get("seed"))
         try:
             with torch.no_grad():
                 outputs = self.model(*inputs)

@@ -2,8 +2,10 @@
 randomization and the row permutations that give every timed call fresh inputs."""
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import random
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -17,6 +19,34 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     random.seed(seed)
     np.random.seed(seed % (2**32))
+
+
+def call_seed(base: int, label: str) -> int:
+    """The global RNG's seed for one call of a model whose forward draws random numbers (dropout,
+    torch.randn): the reference's and the candidate's calls on the same inputs start from the same
+    state, as KernelBench seeds both. Derived from the evaluation's secret `base` and the call's
+    label ("set:seed0", "shift:3", "resized", "profile"), so both sides compute it alike."""
+    digest = hashlib.sha256(f"{base}:{label}".encode()).digest()
+    return int.from_bytes(digest[:7], "little")
+
+
+@contextlib.contextmanager
+def seeded(seed: int | None) -> Iterator[None]:
+    """Seeds the global RNG (CPU and every CUDA device) for a call; nothing when `seed` is None."""
+    if seed is not None:
+        torch.manual_seed(seed)
+    yield
+
+
+def draws_random_numbers(call: Any) -> tuple[Any, bool]:
+    """`call()`'s result and whether it advanced the global RNG (CPU or current CUDA device)."""
+    cpu = torch.random.get_rng_state()
+    cuda = torch.cuda.get_rng_state() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    result = call()
+    moved = not torch.equal(cpu, torch.random.get_rng_state())
+    if cuda is not None:
+        moved = moved or not torch.equal(cuda, torch.cuda.get_rng_state())
+    return result, moved
 
 
 def check_input_values(values: Sequence[Any], where: str) -> None:

@@ -2,7 +2,10 @@
 
 On a GPU, the torch profiler lists the kernels one forward launches with their device times; a
 kernel is authored when its name is one of the candidate's Triton functions or CUDA `__global__`
-functions, data movement when it is a copy, fill or memset, and library compute otherwise. On
+functions, data movement when it is a copy, fill or memset (a fill with random numbers included:
+drawing them computes nothing from the inputs, and a task whose forward draws them, as
+torch.randn for an initial state, is matched only by drawing the same ones from torch's
+generator), and library compute otherwise. On
 the CPU (Triton's interpreter) the same split is made over the ATen operators the forward
 dispatches outside kernel launches; times there mean nothing, so counts are reported.
 """
@@ -16,15 +19,20 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 GLOBAL_FUNCTION = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:static\s+)?void\s+(\w+)")
-DATA_MOVEMENT_KERNEL = re.compile(r"memcpy|memset|fill|copy|CatArray|cat_|unrolled_elementwise_kernel<.*copy", re.I)
+DATA_MOVEMENT_KERNEL = re.compile(
+    r"memcpy|memset|fill|copy|CatArray|cat_|unrolled_elementwise_kernel<.*copy|distribution_elementwise_grid_stride_kernel",
+    re.I)
 
-# ATen operators that allocate, view or move data without computing on it.
+# ATen operators that allocate, view, move or fill data (with random numbers too) without
+# computing on it. Dropout and bernoulli with a tensor of probabilities compute on their input:
+# not here.
 DATA_MOVEMENT_OPS = frozenset("""
 empty empty_like empty_strided new_empty new_empty_strided new_zeros new_ones new_full zeros zeros_like
 ones ones_like full full_like fill fill_ zero_ view _unsafe_view reshape _reshape_alias as_strided t
 transpose permute expand expand_as contiguous clone copy copy_ _to_copy to detach alias slice select
 unsqueeze squeeze split split_with_sizes chunk unbind flatten unflatten lift_fresh resize_ narrow
 set_ view_as stride size numel dim is_contiguous _local_scalar_dense item cat stack arange
+rand randn rand_like randn_like randint randint_like randperm normal_ uniform_ random_ exponential_
 """.split())
 
 

@@ -29,7 +29,8 @@ from .errors import UserError
 from .evaluation_session import EvaluationSession, Reference, SessionReport
 from .harness import apply_precision
 from .input_sets import InputSets, grow_leading_dim, second_size_candidates
-from .inputs import flatten_outputs, is_dense, move_inputs, randomize_parameters, seed_everything, tensor_bytes
+from .inputs import (call_seed, draws_random_numbers, flatten_outputs, is_dense, move_inputs, randomize_parameters,
+                     seed_everything, tensor_bytes)
 from .shared_memory import Arena, DescriptorOffer, aligned, arena_bytes, put_values
 from .task_loader import call_task_function, load_task
 
@@ -44,6 +45,7 @@ class Session:
     live: EvaluationSession | None = None
     exchange: "SharedExchange | None" = None
     model64: torch.nn.Module | None = None  # the reference in fp64, made when first needed
+    random_forward: bool = False  # its forward draws random numbers: every call is seeded alike
 
 
 class SharedExchange:
@@ -214,7 +216,8 @@ class ReferenceWorker:
         inputs = sets.make("seed0")
         before = _buffers(model)
         with memory_plan.PeakMeter(self.device) as meter:
-            outputs = self._reference_outputs(model, inputs, "input set seed0")
+            outputs, session.random_forward = draws_random_numbers(
+                lambda: self._reference_outputs(model, inputs, "input set seed0"))
         after = dict(model.named_buffers())
         mutated = [name for name, value in before.items() if not _same(value, after[name])]
         input_bytes, output_bytes = tensor_bytes(inputs), tensor_bytes(outputs)
@@ -257,7 +260,8 @@ class ReferenceWorker:
         session.live = EvaluationSession(session.sets, reference, Tolerance.from_json(request["tolerance"]),
                                          session.exchange.arenas, inputs_arena.used,
                                          timing=request.get("timing_seed") is not None,
-                                         profile=bool(request.get("profile", True)))
+                                         profile=bool(request.get("profile", True)),
+                                         random_forward=session.random_forward)
         shared = session.exchange.publish(session.live)
         session.live.start()
         return {"shared": shared, "state": state_described}
@@ -285,7 +289,8 @@ class ReferenceWorker:
                                   "input_mutations": report.input_mutations,
                                   "skipped_distributions": report.skipped_distributions,
                                   "resized": report.resized, "timed_calls": report.timed_calls,
-                                  "handoff_gaps_ms": report.handoff_gaps_ms}
+                                  "handoff_gaps_ms": report.handoff_gaps_ms,
+                                  "random_forward": session.random_forward}
         # A process that failed is judged by how it failed; its timed calls are not worth a reference run.
         result["timed"] = session.live.judge_timed() if clean else []
         # The arenas are not needed any more: their memory goes back before the reference is timed.
@@ -312,8 +317,13 @@ class ReferenceWorker:
         # fp32 and tf32 time the model itself: no wrapper in the timed call.
         call = _under_bf16_autocast(model, self.device.type) if autocast else model
         try:
+            # A forward that draws random numbers is seeded before each call, as the candidate's
+            # is, so both pay for it alike.
+            base = int(request.get("timing_seed") or 0)
             measured = timing.time_calls(call, inputs, self.device, timing.TimingConfig.from_json(request.get("config")),
-                                         timing.LocalHandOff(self.device))
+                                         timing.LocalHandOff(self.device),
+                                         seed_for_shift=(lambda shift: call_seed(base, f"shift:{shift}"))
+                                         if session.random_forward else None)
         finally:
             apply_precision("fp32")
         measured["compile_s"] = compile_s

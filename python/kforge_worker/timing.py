@@ -145,10 +145,13 @@ def _warmed_up(times: list[float], elapsed_ms: float, config: TimingConfig) -> b
 
 
 def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, config: TimingConfig,
-               hand_off: Callable[[int, int, Any], None] | None = None) -> dict[str, Any]:
+               hand_off: Callable[[int, int, Any], None] | None = None,
+               seed_for_shift: Callable[[int], int] | None = None) -> dict[str, Any]:
     """Warms up, then times calls of `fn` on fresh inputs. `hand_off(call, shift, output)`
     receives the outputs of every timed call as it ends (outside the timed interval), for the
-    trusted worker to check the ones it secretly chose."""
+    trusted worker to check the ones it secretly chose. With `seed_for_shift`, the global RNG is
+    seeded before each call (outside the timed interval) with the seed of its inputs' shift, for
+    a forward that draws random numbers."""
     fresh = FreshInputs(base_inputs)
     flush = _flush_buffer(device)
     on_gpu = device.type == "cuda"
@@ -157,6 +160,8 @@ def time_calls(fn: Callable[..., Any], base_inputs: list, device: torch.device, 
 
     def call(shift: int) -> tuple[Any, float, float, float, float]:
         args = fresh.refresh(shift)
+        if seed_for_shift is not None:
+            torch.manual_seed(seed_for_shift(shift))
         with torch.no_grad():
             return _time_one_cuda(fn, args, flush, backlog_cycles) if on_gpu else _time_one_host(fn, args)
 

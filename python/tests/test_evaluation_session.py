@@ -13,6 +13,7 @@ import torch
 
 from kforge_worker import input_sets, memory_plan, shared_memory
 from kforge_worker.harness import SessionClient
+from kforge_worker.inputs import call_seed
 from kforge_worker.reference import ReferenceWorker
 
 RELU_TASK = '''import torch
@@ -95,26 +96,34 @@ class Candidate:
             if step["fresh"] or not inputs:
                 inputs = self.client.inputs(step["inputs"])
             self.calls.append(step["name"])
+            seed(step.get("seed"))
             with torch.no_grad():
                 outputs = [self.forward(*inputs)]
             step = self.client.hand_off("done", outputs, self.buffers(step.get("buffers", [])), name=step["name"])["step"]
 
     def timed_calls(self, count: int = 6) -> int:
-        base = self.client.inputs(self.client.request({"op": "timing"})["inputs"])
+        answer = self.client.request({"op": "timing"})
+        base = self.client.inputs(answer["inputs"])
         for call in range(count):
             rolled = input_sets_rolled(base, call + 1)
+            if answer.get("seed_base") is not None:
+                seed(call_seed(answer["seed_base"], f"shift:{call + 1}"))
             self.client.hand_off("timed", [self.forward(*rolled)], call=call, shift=call + 1)
         return count
 
     def profiled(self) -> None:
-        inputs = self.client.inputs(self.client.request({"op": "profile"})["inputs"])
+        answer = self.client.request({"op": "profile"})
+        inputs = self.client.inputs(answer["inputs"])
+        seed(answer.get("seed"))
         self.client.hand_off("profiled", [self.forward(*inputs)])
 
     def second_size(self) -> None:
-        described = self.client.request({"op": "resized"})["inputs"]
+        answer = self.client.request({"op": "resized"})
+        described = answer["inputs"]
         if described is None:
             self.client.request({"op": "resized_done"})
             return
+        seed(answer.get("seed"))
         try:
             outputs = [self.forward(*self.client.inputs(described))]
         except ValueError as error:
@@ -129,6 +138,12 @@ class Candidate:
         self.second_size()
         self.client.request({"op": "end"})
         return count
+
+
+def seed(value: int | None) -> None:
+    """What the harness does before a call when the trusted side sends a seed."""
+    if value is not None:
+        torch.manual_seed(value)
 
 
 def input_sets_rolled(base: list, shift: int) -> list:
@@ -168,6 +183,52 @@ def test_an_honest_candidate_passes_every_call_in_order(tmp_path):
     assert result["timed_calls"] == 6
     assert len(result["timed"]) == 4 and all(t["passed"] for t in result["timed"])  # 3 chosen + the profiled call
     assert result["input_mutations"] == []
+
+
+NOISY_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + torch.randn_like(x)
+
+
+def get_inputs():
+    return [torch.randn(32, 64)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_forward_that_draws_random_numbers_is_seeded_alike_on_both_sides(tmp_path):
+    """KernelBench's rule: the reference and the candidate are called from the same RNG state, so
+    a candidate drawing the same numbers passes every call (checked, timed, profiled, resized)."""
+    task = write_task(tmp_path, NOISY_TASK)
+    result = evaluate(tmp_path, task, lambda x: x + torch.randn_like(x))
+    assert "tampered" not in result, result.get("tampered")
+    assert result["random_forward"] is True
+    assert all(report["passed"] for report in result["sets"].values()), result["sets"]
+    assert result["repeat"]["passed"] and result["repeat"]["bitwise_equal_to_first"]
+    assert all(p["passed"] for p in result["probes"].values())
+    assert result["resized"]["passed"]
+    assert all(t["passed"] for t in result["timed"])
+
+
+def test_other_random_numbers_are_wrong_and_a_deterministic_forward_gets_no_seed(tmp_path):
+    task = write_task(tmp_path, NOISY_TASK)
+    other = evaluate(tmp_path, task, lambda x: x + torch.randn_like(x).flip(0), eval_id="e2")
+    assert other["random_forward"] is True
+    assert not other["sets"]["seed0"]["passed"]
+    worker = ReferenceWorker("cpu")
+    prepared = prepare(worker, relu_task(tmp_path), tmp_path, "e3")
+    client = Candidate(prepared, torch.relu).client
+    step = client.request({"op": "start"})["step"]
+    assert step["seed"] is None
+    client.close() if hasattr(client, "close") else None
+    worker.release({"eval_id": "e3"})
 
 
 def test_wrong_values_are_found_where_they_are(tmp_path):

@@ -59,6 +59,21 @@ def test_an_op_without_a_kernel_is_rejected_in_strict_mode_and_accepted_in_parti
     assert "torch.ops.aten.sort" in source and "@triton.jit" in source
 
 
+def test_a_forward_that_draws_random_numbers_is_matched_from_the_same_seed(tmp_path):
+    # torch.randn for the initial state and dropout: both sides are called from the same RNG state.
+    # The random fill counts as data movement; dropout computes, so it needs partial mode.
+    task = os.path.join(REPO, "python", "tests", "tasks", "random_initial_state.py")
+    code, report = optimize(task, tmp_path)
+    evaluation = report["evaluation"]
+    assert evaluation["verdict"] == "rejected_hack(library_compute)", evaluation["message"]
+    assert "native_dropout" in evaluation["message"] and "randn" not in evaluation["message"]
+    correctness = evaluation["evidence"]["correctness"]
+    assert correctness["random_forward"] is True
+    assert all(report["passed"] for report in correctness["sets"].values())
+    code, report = optimize(task, tmp_path, "--mode", "partial")
+    assert code == 0 and report["evaluation"]["verdict"] == "accepted", report["evaluation"]["message"]
+
+
 def test_cross_entropy_is_all_kernels_in_strict_mode(tmp_path):
     # The target's log-probability is gathered from the logits in the log-softmax's row kernel, the
     # count of targets not ignored is a float sum: nothing is left to the library.
