@@ -17,6 +17,7 @@
 #include "core/files.h"
 #include "core/log.h"
 #include "report/text_report.h"
+#include "search/precision_ladder.h"
 
 namespace kforge {
 namespace {
@@ -30,24 +31,15 @@ struct OptimizeFlags {
   OptimizeSettings settings;
 };
 
-// tl.dot's input precision for a task's policy. Under fp32 on a GPU the first try is three-pass
-// TF32 (each operand split into a TF32 head and tail, the tail-by-tail product dropped): tensor
-// cores at an error of fp32's order, judged by the evaluator at the fp32 tolerance like any
-// candidate; plain IEEE (FMA) is the fallback. The interpreter computes every dot exactly.
-std::vector<std::string> DotPrecisionsToTry(Precision precision, bool on_cpu) {
-  if (precision == Precision::kTf32) return {"tf32"};
-  if (on_cpu) return {"ieee"};
-  return {"tf32x3", "ieee"};
-}
-
-codegen::ModelWriterOptions WriterOptions(bool on_cpu, const std::string& dot_precision, codegen::GraphReplay replay) {
+codegen::ModelWriterOptions WriterOptions(bool on_cpu, const DotPrecisionStep& dots, codegen::GraphReplay replay) {
   codegen::ModelWriterOptions writer_options;
   // On the CPU no forward is captured: "auto" writes the plain forward there.
   writer_options.graph_replay = on_cpu && replay == codegen::GraphReplay::kAuto ? codegen::GraphReplay::kNever : replay;
   writer_options.fallback_unsupported = true;  // an op without a Triton form stays a library call (partial mode)
   // On the CPU the interpreter runs one fixed configuration: autotuning would measure nothing.
   writer_options.kernel.autotune = !on_cpu;
-  writer_options.kernel.dot_precision = dot_precision;
+  writer_options.kernel.dot_precision = dots.gemm;
+  writer_options.kernel.attention_dot_precision = dots.attention;
   return writer_options;
 }
 
@@ -112,7 +104,8 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   Json attempts = Json::array();
   Json tuning = Json::object();
   std::optional<Evaluation> evaluation;
-  std::string source, emitted_precision;
+  std::string source, previous_source;
+  DotPrecisionStep emitted_precision;
   auto evaluate = [&](const std::string& candidate) -> Result<Evaluation> {
     RETURN_IF_ERROR(WriteFile(folder / "model_new.py", candidate));
     if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
@@ -120,11 +113,17 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     (void)workspace.Record(task, candidate, "codegen:triton", result, common.precision, settings.mode);
     return result;
   };
-  for (const std::string& dot_precision : DotPrecisionsToTry(*precision, on_cpu)) {
-    emitted_precision = dot_precision;
+  for (const DotPrecisionStep& dot_precision : DotPrecisionLadder(*precision, on_cpu)) {
     double emit_started = clock.NowSeconds();
     codegen::ModelWriterOptions writer = WriterOptions(on_cpu, dot_precision, replay);
-    ASSIGN_OR_RETURN(source, WriteCandidate(compiled, task, writer));
+    std::string emitted;
+    ASSIGN_OR_RETURN(emitted, WriteCandidate(compiled, task, writer));
+    // A step that changes nothing in this candidate (attention precision without an attention
+    // kernel) would be judged the same: the next.
+    if (evaluation && emitted == previous_source) continue;
+    previous_source = emitted;
+    source = std::move(emitted);
+    emitted_precision = dot_precision;
     // Kernels measured earlier on this GPU get their configuration baked in: no tuning.
     const size_t autotuned = TuningKeys(source).size();
     writer.kernel.tuned = StoredTunings(workspace.store(), workspace.gpu_name(), source);
@@ -156,10 +155,11 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     }
     tuning["baked"] = TuningKeys(source).empty() && autotuned > 0;
     bool uses_dot = UsesDot(source);
-    attempts.push_back({{"dot_precision", uses_dot ? dot_precision : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});
-    // Only a dot that lost accuracy is worth another precision; anything else would fail again.
-    if (!uses_dot || evaluation->verdict.kind != VerdictKind::kWrongOutput) break;
-    if (!common.quiet) LogInfo("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), dot_precision);
+    attempts.push_back({{"dot_precision", uses_dot ? dot_precision.Label() : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});
+    if (!WorthTheNextStep(evaluation->verdict.kind == VerdictKind::kWrongOutput, uses_dot)) break;
+    if (!common.quiet) {
+      LogInfo("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), dot_precision.Label());
+    }
   }
   compiled.summary["tuning"] = tuning;
   compiled.summary["attempts"] = attempts;

@@ -24,6 +24,13 @@ struct KernelOptions {
   // tl.dot's input_precision: "ieee" keeps fp32 accuracy (the strict fp32 policy); "tf32" only
   // when the task's precision policy declares it.
   std::string dot_precision = "ieee";
+  // The attention kernels' dots, when they differ (empty: dot_precision). Attention's error shows
+  // before a GEMM's (search/precision_ladder.h).
+  std::string attention_dot_precision;
+
+  const std::string& attention_precision() const {
+    return attention_dot_precision.empty() ? dot_precision : attention_dot_precision;
+  }
   // Wrap kernels that have a configuration space in @triton.autotune (GPU); else one fixed
   // configuration (the CPU interpreter, where autotuning measures nothing).
   bool autotune = false;

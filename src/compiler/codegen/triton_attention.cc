@@ -116,7 +116,7 @@ class AttentionWriter {
     return dim == padded ? "" : fmt::format("({} < {})", index, dim);
   }
   std::string Dot(const std::string& a, const std::string& b) const {
-    return fmt::format("tl.dot({}, {}, input_precision=\"{}\")", a, b, options_.dot_precision);
+    return fmt::format("tl.dot({}, {}, input_precision=\"{}\")", a, b, options_.attention_precision());
   }
 
   void WriteQueries() {
@@ -236,7 +236,7 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
                        FloatLiteral(a.scale), a.bias ? " + bias" : "", a.batch, a.tq, a.tk, a.d, a.dv));
   out.Line(fmt::format("# {}online softmax over key blocks; tl.dot with input_precision=\"{}\".",
                        a.causal ? fmt::format("causal (key j kept for query i when j - i <= {}); ", *a.causal) : "",
-                       options.dot_precision));
+                       options.attention_precision()));
   out.Line(fmt::format("BLOCK_D: tl.constexpr = {}", PaddedHeadDim(a.d)));
   out.Line(fmt::format("BLOCK_DV: tl.constexpr = {}", PaddedHeadDim(a.dv)));
   AttentionWriter writer(graph, group, a, options, out, kernel.helpers);

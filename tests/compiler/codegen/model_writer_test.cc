@@ -103,6 +103,27 @@ TEST(ModelWriterTest, MeasuredConfigurationIsBakedIn) {
   EXPECT_EQ(WriteModelNew(compiled->graph, compiled->plan, options).value(), *autotuned);
 }
 
+// The attention kernels' dots can run in another precision than the GEMMs' (the precision ladder's
+// middle step): the projections stay in three-pass TF32, the attention kernel's dots are IEEE.
+TEST(ModelWriterTest, AttentionDotsTakeTheirOwnPrecision) {
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("attention_mingpt_causal"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ModelWriterOptions options;
+  options.kernel.dot_precision = "tf32x3";
+  options.kernel.attention_dot_precision = "ieee";
+  Result<std::string> source = WriteModelNew(compiled->graph, compiled->plan, options);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  const size_t attention = source->find("def attention");
+  ASSERT_NE(attention, std::string::npos) << *source;
+  const size_t end = source->find("\n\n\n", attention);
+  const std::string kernel = source->substr(attention, end - attention);
+  EXPECT_NE(kernel.find("input_precision=\"ieee\""), std::string::npos) << kernel;
+  EXPECT_EQ(kernel.find("tf32x3"), std::string::npos) << kernel;
+  const std::string rest = source->substr(0, attention) + source->substr(end);
+  EXPECT_NE(rest.find("input_precision=\"tf32x3\""), std::string::npos) << *source;
+  EXPECT_EQ(rest.find("input_precision=\"ieee\""), std::string::npos) << *source;
+}
+
 // The tuning key names what a kernel computes, not what its IR values are called: the same
 // matmul written under other names (the same layer in another network) has the same key, and
 // other shapes another.
