@@ -167,6 +167,8 @@ class ExprBuilder {
     if (name == "aten.cos.default") return unary("tl.cos");
     if (name == "aten.floor.default") return unary("tl.floor");
     if (name == "aten.ceil.default") return unary("tl.ceil");
+    if (name == "aten.round.default") return Helper("_kf_round", Operand(0, "self"));
+    if (name == "aten.trunc.default") return fmt::format("tl.where({0} < 0.0, tl.ceil({0}), tl.floor({0}))", Operand(0, "self"));
     if (name == "aten.isnan.default") return fmt::format("{0} != {0}", Operand(0, "self"));
     if (name == "aten.isinf.default") return fmt::format("tl.abs({}) == float('inf')", Operand(0, "self"));
     if (name == "aten.logical_not.default") return fmt::format("{} == 0", Operand(0, "self"));
@@ -432,6 +434,19 @@ void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& ou
     out.Line("e = _kf_expm1(-2.0 * tl.abs(x))");
     out.Line("t = -e / (2.0 + e)");
     out.Line("return tl.where(x < 0.0, -t, t)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+  if (needed.count("_kf_round")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_round(x):");
+    out.Line("# Half to even, as torch.round: floor(x + 0.5), one less where that rounded a tie up to an odd");
+    out.Line("# number; from 2^23 on every float is an integer (and x + 0.5 would round).");
+    out.Line("r = tl.floor(x + 0.5)");
+    out.Line("odd = r - 2.0 * tl.floor(r * 0.5) != 0.0");
+    out.Line("r = tl.where((r - x == 0.5) & odd, r - 1.0, r)");
+    out.Line("return tl.where(tl.abs(x) < 8388608.0, r, x)");
     out.Close();
     out.Blank();
     out.Blank();

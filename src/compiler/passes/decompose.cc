@@ -65,6 +65,7 @@ class Decomposer : public ir::GraphRewriter {
     else if (op == "aten.scalar_tensor.default") done = RememberScalar(node);
     else if (op == "aten.gather.default") done = GatherLogSoftmax(node);
     else if (op == "aten.sum.dim_IntList") done = CountTrue(node);
+    else if (op == "aten.min.dim" || op == "aten.argmin.default") done = MinAsMaxOfNegation(node);
     if (done) return *done;
     if (node.op_kind() == ir::OpKind::kPointwise) return CopyWithScalars(node);
     return CopyOp(node);
@@ -423,6 +424,33 @@ class Decomposer : public ir::GraphRewriter {
     return Run(node, [&]() -> Status {
       ASSIGN_OR_RETURN(auto mean, MeanOf(node, x, *dims, keepdim));
       return Finish(node, {mean.second});
+    });
+  }
+
+  // min.dim(x, d, keepdim) as -max.dim(-x, d, keepdim) with its indices, argmin(x) as argmax(-x):
+  // negation is exact, the first of equal minima is the first of equal maxima of -x, and NaN is
+  // the extreme torch picks on both sides.
+  std::optional<Status> MinAsMaxOfNegation(const ir::OpNode& node) {
+    const bool values = node.op == "aten.min.dim";
+    if (node.args.empty() || !node.args[0].Is<NodeRef>()) return std::nullopt;
+    NodeRef x = Map(node.args[0].As<NodeRef>());
+    if (builder().TypeOf(x)->dtype != ir::DType::kFloat32 || node.num_outputs() != (values ? 2 : 1)) return std::nullopt;
+    const Argument* dim = node.FindArgument({1, "dim"});
+    if (dim == nullptr || !dim->Is<int64_t>()) return std::nullopt;
+    const bool keepdim = Flag(node, {2, "keepdim"}, false);
+    return Run(node, [&]() -> Status {
+      ASSIGN_OR_RETURN(NodeRef negated, Emit(node, "negated", "aten.neg.default", {{x}}, ShapeOf(x)));
+      if (!values) {
+        ASSIGN_OR_RETURN(NodeRef index, Emit(node, "argmax", "aten.argmax.default", {{negated}, *dim, {keepdim}},
+                                             node.outputs[0].shape, ir::DType::kInt64));
+        return Finish(node, {index});
+      }
+      ASSIGN_OR_RETURN(ir::TensorType kept, ir::TensorType::Contiguous(node.outputs[0].shape, ir::DType::kFloat32));
+      ASSIGN_OR_RETURN(ir::TensorType indices, ir::TensorType::Contiguous(node.outputs[1].shape, ir::DType::kInt64));
+      ASSIGN_OR_RETURN(ir::ValueId max, builder().AddOp(builder().FreshName(node.name + "_max"), "aten.max.dim",
+                                                        {{negated}, *dim, {keepdim}}, {}, {kept, indices}));
+      ASSIGN_OR_RETURN(NodeRef minimum, Emit(node, "min", "aten.neg.default", {{NodeRef{max, 0}}}, kept.shape));
+      return Finish(node, {minimum, NodeRef{max, 1}});
     });
   }
 
