@@ -26,6 +26,19 @@ std::optional<double> Number(const Argument* arg) {
   return std::nullopt;
 }
 
+// An int-list window argument as three entries (one value repeats), `fallback` when absent or
+// empty; nullopt when of another length.
+std::optional<ir::IntList> Window3(const ir::OpNode& node, ir::ArgSlot slot, const ir::IntList& fallback) {
+  const Argument* arg = node.FindArgument(slot);
+  ir::IntList list;
+  if (arg != nullptr && arg->Is<ir::IntList>()) list = arg->As<ir::IntList>();
+  if (arg != nullptr && arg->Is<int64_t>()) list = {arg->As<int64_t>()};
+  if (list.empty()) list = fallback;
+  if (list.size() == 1) list.assign(3, list[0]);
+  if (list.size() != 3) return std::nullopt;
+  return list;
+}
+
 bool Flag(const ir::OpNode& node, ir::ArgSlot slot, bool fallback) {
   const Argument* arg = node.FindArgument(slot);
   if (arg == nullptr) return fallback;
@@ -66,6 +79,7 @@ class Decomposer : public ir::GraphRewriter {
     else if (op == "aten.gather.default") done = GatherLogSoftmax(node);
     else if (op == "aten.sum.dim_IntList") done = CountTrue(node);
     else if (op == "aten.min.dim" || op == "aten.argmin.default") done = MinAsMaxOfNegation(node);
+    else if (op == "aten.max_pool3d_with_indices.default" || op == "aten.avg_pool3d.default") done = Pool3dAsTwo2d(node);
     if (done) return *done;
     if (node.op_kind() == ir::OpKind::kPointwise) return CopyWithScalars(node);
     return CopyOp(node);
@@ -451,6 +465,70 @@ class Decomposer : public ir::GraphRewriter {
                                                         {{negated}, *dim, {keepdim}}, {}, {kept, indices}));
       ASSIGN_OR_RETURN(NodeRef minimum, Emit(node, "min", "aten.neg.default", {{NodeRef{max, 0}}}, kept.shape));
       return Finish(node, {minimum, NodeRef{max, 1}});
+    });
+  }
+
+  // A 3-D max or average pooling of [N, C, D, H, W] as two 2-D ones the window kernel computes:
+  // over (H, W) of x viewed [N, C * D, H, W], then over D of that viewed [N, C, D, Ho * Wo] with a
+  // (kd, 1) window. A maximum over a box is the maximum over D of the maxima over (H, W); an
+  // average is too, since its divisor is the product of the axes' counts (the whole window, or
+  // without count_include_pad the taps inside the input, a box as well).
+  std::optional<Status> Pool3dAsTwo2d(const ir::OpNode& node) {
+    const bool is_max = node.op == "aten.max_pool3d_with_indices.default";
+    if (node.args.empty() || !node.args[0].Is<NodeRef>() || (is_max && Used(node, 1))) return std::nullopt;
+    NodeRef x = Map(node.args[0].As<NodeRef>());
+    const ir::TensorType& type = *builder().TypeOf(x);
+    if (type.rank() != 5 || type.dtype != ir::DType::kFloat32 || !type.is_contiguous()) return std::nullopt;
+    auto kernel = Window3(node, {1, "kernel_size"}, {});
+    if (!kernel) return std::nullopt;
+    auto stride = Window3(node, {2, "stride"}, *kernel);
+    auto padding = Window3(node, {3, "padding"}, {0, 0, 0});
+    auto dilation = is_max ? Window3(node, {4, "dilation"}, {1, 1, 1}) : std::optional<ir::IntList>(ir::IntList{1, 1, 1});
+    if (!stride || !padding || !dilation || Flag(node, {is_max ? 5 : 4, "ceil_mode"}, false)) return std::nullopt;
+    const bool count_include_pad = is_max || Flag(node, {5, "count_include_pad"}, true);
+    if (!is_max) {
+      const Argument* divisor = node.FindArgument({6, "divisor_override"});
+      if (divisor != nullptr && !divisor->Is<ir::NoneArg>()) return std::nullopt;
+    }
+    const ir::Shape& in = type.shape;
+    const ir::Shape& out = node.outputs[0].shape;
+    if (out.size() != 5) return std::nullopt;
+    const auto& k = *kernel;
+    const auto& s = *stride;
+    const auto& p = *padding;
+    const auto& d = *dilation;
+    // One 2-D pooling: its window arguments and output shape, and (max) its unread indices.
+    auto pool2d = [&](NodeRef input, ir::IntList window, ir::IntList steps, ir::IntList pads, ir::IntList dilations,
+                      const ir::Shape& shape) -> Result<NodeRef> {
+      ASSIGN_OR_RETURN(ir::TensorType values, ir::TensorType::Contiguous(shape, ir::DType::kFloat32));
+      std::vector<Argument> args = {{input}, {window}, {steps}, {pads}};
+      std::vector<ir::TensorType> types = {values};
+      if (is_max) {
+        args.push_back({dilations});
+        args.push_back({false});
+        ASSIGN_OR_RETURN(ir::TensorType indices, ir::TensorType::Contiguous(shape, ir::DType::kInt64));
+        types.push_back(indices);
+      } else {
+        args.push_back({false});
+        args.push_back({count_include_pad});
+        args.push_back({Argument(ir::NoneArg{})});
+      }
+      ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(node.name + "_2d"),
+                                                       is_max ? "aten.max_pool2d_with_indices.default" : "aten.avg_pool2d.default",
+                                                       std::move(args), {}, std::move(types)));
+      return NodeRef{id, 0};
+    };
+    return Run(node, [&]() -> Status {
+      const ir::Shape planes = {in[0], in[1] * in[2], in[3], in[4]};
+      ASSIGN_OR_RETURN(NodeRef flat, Emit(node, "planes", "aten.view.default", {{x}, {ir::IntList(planes)}}, planes));
+      ASSIGN_OR_RETURN(NodeRef spatial, pool2d(flat, {k[1], k[2]}, {s[1], s[2]}, {p[1], p[2]}, {d[1], d[2]},
+                                               {in[0], in[1] * in[2], out[3], out[4]}));
+      const ir::Shape columns = {in[0], in[1], in[2], out[3] * out[4]};
+      ASSIGN_OR_RETURN(NodeRef by_depth, Emit(node, "columns", "aten.view.default", {{spatial}, {ir::IntList(columns)}}, columns));
+      ASSIGN_OR_RETURN(NodeRef deep, pool2d(by_depth, {k[0], 1}, {s[0], 1}, {p[0], 0}, {d[0], 1},
+                                            {in[0], in[1], out[2], out[3] * out[4]}));
+      ASSIGN_OR_RETURN(NodeRef pooled, Emit(node, "pooled", "aten.view.default", {{deep}, {ir::IntList(out)}}, out));
+      return Finish(node, {pooled});
     });
   }
 

@@ -10,6 +10,7 @@
 //   sum of a boolean tensor       -> an fp32 sum of it cast, cast back to int64 (fewer than 2^24 elements)
 //   mean, vector 1/2/inf-norms    -> sum (abs, amax) and pointwise
 //   min.dim, argmin               -> max.dim, argmax of the negation (values negated back)
+//   3-D max and average pooling   -> a 2-D pooling over (H, W), then one over D with a (kd, 1) window
 //   addmm                         -> mm plus a bias add (and the alpha/beta scales)
 //   mm by a column vector         -> a row reduction of products
 //   clone and same-type _to_copy  -> the input itself, unless the copy is a graph output

@@ -269,7 +269,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level1/33_smooth_l1_loss", "level1/34_cosine_similarity_loss", "level1/35_cumsum",
                              "level1/36_masked_cumsum", "level1/31_cross_entropy_loss",
                              // matmuls and convolutions with epilogues, pooling
-                             "codegen/min_dim",
+                             "codegen/min_dim", "codegen/pool3d",
                              "level1/02_matmul", "level1/06_batched_matmul", "level1/07_matrix_vector",
                              "level1/08_matmul_transposed_a", "level1/10_diag_matmul", "level1/12_conv2d", "level1/13_depthwise_conv2d",
                              "level1/14_conv1d", "level1/15_conv3d", "level1/16_conv_transpose2d", "level1/27_max_pool2d",
