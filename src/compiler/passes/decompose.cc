@@ -70,6 +70,7 @@ class Decomposer : public ir::GraphRewriter {
     else if (op == "aten.native_group_norm.default") done = GroupNorm(node);
     else if (op == "aten._native_batch_norm_legit_no_training.default") done = BatchNormEval(node);
     else if (op == "aten._native_batch_norm_legit_functional.default") done = BatchNormTraining(node);
+    else if (op == "aten._native_batch_norm_legit.no_stats") done = BatchNormWithoutRunningStatistics(node);
     else if (op == "aten.mean.dim" || op == "aten.mean.default") done = Mean(node);
     else if (op == "aten.linalg_vector_norm.default") done = VectorNorm(node);
     else if (op == "aten.addmm.default") done = Addmm(node);
@@ -390,6 +391,31 @@ class Decomposer : public ir::GraphRewriter {
       std::vector<NodeRef> outputs(5, y);
       RETURN_IF_ERROR(UpdateRunningStatistics(node, parts, count, *momentum, outputs));
       return Finish(node, outputs);
+    });
+  }
+
+  // _native_batch_norm_legit.no_stats(x, weight, bias, training, momentum, eps): batch statistics
+  // and no running ones, as instance norm is captured (x viewed [1, N * C, ...]).
+  std::optional<Status> BatchNormWithoutRunningStatistics(const ir::OpNode& node) {
+    if (!AllFloat32(node) || Used(node, 1) || Used(node, 2) || !Flag(node, {3, "training"}, false)) return std::nullopt;
+    NodeRef x = Map(node.args.at(0).As<NodeRef>());
+    const ir::Shape shape = ShapeOf(x);
+    std::optional<double> eps = Number(node.FindArgument({5, "eps"}));
+    if (!eps || shape.size() < 2) return std::nullopt;
+    // Over one image (instance norm's view) the statistics are rows of the channel's elements, as
+    // a layer norm's; over several, merged over the images as a training batch norm's.
+    const bool one_image = shape[0] == 1;
+    std::vector<int64_t> dims;
+    if (!one_image) dims.push_back(0);
+    for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d) dims.push_back(d);
+    if (dims.empty()) return std::nullopt;
+    return Run(node, [&]() -> Status {
+      int64_t rank = static_cast<int64_t>(shape.size());
+      ASSIGN_OR_RETURN(Normalized parts, Normalize(node, x, dims, *eps, /*staged=*/!one_image));
+      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
+      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts.normed, weight, bias));
+      return Finish(node, {y});
     });
   }
 

@@ -2,6 +2,7 @@
 // (reductions, pointwise ops, matmuls, metadata views), so that fusion sees through them.
 //   softmax, log_softmax          -> amax, sub, exp, sum, div (log, sub)
 //   layer, group, batch norm      -> sum, mul by 1/n, sub, rsqrt, mul, add (views for groups and channels);
+//   (instance norm: batch norm without running statistics over x viewed [1, N * C, ...])
 //                                    over rows the reduction splits, var_mean and one normalizing pass;
 //                                    training batch norm, var_mean per (image, channel) merged over images,
 //                                    and its running statistics: momentum * batch + (1 - momentum) * running,

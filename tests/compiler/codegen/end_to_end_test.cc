@@ -242,6 +242,16 @@ INSTANTIATE_TEST_SUITE_P(Forms, AttentionEndToEndTest,
                                            "attention_relpos_buffer", "attention_relpos_clamp", "attention_cross"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
+// Instance norm is batch norm without running statistics over x viewed [1, N * C, ...]: the
+// statistics of each channel's row, as a layer norm's, with the affine weight repeated per image
+// (a copy).
+TEST(InstanceNormEndToEndTest, IsRowStatisticsKernelsAndMatchesPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.absent_ops = {"aten._native_batch_norm_legit.no_stats"};
+  ExpectMatchesPyTorch("codegen/instance_norm", ModelWriterOptions{}, {}, kTolerance, expected);
+}
+
 // Recurrent layers of every cell become input-projection GEMMs and per-step scan kernels: no
 // aten.lstm, aten.gru or aten.rnn_* is left (the concatenations of directions and final states
 // stay ATen calls, which move data).
