@@ -380,7 +380,10 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       out.Line(fmt::format("{0} = tl.load({0}_ptr + offsets, mask=mask, other=0){1}", name, cast));
       continue;
     }
-    std::string load = fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, strided_offset(type, "idx_"), cast);
+    const std::string at = strided_offset(type, "idx_");
+    // One element for every lane (a scalar parameter): a scalar load, which takes no block mask.
+    std::string load = at == "0" ? fmt::format("{0} = tl.load({0}_ptr){1}", name, cast)
+                                 : fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, at, cast);
     const int64_t run = ConstantRun(type, kernel.shape);
     if (run < kMinConstantRun) {
       out.Line(load);

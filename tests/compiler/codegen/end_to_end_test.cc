@@ -242,6 +242,15 @@ INSTANTIATE_TEST_SUITE_P(Forms, AttentionEndToEndTest,
                                            "attention_relpos_buffer", "attention_relpos_clamp", "attention_cross"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
+// A one-element parameter is one scalar load in every kernel kind: Triton's compiler (not the
+// interpreter) refuses a block mask on a scalar pointer.
+TEST(ScalarParameterEndToEndTest, IsAnUnmaskedScalarLoad) {
+  PlanExpectations expected;
+  expected.absent_fragments = {"_ptr + 0, mask", "_ptr + 0)", "_base, mask"};
+  ExpectMatchesPyTorch("codegen/scalar_parameters", ModelWriterOptions{},
+                       {"p_scale = tl.load(p_scale_ptr)", "p_gain = tl.load(p_gain_ptr)"}, kTolerance, expected);
+}
+
 // Instance norm is batch norm without running statistics over x viewed [1, N * C, ...]: the
 // statistics of each channel's row, as a layer norm's, with the affine weight repeated per image
 // (a copy).
