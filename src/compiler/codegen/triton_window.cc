@@ -15,17 +15,6 @@
 namespace kforge::codegen {
 namespace {
 
-// An int list argument expanded to `n` entries (a single value repeats), or `fallback` when absent or empty.
-ir::IntList Expand(const ir::OpNode& op, ir::ArgSlot slot, size_t n, const ir::IntList& fallback) {
-  const ir::Argument* arg = op.FindArgument(slot);
-  ir::IntList list;
-  if (arg != nullptr && arg->Is<ir::IntList>()) list = arg->As<ir::IntList>();
-  if (arg != nullptr && arg->Is<int64_t>()) list = {arg->As<int64_t>()};
-  if (list.empty()) return fallback;
-  if (list.size() == 1) list.assign(n, list[0]);
-  return list;
-}
-
 bool Flag(const ir::OpNode& op, ir::ArgSlot slot) {
   const ir::Argument* arg = op.FindArgument(slot);
   return arg != nullptr && arg->Is<bool>() && arg->As<bool>();
@@ -123,10 +112,10 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     padding = pool.args[4].As<ir::IntList>();
     dilation = pool.args[5].As<ir::IntList>();
   } else if (!adaptive) {
-    kernel_size = Expand(pool, {1, "kernel_size"}, spatial, {});
-    stride = Expand(pool, {2, "stride"}, spatial, kernel_size);
-    padding = Expand(pool, {3, "padding"}, spatial, {0, 0});
-    if (is_max) dilation = Expand(pool, {4, "dilation"}, spatial, {1, 1});
+    kernel_size = pool.FindIntList({1, "kernel_size"}, spatial, {});
+    stride = pool.FindIntList({2, "stride"}, spatial, kernel_size);
+    padding = pool.FindIntList({3, "padding"}, spatial, {0, 0});
+    if (is_max) dilation = pool.FindIntList({4, "dilation"}, spatial, {1, 1});
     if (kernel_size.size() != spatial || stride.size() != spatial || padding.size() != spatial || dilation.size() != spatial) {
       return Status::InvalidArgument(fmt::format("%{}: window arguments of the wrong length", pool.name));
     }

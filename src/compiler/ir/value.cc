@@ -108,4 +108,14 @@ const Argument* OpNode::FindArgument(ArgSlot slot) const {
   return nullptr;
 }
 
+IntList OpNode::FindIntList(ArgSlot slot, size_t n, const IntList& fallback) const {
+  const Argument* arg = FindArgument(slot);
+  IntList list;
+  if (arg != nullptr && arg->Is<IntList>()) list = arg->As<IntList>();
+  if (arg != nullptr && arg->Is<int64_t>()) list = {arg->As<int64_t>()};
+  if (list.empty()) return fallback;
+  if (list.size() == 1) list.assign(n, list[0]);
+  return list;
+}
+
 }  // namespace kforge::ir

@@ -95,6 +95,9 @@ struct OpNode : Value {
   OpKind op_kind() const { return info ? info->kind : OpKind::kOpaque; }
   // The argument at `slot`: positional when given there, else the keyword; nullptr if absent.
   const Argument* FindArgument(ArgSlot slot) const;
+  // The int-list argument at `slot` with `n` entries (a single int, or a list of one, repeats),
+  // `fallback` when absent or empty; a list of another length is returned as it is.
+  IntList FindIntList(ArgSlot slot, size_t n, const IntList& fallback) const;
 
   // Fails on a bad name, an empty op name, a bad type, or a repeated keyword.
   static Result<OpNode> Make(std::string name, std::string op, std::vector<Argument> args,

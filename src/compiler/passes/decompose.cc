@@ -26,19 +26,6 @@ std::optional<double> Number(const Argument* arg) {
   return std::nullopt;
 }
 
-// An int-list window argument as three entries (one value repeats), `fallback` when absent or
-// empty; nullopt when of another length.
-std::optional<ir::IntList> Window3(const ir::OpNode& node, ir::ArgSlot slot, const ir::IntList& fallback) {
-  const Argument* arg = node.FindArgument(slot);
-  ir::IntList list;
-  if (arg != nullptr && arg->Is<ir::IntList>()) list = arg->As<ir::IntList>();
-  if (arg != nullptr && arg->Is<int64_t>()) list = {arg->As<int64_t>()};
-  if (list.empty()) list = fallback;
-  if (list.size() == 1) list.assign(3, list[0]);
-  if (list.size() != 3) return std::nullopt;
-  return list;
-}
-
 bool Flag(const ir::OpNode& node, ir::ArgSlot slot, bool fallback) {
   const Argument* arg = node.FindArgument(slot);
   if (arg == nullptr) return fallback;
@@ -505,12 +492,14 @@ class Decomposer : public ir::GraphRewriter {
     NodeRef x = Map(node.args[0].As<NodeRef>());
     const ir::TensorType& type = *builder().TypeOf(x);
     if (type.rank() != 5 || type.dtype != ir::DType::kFloat32 || !type.is_contiguous()) return std::nullopt;
-    auto kernel = Window3(node, {1, "kernel_size"}, {});
-    if (!kernel) return std::nullopt;
-    auto stride = Window3(node, {2, "stride"}, *kernel);
-    auto padding = Window3(node, {3, "padding"}, {0, 0, 0});
-    auto dilation = is_max ? Window3(node, {4, "dilation"}, {1, 1, 1}) : std::optional<ir::IntList>(ir::IntList{1, 1, 1});
-    if (!stride || !padding || !dilation || Flag(node, {is_max ? 5 : 4, "ceil_mode"}, false)) return std::nullopt;
+    const ir::IntList k = node.FindIntList({1, "kernel_size"}, 3, {});
+    const ir::IntList s = node.FindIntList({2, "stride"}, 3, k);
+    const ir::IntList p = node.FindIntList({3, "padding"}, 3, {0, 0, 0});
+    const ir::IntList d = is_max ? node.FindIntList({4, "dilation"}, 3, {1, 1, 1}) : ir::IntList{1, 1, 1};
+    for (const ir::IntList* list : {&k, &s, &p, &d}) {
+      if (list->size() != 3) return std::nullopt;
+    }
+    if (Flag(node, {is_max ? 5 : 4, "ceil_mode"}, false)) return std::nullopt;
     const bool count_include_pad = is_max || Flag(node, {5, "count_include_pad"}, true);
     if (!is_max) {
       const Argument* divisor = node.FindArgument({6, "divisor_override"});
@@ -519,10 +508,6 @@ class Decomposer : public ir::GraphRewriter {
     const ir::Shape& in = type.shape;
     const ir::Shape& out = node.outputs[0].shape;
     if (out.size() != 5) return std::nullopt;
-    const auto& k = *kernel;
-    const auto& s = *stride;
-    const auto& p = *padding;
-    const auto& d = *dilation;
     // One 2-D pooling: its window arguments and output shape, and (max) its unread indices.
     auto pool2d = [&](NodeRef input, ir::IntList window, ir::IntList steps, ir::IntList pads, ir::IntList dilations,
                       const ir::Shape& shape) -> Result<NodeRef> {
