@@ -34,11 +34,10 @@ Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::Fus
   };
   for (const ir::NodeRef& ref : inputs) {
     std::string cast = graph.TypeOf(ref)->dtype == ir::DType::kFloat32 ? "" : ".to(tl.float32)";
-    const std::string at = offset(ir::BroadcastStrides(*graph.TypeOf(ref), out_shape));
-    // One element for the whole tile (a scalar parameter): a scalar load, which needs no mask and
-    // takes none (Triton refuses a block mask on a scalar pointer).
-    out.Line(at == "0" ? fmt::format("{0} = tl.load({0}_ptr){1}", VarName(graph, ref), cast)
-                       : fmt::format("{0} = tl.load({0}_ptr + {1}, mask=kf_mask, other=0.0){2}", VarName(graph, ref), at, cast));
+    const std::string name = VarName(graph, ref);
+    out.Line(fmt::format("{} = {}{}", name,
+                         LoadAt(name + "_ptr", offset(ir::BroadcastStrides(*graph.TypeOf(ref), out_shape)), "mask=kf_mask, other=0.0"),
+                         cast));
   }
   for (size_t i = 1; i < group.nodes.size(); ++i) {
     const auto& op = graph.value(group.nodes[i]).As<ir::OpNode>();

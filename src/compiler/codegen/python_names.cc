@@ -34,6 +34,11 @@ std::string VarName(const ir::Graph& graph, ir::NodeRef ref) {
   return name;
 }
 
+std::string LoadAt(const std::string& pointer, const std::string& offset, const std::string& masking) {
+  if (offset == "0") return fmt::format("tl.load({})", pointer);
+  return masking.empty() ? fmt::format("tl.load({} + {})", pointer, offset) : fmt::format("tl.load({} + {}, {})", pointer, offset, masking);
+}
+
 std::string FloatLiteral(double value) {
   if (std::isnan(value) || std::isinf(value)) return "float('" + ir::PrintFloat(value) + "')";
   return ir::PrintFloat(value);

@@ -19,6 +19,10 @@ std::string FloatLiteral(double value);
 std::string TorchDType(ir::DType dtype);
 // "(8, 64)", "(8,)", "()".
 std::string ShapeTuple(const ir::Shape& shape);
+// "tl.load(<pointer> + <offset>, <masking>)" (no masking when empty); "tl.load(<pointer>)" when
+// the offset is "0": one element for every lane is a scalar load, and Triton's compiler (not its
+// interpreter) refuses a block mask on a scalar pointer.
+std::string LoadAt(const std::string& pointer, const std::string& offset, const std::string& masking);
 // "<variable> = torch.empty(<shape>, dtype=<dtype>, device=device)": an output a kernel fills.
 std::string EmptyLike(const std::string& variable, const ir::TensorType& type);
 

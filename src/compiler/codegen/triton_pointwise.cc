@@ -380,10 +380,7 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       out.Line(fmt::format("{0} = tl.load({0}_ptr + offsets, mask=mask, other=0){1}", name, cast));
       continue;
     }
-    const std::string at = strided_offset(type, "idx_");
-    // One element for every lane (a scalar parameter): a scalar load, which takes no block mask.
-    std::string load = at == "0" ? fmt::format("{0} = tl.load({0}_ptr){1}", name, cast)
-                                 : fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask, other=0){2}", name, at, cast);
+    std::string load = fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", strided_offset(type, "idx_"), "mask=mask, other=0"), cast);
     const int64_t run = ConstantRun(type, kernel.shape);
     if (run < kMinConstantRun) {
       out.Line(load);

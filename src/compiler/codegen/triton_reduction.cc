@@ -360,10 +360,10 @@ class ReductionEmitter {
     }
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) {
-        // A single element (a scalar parameter) is a scalar load, without the block mask Triton
-        // refuses on a scalar pointer.
+        const std::string name = Name(input.ref);
         const bool scalar = KeptOffset(input.strides) == "0";
-        out.Line(fmt::format("{0} = tl.load({0}_ptr + {0}_base{1}){2}", Name(input.ref), scalar ? "" : KeptMask(), Cast(input.ref)));
+        out.Line(fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", scalar ? "0" : name + "_base", cols_ ? "mask=kf_kmask" : ""),
+                             Cast(input.ref)));
         available_.insert(Key(input.ref));
       }
     }
