@@ -87,8 +87,8 @@ std::string ScanCallLine(const ir::OpNode& op, const ValueNamer& name) {
   params += "]";
   const std::string hx = attributes.has_cell_state() ? fmt::format("[{}[None], {}[None]]", h0, PythonArgument(op.args[4], name))
                                                      : fmt::format("{}[None]", h0);
-  const std::string call = fmt::format("torch.ops.aten.{}.input({}, {}, {}, {}, 1, 0.0, False, False, {})", attributes.cell, sequence,
-                                       hx, params, bias ? "True" : "False", "False");
+  const std::string call = fmt::format("torch.ops.aten.{}.input({}, {}, {}, {}, 1, 0.0, False, False, False)", attributes.cell,
+                                       sequence, hx, params, bias ? "True" : "False");
   const std::string flip = attributes.reverse ? ".flip(0)" : "";
   std::vector<std::string> results;
   for (int32_t i = 0; i < op.num_outputs(); ++i) results.push_back(name(op.ref(i)));

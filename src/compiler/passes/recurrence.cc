@@ -90,6 +90,12 @@ Result<Layers> ReadLayers(const ir::Graph& graph, const ir::OpNode& node, const 
   return layers;
 }
 
+// [d0, d1, d2] viewed [d1, d0, d2]: the same memory.
+Result<ir::TensorType> SwapFirstDims(const ir::TensorType& type) {
+  return ir::TensorType::Make({type.shape[1], type.shape[0], type.shape[2]}, type.dtype,
+                              {type.stride[1], type.stride[0], type.stride[2]});
+}
+
 bool SameLayout(const ir::TensorType& a, const ir::TensorType& b) {
   return a.shape == b.shape && a.dtype == b.dtype && ((a.is_contiguous() && b.is_contiguous()) || a.stride == b.stride);
 }
@@ -99,9 +105,8 @@ bool SameLayout(const ir::TensorType& a, const ir::TensorType& b) {
 // for a batch-first layer; h_n and c_n are contiguous.
 bool LoweredTypesMatch(const ir::OpNode& node, const Layers& layers) {
   const int64_t t = layers.steps, b = layers.batch, features = layers.directions * layers.hidden;
-  Result<ir::TensorType> sequence = layers.batch_first
-                                        ? ir::TensorType::Make({b, t, features}, ir::DType::kFloat32, {features, b * features, 1})
-                                        : ir::TensorType::Contiguous({t, b, features}, ir::DType::kFloat32);
+  Result<ir::TensorType> sequence = ir::TensorType::Contiguous({t, b, features}, ir::DType::kFloat32);
+  if (sequence.ok() && layers.batch_first) sequence = SwapFirstDims(*sequence);
   Result<ir::TensorType> state =
       ir::TensorType::Contiguous({layers.num_layers * layers.directions, b, layers.hidden}, ir::DType::kFloat32);
   if (!sequence.ok() || !state.ok() || node.num_outputs() != (layers.c0 ? 3 : 2)) return false;
@@ -129,17 +134,14 @@ class RecurrenceRewriter : public ir::GraphRewriter {
   std::optional<bool> Rows(NodeRef x) {
     const ir::TensorType& type = *builder().TypeOf(x);
     if (type.is_contiguous()) return false;
-    Result<ir::TensorType> swapped = ir::TensorType::Make({type.shape[1], type.shape[0], type.shape[2]}, type.dtype,
-                                                          {type.stride[1], type.stride[0], type.stride[2]});
+    Result<ir::TensorType> swapped = SwapFirstDims(type);
     if (swapped.ok() && swapped->is_contiguous()) return true;
     return std::nullopt;
   }
 
   // x [d0, d1, I] with its dims swapped: a view.
   Result<NodeRef> Swapped(NodeRef x) {
-    const ir::TensorType& type = *builder().TypeOf(x);
-    ASSIGN_OR_RETURN(ir::TensorType swapped, ir::TensorType::Make({type.shape[1], type.shape[0], type.shape[2]}, type.dtype,
-                                                                  {type.stride[1], type.stride[0], type.stride[2]}));
+    ASSIGN_OR_RETURN(ir::TensorType swapped, SwapFirstDims(*builder().TypeOf(x)));
     return Add("rnn_swap", "aten.permute.default", {{x}, {ir::IntList{1, 0, 2}}}, swapped);
   }
 
