@@ -272,10 +272,11 @@ class EvaluationSession:
             self.report.resized = {"checked": False, "reason": "the reference runs at no second size"}
             return {"inputs": None}
         inputs = self.sets.make("resized")
-        with torch.no_grad(), seeded(self._seed("resized")):
+        seed = self._seed("set:resized")
+        with torch.no_grad(), seeded(seed):
             expected = self.reference.call(inputs)
         self.resized_expected = expected
-        return {"inputs": self._fill_slot(inputs), "seed": self._seed("resized")}
+        return {"inputs": self._fill_slot(inputs), "seed": seed}
 
     def _on_resized_done(self, message: dict[str, Any]) -> dict[str, Any]:
         self._expect_stage("resized")
@@ -363,7 +364,7 @@ class EvaluationSession:
         """The reference's own noise on set `source`, computed only if a comparison needs it (the
         set is made again: nothing is kept for the rare failure), from the RNG state of the call
         labelled `label` (the set's by default)."""
-        seed = self._seed(label or ("resized" if source == "resized" else f"set:{source}"))
+        seed = self._seed(label or f"set:{source}")
         return lambda: self._seeded_noise(seed, self.sets.make(source), expected)
 
     def _seeded_noise(self, seed: int | None, inputs: list, expected: list) -> list | None:

@@ -25,7 +25,7 @@ def call_seed(base: int, label: str) -> int:
     """The global RNG's seed for one call of a model whose forward draws random numbers (dropout,
     torch.randn): the reference's and the candidate's calls on the same inputs start from the same
     state, as KernelBench seeds both. Derived from the evaluation's secret `base` and the call's
-    label ("set:seed0", "shift:3", "resized", "profile"), so both sides compute it alike."""
+    label ("set:seed0", "set:resized", "shift:3", "profile"), so both sides compute it alike."""
     digest = hashlib.sha256(f"{base}:{label}".encode()).digest()
     return int.from_bytes(digest[:7], "little")
 
