@@ -208,6 +208,14 @@ class Decomposer : public ir::GraphRewriter {
     return parts;
   }
 
+  // y * weight + bias with a norm op's per-channel weight and bias (arguments 1 and 2 of group,
+  // batch and instance norm, each optional) viewed to broadcast over y of rank `rank`.
+  Result<NodeRef> ChannelAffine(const ir::OpNode& node, NodeRef y, int64_t rank) {
+    ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
+    ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
+    return Affine(node, y, weight, bias);
+  }
+
   // y * weight + bias, with weight and bias optional.
   Result<NodeRef> Affine(const ir::OpNode& origin, NodeRef y, std::optional<NodeRef> weight, std::optional<NodeRef> bias) {
     const ir::Shape shape = ShapeOf(y);
@@ -290,9 +298,7 @@ class Decomposer : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{parts.normed}, {ir::IntList(type.shape)}},
                                           type.shape));
       int64_t rank = static_cast<int64_t>(type.shape.size());
-      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
-      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
-      ASSIGN_OR_RETURN(NodeRef y, Affine(node, back, weight, bias));
+      ASSIGN_OR_RETURN(NodeRef y, ChannelAffine(node, back, rank));
       return Finish(node, {y});
     });
   }
@@ -347,9 +353,7 @@ class Decomposer : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(NodeRef centered, Emit(node, "centered", "aten.sub.Tensor", {{x}, {*mean}}, shape));
       ASSIGN_OR_RETURN(NodeRef rstd, Rstd(node, *var, *eps));
       ASSIGN_OR_RETURN(NodeRef normed, Emit(node, "normed", "aten.mul.Tensor", {{centered}, {rstd}}, shape));
-      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
-      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
-      ASSIGN_OR_RETURN(NodeRef y, Affine(node, normed, weight, bias));
+      ASSIGN_OR_RETURN(NodeRef y, ChannelAffine(node, normed, rank));
       return Finish(node, {y});
     });
   }
@@ -372,9 +376,7 @@ class Decomposer : public ir::GraphRewriter {
     return Run(node, [&]() -> Status {
       int64_t rank = static_cast<int64_t>(shape.size());
       ASSIGN_OR_RETURN(Normalized parts, Normalize(node, x, dims, *eps, /*staged=*/true));
-      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
-      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
-      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts.normed, weight, bias));
+      ASSIGN_OR_RETURN(NodeRef y, ChannelAffine(node, parts.normed, rank));
       std::vector<NodeRef> outputs(5, y);
       RETURN_IF_ERROR(UpdateRunningStatistics(node, parts, count, *momentum, outputs));
       return Finish(node, outputs);
@@ -399,9 +401,7 @@ class Decomposer : public ir::GraphRewriter {
     return Run(node, [&]() -> Status {
       int64_t rank = static_cast<int64_t>(shape.size());
       ASSIGN_OR_RETURN(Normalized parts, Normalize(node, x, dims, *eps, /*staged=*/!one_image));
-      ASSIGN_OR_RETURN(auto weight, PerChannel(node, Tensor(node, {1, "weight"}), rank));
-      ASSIGN_OR_RETURN(auto bias, PerChannel(node, Tensor(node, {2, "bias"}), rank));
-      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts.normed, weight, bias));
+      ASSIGN_OR_RETURN(NodeRef y, ChannelAffine(node, parts.normed, rank));
       return Finish(node, {y});
     });
   }
