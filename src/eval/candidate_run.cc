@@ -73,6 +73,7 @@ Result<CandidateResult> ParseResult(const Json& json) {
   result.tuning = read.Loose("tuning");
   result.sandbox = read.Loose("sandbox");
   result.phase_s = read.Loose("phase_s");
+  result.compile_ahead = read.Loose("compile_ahead");
   return result;
 }
 

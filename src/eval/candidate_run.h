@@ -36,6 +36,7 @@ struct CandidateResult {
   Json tuning;      // the configurations its @triton.autotune kernels chose (a hint only)
   Json sandbox;     // the process's own account of its set-up
   Json phase_s;     // seconds per phase
+  Json compile_ahead;  // what compiling its kernels before the first call did (compile_ahead.py), or null
   Json raw;         // the whole of it, for the evidence
 };
 

@@ -204,7 +204,8 @@ class EvaluationRun {
         {"wall_s", run_.wall_s}, {"peak_rss_bytes", run_.peak_rss_bytes}, {"stdout_tail", run_.stdout_tail},
         {"stderr_tail", run_.stderr_tail}, {"sandbox", result ? result->sandbox : Json()},
         {"isolation_seen", run_.isolation_seen}, {"peak_processes", run_.peak_processes},
-        {"sandbox_violations", run_.sandbox_violations}, {"phase_s", result ? result->phase_s : Json()}};
+        {"sandbox_violations", run_.sandbox_violations}, {"phase_s", result ? result->phase_s : Json()},
+        {"compile_ahead", result ? result->compile_ahead : Json()}};
     if (result && result->raw.contains("error") && !result->raw["error"].is_null()) {
       result_.evidence["error"] = result->raw["error"];
     }

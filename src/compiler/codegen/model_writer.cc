@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/aten_call.h"
+#include "compiler/codegen/compile_ahead.h"
 #include "compiler/codegen/graph_replay.h"
 #include "compiler/codegen/kernel_identity.h"
 #include "compiler/codegen/python_names.h"
@@ -126,6 +127,12 @@ class Writer {
     replay_ = ReplaysAsGraph(options_.graph_replay, Shape());
     if (replay_) module.helpers.insert(kGraphReplayHelper);
     out_.Open(fmt::format("class {}(nn.Module):", class_name));
+    if (options_.compile_ahead && RunsWithoutKernels()) {
+      std::vector<std::string> restores;
+      for (const ir::Mutation& mutation : graph_.mutations()) restores.push_back(mutation.target);
+      EmitCompileAheadDeclaration(out_, replay_ ? "kf_forward" : "forward", restores);
+      out_.Blank();
+    }
     EmitInit();
     out_.Blank();
     if (replay_) {
@@ -176,6 +183,20 @@ class Writer {
       for (std::string& line : emitted->second.launch) line = RenameLaunches(line, name, earlier->second);
     }
     name = earlier->second;
+    return true;
+  }
+
+  // Whether the forward may run with its kernels switched off (compile_ahead.h): it has kernels,
+  // every op left to ATen is safe on tensors no kernel wrote, and no substitute module (code the
+  // compiler did not write) runs in it.
+  bool RunsWithoutKernels() const {
+    if ((kernels_.empty() && emitted_.empty()) || !options_.substitutes.empty()) return false;
+    for (const passes::FusionGroup& group : plan_.groups) {
+      if (kernels_.count(group.name) || emitted_.count(group.name)) continue;
+      for (ir::ValueId id : group.nodes) {
+        if (!SafeOnUnwrittenTensors(graph_.value(id).As<ir::OpNode>().op_kind())) return false;
+      }
+    }
     return true;
   }
 

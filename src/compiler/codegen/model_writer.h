@@ -39,6 +39,9 @@ struct ModelWriterOptions {
   std::map<std::string, GroupSubstitute> substitutes;
   // Whether forward() replays its kernels as one CUDA graph (kAuto: by ReplaysAsGraph's rule).
   GraphReplay graph_replay = GraphReplay::kNever;
+  // Whether forward() compiles every kernel at once before its first call on the GPU
+  // (KfCompileAhead, compile_ahead.h), where it may run with its kernels switched off.
+  bool compile_ahead = false;
 };
 
 // Fails (InvalidArgument) on a group it cannot translate unless `fallback_unsupported`,

@@ -44,6 +44,40 @@ TEST(ModelWriterGoldenTest, TrainingBatchNormWritesItsBuffersBack) {
   ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan), "batch_norm_training");
 }
 
+// On the GPU the class declares that its forward may run with its kernels switched off, to compile
+// them all at once, and the running statistics that run would overwrite (compile_ahead.h).
+TEST(ModelWriterGoldenTest, TrainingBatchNormCompilesAhead) {
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("batch_norm_training"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ModelWriterOptions options;
+  options.compile_ahead = true;
+  ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan, options), "batch_norm_training_compile_ahead");
+}
+
+// A forward whose ATen calls could fault on tensors no kernel wrote (an op the compiler knows
+// nothing about; a gather) never runs with its kernels switched off.
+TEST(ModelWriterTest, OnlyForwardsSafeWithoutKernelsCompileAhead) {
+  for (const char* library_op : {"aten.relu.default", "aten.multinomial.default", "aten.embedding.default"}) {
+    ir::GraphBuilder b("hand/ahead");
+    ir::ValueId x = AddInputOk(b, "x", {4, 8});
+    ir::ValueId exp = AddOk(b, "exp", "aten.exp.default", {Ref(x)}, {F32({4, 8})});
+    ir::ValueId last = exp;
+    if (std::string(library_op) != "aten.relu.default") {
+      last = AddOk(b, "library", library_op, {Ref(exp), Ref(x)}, {F32({4, 8})});
+    }
+    b.AddOutput({last, 0});
+    ir::Graph graph = std::move(b).Build();
+    ModelWriterOptions options;
+    options.fallback_unsupported = true;
+    options.compile_ahead = true;
+    Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    const bool ahead =
+        source->find("kf_compile_ahead = {\"forward\": \"forward\", \"restores\": ()}") != std::string::npos;
+    EXPECT_EQ(ahead, std::string(library_op) == "aten.relu.default") << library_op << "\n" << *source;
+  }
+}
+
 // What a GPU gets: the autotune space (its results cached on disk) and three-pass TF32 dots.
 TEST(ModelWriterGoldenTest, LinearReluForTheGpu) {
   ModelWriterOptions options;
