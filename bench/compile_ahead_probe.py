@@ -27,11 +27,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def stored_source(workspace: str, task: str, kind: str) -> str | None:
     """The latest compiler candidate evaluated for `task` (by file name) that autotunes, or not."""
+    stem = os.path.splitext(os.path.basename(task))[0]
     with sqlite3.connect(os.path.join(workspace, "kforge.db")) as db:
         rows = db.execute(
             "SELECT c.source FROM evaluations e JOIN candidates c ON c.hash = e.candidate_hash "
-            "JOIN tasks t ON t.hash = e.task_hash WHERE t.name = ? AND c.origin = 'codegen:triton' "
-            "ORDER BY e.id DESC", (os.path.splitext(os.path.basename(task))[0],)).fetchall()
+            "JOIN tasks t ON t.hash = e.task_hash WHERE (t.name = ? OR t.name LIKE ?) AND c.origin = 'codegen:triton' "
+            "ORDER BY e.id DESC", (stem, "%/" + stem)).fetchall()
     for (source,) in rows:
         if ("@triton.autotune" in source) == (kind == "autotuned"):
             return source

@@ -10,7 +10,7 @@ says that its method `forward` launches its kernels and may run once with every 
 by a compile, on tensors no kernel wrote (the compiler declares it only where every op left to
 PyTorch is safe on such values), and names the parameters and buffers that method updates in
 place. Before the first call, on the GPU, the harness runs that method so, with each of the
-candidate module's kernels replaced by its warm-up (which compiles without launching; an
+candidate module's kernels (not the @triton.jit helpers kernels call) replaced by its warm-up (which compiles without launching; an
 autotuned kernel compiles every configuration), under Triton's asynchronous compile mode on a
 thread pool, and waits for the compiles. The first call then finds its kernels compiled, for the
 same arguments and so the same specializations. Afterwards the module's kernels, the listed state
@@ -53,6 +53,24 @@ def declaration(model: Any) -> tuple[str, tuple[str, ...]] | None:
     return forward, tuple(restores)
 
 
+def launched_kernels(namespace: dict[str, Any], kernel_types: tuple[str, ...] = KERNEL_TYPES) -> dict[str, Any]:
+    """The module's kernels, by name, less the ones a kernel calls (@triton.jit helpers): those
+    stay in place, since Triton reads them from the module when it compiles their callers."""
+    kernels = {name: value for name, value in list(namespace.items()) if type(value).__name__ in kernel_types}
+    called: set[str] = set()
+    for kernel in kernels.values():
+        function = kernel
+        while not hasattr(function, "__code__") and hasattr(function, "fn"):
+            function = function.fn
+        codes = [getattr(function, "__code__", None)]
+        while codes:
+            code = codes.pop()
+            if code is not None:
+                called.update(code.co_names)
+                codes.extend(const for const in code.co_consts if hasattr(const, "co_names"))
+    return {name: value for name, value in kernels.items() if name not in called}
+
+
 def compile_ahead(module: ModuleType, model: Any, inputs: list, workers: int | None = None,
                   warm_up: type = WarmUp, kernel_types: tuple[str, ...] = KERNEL_TYPES) -> dict[str, Any]:
     """Runs the declared forward with the module's kernels compiling instead of launching; returns
@@ -63,7 +81,7 @@ def compile_ahead(module: ModuleType, model: Any, inputs: list, workers: int | N
         return {"outcome": "not declared"}
     forward = getattr(model, declared[0], None)
     namespace = vars(module)
-    kernels = {name: value for name, value in list(namespace.items()) if type(value).__name__ in kernel_types}
+    kernels = launched_kernels(namespace, kernel_types)
     if not callable(forward) or not kernels:
         return {"outcome": "nothing to compile"}
     from triton.runtime._async_compile import AsyncCompileMode

@@ -52,21 +52,6 @@ def apply_precision(policy: str) -> None:
     torch.set_float32_matmul_precision(matmul_precision)
 
 
-def enable_interpreter_autotune() -> None:
-    """Triton's autotuner benchmarks through the GPU driver, which the interpreter lacks; on the
-    CPU each configuration is run once and timed on the host clock, so autotuned candidates run
-    unchanged (which configuration wins there means nothing)."""
-    from triton.runtime import autotuner
-
-    def host_benchmark(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> list[float]:
-        started = time.perf_counter()
-        kernel_call()
-        elapsed = (time.perf_counter() - started) * 1e3
-        return [elapsed, elapsed, elapsed] if quantiles else elapsed
-
-    autotuner.Autotuner.do_bench = property(lambda self: host_benchmark)
-
-
 def _is_compile_error(error: BaseException) -> bool:
     chain = [error]
     while chain[-1].__cause__ is not None and len(chain) < 8:
@@ -289,7 +274,9 @@ class Run:
         self.threads_before = threading.active_count()
         launches = provenance.InterpreterLaunches() if self.device.type == "cpu" else None
         if self.device.type == "cpu":
-            enable_interpreter_autotune()
+            tuning.measure_on_the_host()
+        else:
+            tuning.measure_briefly()
         sys.dont_write_bytecode = True  # the candidate's folder is read-only to it; no __pycache__
         self.file_watch = FileWatch([self.private_dir, os.environ.get("TRITON_CACHE_DIR", ""),
                                      os.environ.get("TORCH_EXTENSIONS_DIR", ""), os.environ.get("TMPDIR", "")])

@@ -125,11 +125,37 @@ elif scenario == "failing":
     type(model).kf_compile_ahead = {"forward": "no_such_method", "restores": ()}
     assert run(model, [x])["outcome"] == "nothing to compile"
     assert not submitted and kernels_in_place()
+elif scenario == "helpers":
+    import os, tempfile
+    source = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def twice(x):
+    return x * 2
+
+@triton.jit
+def kernel(x_ptr):
+    tl.store(x_ptr, twice(tl.load(x_ptr)))
+
+@triton.autotune(configs=[triton.Config({"B": 1})], key=[])
+@triton.jit
+def tuned(x_ptr, B: tl.constexpr):
+    tl.store(x_ptr, twice(tl.load(x_ptr)) + B)
+'''
+    folder = tempfile.mkdtemp()
+    with open(os.path.join(folder, "helpers.py"), "w") as file:
+        file.write(source)
+    sys.path.insert(0, folder)
+    import helpers
+    found = compile_ahead.launched_kernels(vars(helpers), ("InterpretedFunction", "Autotuner"))
+    assert sorted(found) == ["kernel", "tuned"], sorted(found)  # twice() is called by both: left in place
 print("ok")
 """
 
 
-@pytest.mark.parametrize("scenario", ["compiles", "failing"])
+@pytest.mark.parametrize("scenario", ["compiles", "failing", "helpers"])
 def test_compile_ahead_scenario(scenario):
     done = subprocess.run([sys.executable, "-c", SCENARIO, GENERATED, scenario], capture_output=True, text=True,
                           timeout=600, cwd=os.path.join(REPO, "python"), env={**os.environ, "TRITON_INTERPRET": "1"})

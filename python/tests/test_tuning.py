@@ -1,4 +1,5 @@
-"""The configuration each autotuned kernel of a candidate chose, as the harness reports it."""
+"""The configuration each autotuned kernel of a candidate chose, as the harness reports it, and how
+the harness has autotuners measure."""
 import os
 import subprocess
 import sys
@@ -32,8 +33,8 @@ CANDIDATE = textwrap.dedent('''
 DRIVER = textwrap.dedent('''
     import importlib.util, json, sys
     import torch
-    from kforge_worker import harness, tuning
-    harness.enable_interpreter_autotune()
+    from kforge_worker import tuning
+    tuning.measure_on_the_host()
     spec = importlib.util.spec_from_file_location("candidate", sys.argv[1])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -61,3 +62,31 @@ def test_the_chosen_configuration_of_each_autotuned_kernel_is_reported(tmp_path)
     chosen = reported["after"]["double_it"]
     assert chosen["kwargs"] in ({"BLOCK": 16}, {"BLOCK": 32})
     assert (chosen["num_warps"], chosen["num_stages"]) == ((4, 2) if chosen["kwargs"]["BLOCK"] == 16 else (8, 3))
+
+
+BRIEFLY = textwrap.dedent('''
+    import triton, triton.testing
+    from triton.runtime.autotuner import Autotuner
+    from kforge_worker import tuning
+    tuning.measure_briefly()
+
+    @triton.jit
+    def kernel(x_ptr):
+        pass
+
+    plain = Autotuner(kernel, ["x_ptr"], [triton.Config({})], [], None, None)
+    own = lambda fn, quantiles: [1.0, 1.0, 1.0]
+    custom = Autotuner(kernel, ["x_ptr"], [triton.Config({})], [], None, None, do_bench=own)
+    brief = plain.do_bench
+    assert brief.func is triton.testing.do_bench, brief
+    assert brief.keywords == {"warmup": tuning.BRIEF_WARMUP_MS, "rep": tuning.BRIEF_REP_MS}, brief.keywords
+    assert tuning.BRIEF_REP_MS < 100 and tuning.BRIEF_WARMUP_MS < 25  # shorter than Triton's defaults
+    assert custom.do_bench is own
+    print("ok")
+''')
+
+
+def test_on_the_gpu_autotuners_measure_briefly_unless_they_bring_their_own_benchmark():
+    done = subprocess.run([sys.executable, "-c", BRIEFLY], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=ROOT))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
