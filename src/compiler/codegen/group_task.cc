@@ -74,8 +74,7 @@ Result<GroupTask> WriteGroupTask(const ir::Graph& graph, const passes::FusionGro
   out.Open(fmt::format("def forward({}):", fmt::join(args, ", ")));
   out.Line(task.inputs.empty() ? "device = torch.device(\"cpu\")" : "device = in0.device");
   for (const auto& [constant_name, constant] : constants) {
-    out.Line(fmt::format("{} = torch.tensor({}, dtype={}, device=device)", constant_name, FloatLiteral(*constant->scalar),
-                         TorchDType(constant->type().dtype)));
+    out.Line(ScalarConstant(constant_name, *constant->scalar, constant->type().dtype));
   }
   for (ir::ValueId id : group.nodes) out.Line(AtenCallLine(graph.value(id).As<ir::OpNode>(), name));
   out.Line(results.size() == 1 ? "return " + results[0] : fmt::format("return ({},)", fmt::join(results, ", ")));

@@ -299,8 +299,7 @@ class Writer {
         if (!constant->scalar || constant->type().rank() != 0) {
           return Status::InvalidArgument(fmt::format("%{}: cannot inline a non-scalar constant", constant->name));
         }
-        out_.Line(fmt::format("{} = torch.tensor({}, dtype={}, device=device)", VarName(graph_, value.ref()),
-                              FloatLiteral(*constant->scalar), TorchDType(constant->type().dtype)));
+        out_.Line(ScalarConstant(VarName(graph_, value.ref()), *constant->scalar, constant->type().dtype));
       }
     }
     for (const passes::FusionGroup& group : plan_.groups) {

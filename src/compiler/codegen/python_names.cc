@@ -70,4 +70,8 @@ std::string EmptyLike(const std::string& variable, const ir::TensorType& type) {
   return fmt::format("{} = torch.empty({}, dtype={}, device=device)", variable, ShapeTuple(type.shape), TorchDType(type.dtype));
 }
 
+std::string ScalarConstant(const std::string& variable, double value, ir::DType dtype) {
+  return fmt::format("{} = torch.full((), {}, dtype={}, device=device)", variable, FloatLiteral(value), TorchDType(dtype));
+}
+
 }  // namespace kforge::codegen

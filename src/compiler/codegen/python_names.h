@@ -25,5 +25,9 @@ std::string ShapeTuple(const ir::Shape& shape);
 std::string LoadAt(const std::string& pointer, const std::string& offset, const std::string& masking);
 // "<variable> = torch.empty(<shape>, dtype=<dtype>, device=device)": an output a kernel fills.
 std::string EmptyLike(const std::string& variable, const ir::TensorType& type);
+// "<variable> = torch.full((), <value>, dtype=<dtype>, device=device)": a scalar constant made on
+// the device by a fill (torch.tensor(value, device=...) copies from the host, which a CUDA graph
+// capture refuses).
+std::string ScalarConstant(const std::string& variable, double value, ir::DType dtype);
 
 }  // namespace kforge::codegen

@@ -78,6 +78,24 @@ TEST(ModelWriterTest, OnlyForwardsSafeWithoutKernelsCompileAhead) {
   }
 }
 
+// A scalar constant the capture lifted (Swin V2's logit-scale bound) is made on the device by a
+// fill: torch.tensor(value, device=...) copies from the host, which a CUDA graph capture refuses.
+TEST(ModelWriterTest, ScalarConstantsAreFilledOnTheDevice) {
+  ir::GraphBuilder b("hand/lifted");
+  ir::ValueId x = AddInputOk(b, "x", {4});
+  ir::ValueId bound = b.AddConstant("lifted_tensor_0", "lifted_tensor_0", F32({}), 100.0).value();
+  ir::ValueId clamp = AddOk(b, "minimum", "aten.minimum.default", {Ref(x), Ref(bound)}, {F32({4})});
+  b.AddOutput({clamp, 0});
+  ir::Graph graph = std::move(b).Build();
+  ModelWriterOptions options;
+  options.graph_replay = GraphReplay::kAlways;
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_NE(source->find("lifted_tensor_0 = torch.full((), 100.0, dtype=torch.float32, device=device)"), std::string::npos)
+      << *source;
+  EXPECT_EQ(source->find("torch.tensor("), std::string::npos) << *source;
+}
+
 // What a GPU gets: the autotune space (its results cached on disk) and three-pass TF32 dots.
 TEST(ModelWriterGoldenTest, LinearReluForTheGpu) {
   ModelWriterOptions options;
