@@ -119,7 +119,9 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     if (kernel_size.size() != spatial || stride.size() != spatial || padding.size() != spatial || dilation.size() != spatial) {
       return Status::InvalidArgument(fmt::format("%{}: window arguments of the wrong length", pool.name));
     }
-    if (Flag(pool, {is_max ? 5 : 4, "ceil_mode"})) return Status::InvalidArgument(fmt::format("%{}: ceil_mode", pool.name));
+    // In ceil mode a max window may hang past the input: its taps there are masked off like
+    // padding's, and the output's size is the captured type's. An average's divisor would change.
+    if (!is_max && Flag(pool, {4, "ceil_mode"})) return Status::InvalidArgument(fmt::format("%{}: ceil_mode", pool.name));
     if (!is_max) {
       const ir::Argument* include = pool.FindArgument({5, "count_include_pad"});
       count_include_pad = include == nullptr || !include->Is<bool>() || include->As<bool>();
