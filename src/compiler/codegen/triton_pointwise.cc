@@ -37,7 +37,9 @@ bool IntegerSafe(const std::string& op) {
                                      "aten.sub.Scalar",     "aten.mul.Tensor",   "aten.mul.Scalar",
                                      "aten.neg.default",    "aten.abs.default",  "aten.where.self",
                                      "aten.maximum.default", "aten.minimum.default", "aten._to_copy.default",
-                                     "aten.clamp.default",  "aten.clamp_min.default", "aten.clamp_max.default"};
+                                     "aten.clamp.default",  "aten.clamp_min.default", "aten.clamp_max.default",
+                                     "aten.bitwise_not.default", "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor",
+                                     "aten.bitwise_xor.Tensor"};
   return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
 }
 
@@ -174,6 +176,14 @@ class ExprBuilder {
     if (name == "aten.logical_not.default") return fmt::format("{} == 0", Operand(0, "self"));
     if (name == "aten.logical_and.default") return fmt::format("({} != 0) & ({} != 0)", Operand(0, "self"), Operand(1, "other"));
     if (name == "aten.logical_or.default") return fmt::format("({} != 0) | ({} != 0)", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten.logical_xor.default") return fmt::format("({} != 0) != ({} != 0)", Operand(0, "self"), Operand(1, "other"));
+    // Bitwise ops on booleans and integers (torch refuses them on floats).
+    if (name == "aten.bitwise_not.default") {
+      return op_->type().dtype == ir::DType::kBool ? fmt::format("{} == 0", Operand(0, "self")) : "~" + Operand(0, "self");
+    }
+    if (name == "aten.bitwise_and.Tensor") return fmt::format("{} & {}", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten.bitwise_or.Tensor") return fmt::format("{} | {}", Operand(0, "self"), Operand(1, "other"));
+    if (name == "aten.bitwise_xor.Tensor") return fmt::format("{} ^ {}", Operand(0, "self"), Operand(1, "other"));
     if (name == "aten.sign.default" || name == "aten.sgn.default") {
       std::string x = Operand(0, "self");
       return fmt::format("tl.where({0} > 0.0, 1.0, tl.where({0} < 0.0, -1.0, {0} * 0.0))", x);

@@ -251,6 +251,15 @@ TEST(ScalarParameterEndToEndTest, IsAnUnmaskedScalarLoad) {
                        {"p_scale = tl.load(p_scale_ptr)", "p_gain = tl.load(p_gain_ptr)"}, kTolerance, expected);
 }
 
+// Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
+// `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).
+TEST(MaskLogicEndToEndTest, IsPointwiseKernelsAndMatchesPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.absent_fragments = {"aten.bitwise", "aten.logical", "aten.where"};
+  ExpectMatchesPyTorch("codegen/mask_logic", ModelWriterOptions{}, {"== 0", " ^ ", " & ", " | "}, kTolerance, expected);
+}
+
 // Instance norm is batch norm without running statistics over x viewed [1, N * C, ...]: the
 // statistics of each channel's row, as a layer norm's, with the affine weight repeated per image
 // (a copy).
