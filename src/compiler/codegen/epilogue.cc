@@ -47,9 +47,8 @@ Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::Fus
     ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph, op, kernel.helpers));
     out.Line(fmt::format("{} = {}", VarName(graph, op.ref()), expr));
   }
-  std::string out_offset = offset(ir::ContiguousStrides(out_shape));
   for (const ir::NodeRef& ref : outputs) {
-    out.Line(fmt::format("tl.store({0}_ptr + {1}, {0}, mask=kf_mask)", VarName(graph, ref), out_offset));
+    out.Line(fmt::format("tl.store({0}_ptr + {1}, {0}, mask=kf_mask)", VarName(graph, ref), offset(graph.TypeOf(ref)->stride)));
   }
   return Status::Ok();
 }

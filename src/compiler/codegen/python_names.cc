@@ -67,7 +67,11 @@ std::string ShapeTuple(const ir::Shape& shape) {
 }
 
 std::string EmptyLike(const std::string& variable, const ir::TensorType& type) {
-  return fmt::format("{} = torch.empty({}, dtype={}, device=device)", variable, ShapeTuple(type.shape), TorchDType(type.dtype));
+  if (type.is_contiguous()) {
+    return fmt::format("{} = torch.empty({}, dtype={}, device=device)", variable, ShapeTuple(type.shape), TorchDType(type.dtype));
+  }
+  return fmt::format("{} = torch.empty_strided({}, {}, dtype={}, device=device)", variable, ShapeTuple(type.shape),
+                     ShapeTuple(type.stride), TorchDType(type.dtype));
 }
 
 std::string ScalarConstant(const std::string& variable, double value, ir::DType dtype) {

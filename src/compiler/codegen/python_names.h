@@ -23,7 +23,9 @@ std::string ShapeTuple(const ir::Shape& shape);
 // the offset is "0": one element for every lane is a scalar load, and Triton's compiler (not its
 // interpreter) refuses a block mask on a scalar pointer.
 std::string LoadAt(const std::string& pointer, const std::string& offset, const std::string& masking);
-// "<variable> = torch.empty(<shape>, dtype=<dtype>, device=device)": an output a kernel fills.
+// "<variable> = torch.empty(<shape>, dtype=<dtype>, device=device)": an output a kernel fills, in
+// the layout of its type (torch.empty_strided for a permuted one, as a computed value's captured
+// strides can be): kernels write every output in its type's layout, and readers read by it.
 std::string EmptyLike(const std::string& variable, const ir::TensorType& type);
 // "<variable> = torch.full((), <value>, dtype=<dtype>, device=device)": a scalar constant made on
 // the device by a fill (torch.tensor(value, device=...) copies from the host, which a CUDA graph

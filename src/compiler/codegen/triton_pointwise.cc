@@ -284,7 +284,30 @@ class ExprBuilder {
 };
 
 // An input is read at the flat output offset only when it has the output's shape and is contiguous.
-bool ReadsFlat(const ir::TensorType& type, const ir::Shape& shape) { return type.shape == shape && type.is_contiguous(); }
+// The dims of a dense tensor of `type` from outermost to innermost in memory (logical order for a
+// contiguous one), or nullopt when its strides leave gaps or overlap.
+std::optional<std::vector<size_t>> MemoryOrder(const ir::TensorType& type) {
+  std::vector<size_t> order(type.shape.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return type.stride[a] > type.stride[b]; });
+  int64_t expected = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    const size_t d = order[i];
+    if (type.shape[d] != 1 && type.stride[d] != expected) return std::nullopt;
+    expected *= type.shape[d];
+  }
+  return order;
+}
+
+// Whether a tensor of `type` is read or written at the flat offsets of an iteration over `shape`
+// whose consecutive offsets step through memory with `flat` strides.
+bool ReadsFlat(const ir::TensorType& type, const ir::Shape& shape, const std::vector<int64_t>& flat) {
+  if (type.shape != shape) return false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != 1 && type.stride[d] != flat[d]) return false;
+  }
+  return true;
+}
 
 // Output elements per run over which a broadcast input keeps one value: the product of the
 // innermost output dims it does not vary along; 1 when it varies along the innermost dim.
@@ -318,13 +341,33 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   kernel.shape = graph.value(group.nodes.back()).type().shape;
   kernel.inputs = passes::GroupInputs(graph, group);
   kernel.outputs = passes::GroupOutputs(graph, group);
+  const size_t rank = kernel.shape.size();
+  // The flat offsets walk the first output's memory in order (coalesced stores), permuted when its
+  // captured layout is (a computed value keeps the strides torch gave it): its dims from innermost.
+  std::vector<size_t> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = d;
+  std::vector<int64_t> flat = ir::ContiguousStrides(kernel.shape);
+  if (!kernel.outputs.empty()) {
+    const ir::TensorType& first = *graph.TypeOf(kernel.outputs.front());
+    if (first.shape == kernel.shape && !first.is_contiguous()) {
+      if (std::optional<std::vector<size_t>> memory = MemoryOrder(first)) {
+        order = *memory;
+        flat = first.stride;
+      }
+    }
+  }
+  const bool permuted = flat != ir::ContiguousStrides(kernel.shape);
+  kernel.uses_sizes = permuted;
   for (const ir::NodeRef& ref : kernel.inputs) {
     const ir::TensorType& type = *graph.TypeOf(ref);
     if (!Supported(type.dtype)) {
       return Status::InvalidArgument(fmt::format("{}: unsupported dtype {}", ir::PrintRef(graph, ref), ToString(type.dtype)));
     }
-    kernel.strided.push_back(!ReadsFlat(type, kernel.shape));
+    kernel.strided.push_back(!ReadsFlat(type, kernel.shape, flat));
     kernel.uses_sizes = kernel.uses_sizes || kernel.strided.back();
+  }
+  for (const ir::NodeRef& ref : kernel.outputs) {
+    kernel.uses_sizes = kernel.uses_sizes || !ReadsFlat(*graph.TypeOf(ref), kernel.shape, flat);
   }
 
   // The body first: it decides which helpers the kernel needs.
@@ -340,7 +383,6 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   for (const ir::NodeRef& ref : kernel.inputs) params.push_back(VarName(graph, ref) + "_ptr");
   for (const ir::NodeRef& ref : kernel.outputs) params.push_back(VarName(graph, ref) + "_ptr");
   params.push_back("numel");
-  const size_t rank = kernel.shape.size();
   if (kernel.uses_sizes) {
     // Compile-time sizes (the model checks its input shapes): unravelling the flat index then
     // divides by constants, not by runtime values, which cost more than the memory traffic.
@@ -358,11 +400,13 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   out.Line("offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
   out.Line("mask = offsets < numel");
   if (kernel.uses_sizes) {
-    out.Line("# Unravel the flat output index into the output's dims.");
+    out.Line(permuted ? "# Unravel the flat offset (the first output's memory order) into the output's dims."
+                      : "# Unravel the flat output index into the output's dims.");
     out.Line("rem = offsets");
-    for (size_t d = rank; d-- > 0;) {
-      if (d == 0) {
-        out.Line("idx_0 = rem");
+    for (size_t i = rank; i-- > 0;) {
+      const size_t d = order[i];
+      if (i == 0) {
+        out.Line(fmt::format("idx_{} = rem", d));
       } else {
         out.Line(fmt::format("idx_{0} = rem % size_{0}", d));
         out.Line(fmt::format("rem = rem // size_{}", d));
@@ -391,7 +435,7 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       continue;
     }
     std::string load = fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", strided_offset(type, "idx_"), "mask=mask, other=0"), cast);
-    const int64_t run = ConstantRun(type, kernel.shape);
+    const int64_t run = permuted ? 0 : ConstantRun(type, kernel.shape);
     if (run < kMinConstantRun) {
       out.Line(load);
       continue;
@@ -415,7 +459,9 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   }
   out.Lines(body.text());
   for (const ir::NodeRef& ref : kernel.outputs) {
-    out.Line(fmt::format("tl.store({0}_ptr + offsets, {0}, mask=mask)", VarName(graph, ref)));
+    const ir::TensorType& type = *graph.TypeOf(ref);
+    const std::string offset = ReadsFlat(type, kernel.shape, flat) ? "offsets" : strided_offset(type, "idx_");
+    out.Line(fmt::format("tl.store({0}_ptr + {1}, {0}, mask=mask)", VarName(graph, ref), offset));
   }
   out.Close();
   kernel.source = out.text();

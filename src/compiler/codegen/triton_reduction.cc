@@ -206,6 +206,14 @@ class ReductionEmitter {
   // kept base along axis 1.
   std::string KeptMask() const { return cols_ ? ", mask=kf_kmask" : ""; }
   std::string Base(const std::string& name) const { return name + (cols_ ? "_base[None, :]" : "_base"); }
+  // The layout an output is allocated in: its type's for a full-space value (stored through its
+  // strides); dense for a kept one, which programs store at their flat kept index.
+  ir::TensorType Allocated(const ir::NodeRef& ref) const {
+    const ir::TensorType& type = *graph_.TypeOf(ref);
+    if (SpaceOf(ref) == Space::kFull) return type;
+    Result<ir::TensorType> dense = ir::TensorType::Contiguous(type.shape, type.dtype);
+    return dense.ok() ? *dense : type;
+  }
 
   // Split: every reduction folds the group's inputs directly (level 0) with sum, max, min or
   // var_mean, and only reduced values leave the kernel.
@@ -322,7 +330,7 @@ class ReductionEmitter {
       if (input.space == Space::kKept) parts.push_back(Name(input.ref));
     }
     for (const ir::NodeRef& ref : outputs_) {
-      kernel.launch.push_back(EmptyLike(Name(ref), *graph_.TypeOf(ref)));
+      kernel.launch.push_back(EmptyLike(Name(ref), Allocated(ref)));
       parts.push_back(Name(ref));
     }
     kernel.launch.push_back(fmt::format("{}[({},)]({}, S_BLOCK={}, num_warps=4)", kernel.name, kept_count_,
@@ -354,9 +362,8 @@ class ReductionEmitter {
     for (const auto& input : inputs_) {
       out.Line(fmt::format("{}_base = {}", Name(input.ref), KeptOffset(input.strides)));
     }
-    std::vector<int64_t> contiguous = ir::ContiguousStrides(space_->full);
     for (const ir::NodeRef& ref : outputs_) {
-      if (SpaceOf(ref) == Space::kFull) out.Line(fmt::format("{}_base = {}", Name(ref), KeptOffset(contiguous)));
+      if (SpaceOf(ref) == Space::kFull) out.Line(fmt::format("{}_base = {}", Name(ref), KeptOffset(graph_.TypeOf(ref)->stride)));
     }
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) {
@@ -550,10 +557,9 @@ class ReductionEmitter {
       computed_here.insert(Key(op.ref()));
       available_.insert(Key(op.ref()));
     }
-    std::vector<int64_t> contiguous = ir::ContiguousStrides(space_->full);
     for (const ir::NodeRef& ref : stores) {
       out.Line(fmt::format("tl.store({0}_ptr + {1} + {2}, {0}, mask=kf_rmask)", Name(ref), Base(Name(ref)),
-                           ReducedOffset(contiguous)));
+                           ReducedOffset(graph_.TypeOf(ref)->stride)));
     }
     for (const ir::OpNode* op : reductions) {
       std::string x = Name(passes::TensorInputs(*op).front());
@@ -711,7 +717,7 @@ class ReductionEmitter {
     std::vector<std::string> args;
     for (const auto& input : inputs_) args.push_back(Name(input.ref));
     for (const ir::NodeRef& ref : outputs_) {
-      kernel.launch.push_back(EmptyLike(Name(ref), *graph_.TypeOf(ref)));
+      kernel.launch.push_back(EmptyLike(Name(ref), Allocated(ref)));
       args.push_back(Name(ref));
     }
     int64_t tile = block_ * std::max<int64_t>(cols_, 1);

@@ -251,6 +251,14 @@ TEST(ScalarParameterEndToEndTest, IsAnUnmaskedScalarLoad) {
                        {"p_scale = tl.load(p_scale_ptr)", "p_gain = tl.load(p_gain_ptr)"}, kTolerance, expected);
 }
 
+// A computed value in a permuted layout is written in it and read by it (NetVLAD's tail): the
+// flattening of the permuted aggregate is a copy, which moves data.
+TEST(PermutedLayoutEndToEndTest, KernelsWriteTheCapturedLayoutAndMatchPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  ExpectMatchesPyTorch("codegen/permuted_layouts", ModelWriterOptions{}, {"torch.empty_strided("}, kTolerance, expected);
+}
+
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
 // `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).
 TEST(MaskLogicEndToEndTest, IsPointwiseKernelsAndMatchesPyTorch) {
