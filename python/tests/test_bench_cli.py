@@ -34,11 +34,20 @@ def test_bench_prints_the_table_writes_json_and_resumes(tmp_path):
     assert "1 task(s) without an accepted kernel: exit status 1" in done.stdout
     assert "level1" in done.stdout and "level2" in done.stdout and "fast_0" in done.stdout
     assert "level1/31_sort_rows" in done.stdout  # sort has no kernel: listed as failed
+    # The coverage report: the op that stopped it, under the task and counted over the failures.
+    assert "    left to PyTorch: aten.sort.default\n" in done.stdout
+    assert "ops left to PyTorch by failing tasks (tasks): aten.sort.default (1)" in done.stdout
+    report = json.load(open(tmp_path / "out" / "level1" / "31_sort_rows" / "report.json"))
+    assert report["compile"]["left_to_pytorch"] == [
+        {"group": "sort", "ops": ["aten.sort.default"], "reason": "the compiler has no kernel form for it"}]
     summary = json.load(open(tmp_path / "out" / "bench.json"))
     level1, level2 = summary["levels"]["level1"], summary["levels"]["level2"]
     assert (level1["tasks"], level1["accepted"]) == (2, 1)
     assert (level2["tasks"], level2["accepted"]) == (1, 1)
     assert [f["task"] for f in summary["levels"]["all"]["failed"]] == ["level1/31_sort_rows"]
+    assert summary["levels"]["all"]["failed"][0]["left_to_pytorch"] == ["aten.sort.default"]
+    assert summary["levels"]["all"]["left_to_pytorch"] == {"aten.sort.default": 1}
+    assert level2["left_to_pytorch"] == {}  # the linear layer's ops all have kernels
     assert {t["task"] for t in summary["tasks"]} == {"level1/21_hardtanh", "level1/31_sort_rows",
                                                      "level2/01_linear_relu"}
     assert os.path.exists(tmp_path / "out" / "level2" / "01_linear_relu" / "model_new.py")

@@ -118,7 +118,9 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     double emit_started = clock.NowSeconds();
     codegen::ModelWriterOptions writer = WriterOptions(on_cpu, dot_precision, replay);
     std::string emitted;
-    ASSIGN_OR_RETURN(emitted, WriteCandidate(compiled, task, writer));
+    codegen::NoKernelReasons no_kernel;
+    ASSIGN_OR_RETURN(emitted, WriteCandidate(compiled, task, writer, &no_kernel));
+    compiled.summary["left_to_pytorch"] = LeftToPyTorch(compiled, no_kernel);
     // A step that changes nothing in this candidate (attention precision without an attention
     // kernel) would be judged the same: the next.
     if (evaluation && emitted == previous_source) continue;

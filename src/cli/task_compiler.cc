@@ -1,5 +1,6 @@
 #include "cli/task_compiler.h"
 
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -74,11 +75,19 @@ Json Summary(const CompiledTask& compiled, double capture_s, double passes_s) {
   return summary;
 }
 
-Result<std::string> WriteSource(const CompiledTask& compiled, const TaskFile& task, const codegen::ModelWriterOptions& options) {
-  if (compiled.whole()) return codegen::WriteModelNew(compiled.graphs.front().graph, compiled.graphs.front().plan, options);
+Result<std::string> WriteSource(const CompiledTask& compiled, const TaskFile& task, const codegen::ModelWriterOptions& options,
+                                codegen::NoKernelReasons* no_kernel) {
+  if (compiled.whole()) {
+    return codegen::WriteModelNew(compiled.graphs.front().graph, compiled.graphs.front().plan, options, no_kernel);
+  }
   codegen::PartialModel model{task.name, compiled.partial->forward_source, compiled.partial->forward_class, {}};
   for (const CompiledGraph& graph : compiled.graphs) model.submodules.push_back({graph.submodule, &graph.graph, &graph.plan});
-  return codegen::WritePartialModelNew(model, options);
+  return codegen::WritePartialModelNew(model, options, no_kernel);
+}
+
+// Whether an op left to PyTorch computes (rather than viewing, moving or filling data).
+bool Computes(ir::OpKind kind) {
+  return kind != ir::OpKind::kView && kind != ir::OpKind::kDataMovement && kind != ir::OpKind::kCreation;
 }
 
 }  // namespace
@@ -117,9 +126,31 @@ Result<CompiledTask> CompileTask(WorkerClient& trusted, const TaskFile& task, co
   return compiled;
 }
 
+Json LeftToPyTorch(const CompiledTask& compiled, const codegen::NoKernelReasons& no_kernel) {
+  Json left = Json::array();
+  for (const CompiledGraph& graph : compiled.graphs) {
+    for (const passes::FusionGroup& group : graph.plan.groups) {
+      auto reason = no_kernel.find(group.name);
+      if (group.kind != passes::FusionGroup::Kind::kLibrary && reason == no_kernel.end()) continue;
+      std::set<std::string> ops;
+      for (ir::ValueId id : group.nodes) {
+        const auto& op = graph.graph.value(id).As<ir::OpNode>();
+        if (Computes(op.op_kind())) ops.insert(op.op);
+      }
+      if (ops.empty()) continue;
+      Json entry = {{"group", group.name},
+                    {"ops", ops},
+                    {"reason", reason != no_kernel.end() ? reason->second : "the compiler has no kernel form for it"}};
+      if (!graph.submodule.empty()) entry["submodule"] = graph.submodule;
+      left.push_back(std::move(entry));
+    }
+  }
+  return left;
+}
+
 Result<std::string> WriteCandidate(const CompiledTask& compiled, const TaskFile& task,
-                                   const codegen::ModelWriterOptions& options) {
-  Result<std::string> source = WriteSource(compiled, task, options);
+                                   const codegen::ModelWriterOptions& options, codegen::NoKernelReasons* no_kernel) {
+  Result<std::string> source = WriteSource(compiled, task, options, no_kernel);
   if (!source.ok()) return source.status().WithContext("generating code for " + task.name);
   return source;
 }

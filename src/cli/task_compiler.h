@@ -55,8 +55,14 @@ Result<Json> CaptureTask(WorkerClient& trusted, const TaskFile& task, bool cpu_s
 Result<CompiledTask> CompileTask(WorkerClient& trusted, const TaskFile& task, const CompileOptions& options);
 
 // model_new.py's source: WriteModelNew for a whole Model, WritePartialModelNew otherwise.
+// `no_kernel` (may be null) receives the groups left to ATen for want of a kernel, with the reason.
 Result<std::string> WriteCandidate(const CompiledTask& compiled, const TaskFile& task,
-                                   const codegen::ModelWriterOptions& options);
+                                   const codegen::ModelWriterOptions& options, codegen::NoKernelReasons* no_kernel = nullptr);
+
+// The groups a candidate leaves to PyTorch that compute (library groups, and groups codegen could
+// not translate, with `no_kernel`'s reasons): [{"group", "ops", "reason"[, "submodule"]}], what
+// stops a task in strict mode.
+Json LeftToPyTorch(const CompiledTask& compiled, const codegen::NoKernelReasons& no_kernel);
 
 // What the LLM kernel writers are told about the compiler's view of the task: each graph after
 // the passes with its fusion groups and, in partial mode, what stays PyTorch and why.

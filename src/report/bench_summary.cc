@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -42,6 +43,7 @@ struct Level {
   std::vector<double> compile_s;              // capture, passes and codegen per task
   double startup_s = 0;                       // torch.export's one-time start-up, in whichever task paid it
   Json failed = Json::array();
+  std::map<std::string, int> left_to_pytorch;  // op -> failing tasks that leave it to PyTorch
 };
 
 // Whether a roofline record's floor is set by memory traffic rather than arithmetic.
@@ -76,6 +78,7 @@ Json LevelToJson(const Level& level) {
     json["fast_" + p + "_vs_eager"] = share(level.faster_than_eager[i]);
     json["fast_" + p + "_vs_compile"] = share(level.faster_than_compile[i]);
   }
+  json["left_to_pytorch"] = level.left_to_pytorch;
   return json;
 }
 
@@ -127,7 +130,14 @@ Json SummarizeBench(const std::vector<Json>& entries) {
                                                   : verdict + ": " + JsonGet<std::string>(evaluation, "message", "");
         why = why.substr(0, 300);
         std::replace(why.begin(), why.end(), '\n', ' ');
-        level->failed.push_back({{"task", JsonGet<std::string>(entry, "task", "?")}, {"why", why}});
+        std::set<std::string> ops;
+        for (const Json& group : JsonField(JsonField(entry, "compile"), "left_to_pytorch")) {
+          for (const Json& op : JsonField(group, "ops")) {
+            if (op.is_string()) ops.insert(op.get<std::string>());
+          }
+        }
+        for (const std::string& op : ops) ++level->left_to_pytorch[op];
+        level->failed.push_back({{"task", JsonGet<std::string>(entry, "task", "?")}, {"why", why}, {"left_to_pytorch", ops}});
         continue;
       }
       ++level->accepted;
@@ -202,7 +212,19 @@ std::string FormatBenchSummary(const Json& summary) {
     out += fmt::format("failed ({}):\n", failed.size());
     for (const Json& f : failed) {
       out += fmt::format("  {}: {}\n", JsonGet<std::string>(f, "task", "?"), JsonGet<std::string>(f, "why", ""));
+      std::vector<std::string> ops;
+      for (const Json& op : JsonField(f, "left_to_pytorch")) ops.push_back(op.get<std::string>());
+      if (!ops.empty()) out += fmt::format("    left to PyTorch: {}\n", fmt::join(ops, ", "));
     }
+  }
+  // The next gaps at a glance: each op the failing tasks leave to PyTorch, by how many.
+  std::vector<std::pair<int, std::string>> counts;
+  for (const auto& [op, tasks] : JsonField(all, "left_to_pytorch").items()) counts.emplace_back(tasks.get<int>(), op);
+  std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  if (!counts.empty()) {
+    std::vector<std::string> shown;
+    for (const auto& [tasks, op] : counts) shown.push_back(fmt::format("{} ({})", op, tasks));
+    out += fmt::format("ops left to PyTorch by failing tasks (tasks): {}\n", fmt::join(shown, ", "));
   }
   return out;
 }

@@ -88,5 +88,36 @@ TEST(BenchSummaryTest, TableHasALinePerLevelAndListsFailures) {
   EXPECT_NE(table.find("level2/b: timeout"), std::string::npos);
 }
 
+// The coverage report: each failing task lists the ops it leaves to PyTorch (optimize's
+// compile.left_to_pytorch), and the summary counts failing tasks per op, most first; ops of
+// accepted tasks are not gaps and are not counted.
+TEST(BenchSummaryTest, FailingTasksNameTheOpsLeftToPyTorchAndTheyAreCounted) {
+  auto with_left = [](Json report, std::vector<std::vector<std::string>> groups) {
+    Json left = Json::array();
+    for (const auto& ops : groups) left.push_back({{"group", "g"}, {"ops", ops}, {"reason", "no kernel"}});
+    report["compile"] = {{"left_to_pytorch", left}};
+    return report;
+  };
+  std::vector<Json> entries = {
+      with_left(Report("level2/a", "level2", "rejected_hack", 0, 0, 0, 0, 0), {{"aten.where.self"}, {"aten.max_pool3d.default"}}),
+      with_left(Report("level2/b", "level2", "rejected_hack", 0, 0, 0, 0, 0), {{"aten.where.self", "aten.bitwise_not.default"}}),
+      with_left(Report("level2/c", "level2", "accepted", 1.5, 1.1, 1.0, 1.0, 0.5), {{"aten.where.self"}}),
+      Report("level2/d", "level2", "wrong_output", 0, 0, 0, 0, 0),
+  };
+  Json summary = SummarizeBench(entries);
+  const Json& counts = summary["levels"]["level2"]["left_to_pytorch"];
+  EXPECT_EQ(counts["aten.where.self"], 2);  // a and b; c is accepted
+  EXPECT_EQ(counts["aten.max_pool3d.default"], 1);
+  EXPECT_EQ(counts["aten.bitwise_not.default"], 1);
+  EXPECT_EQ(summary["levels"]["level2"]["failed"][0]["left_to_pytorch"], Json({"aten.max_pool3d.default", "aten.where.self"}));
+  EXPECT_TRUE(summary["levels"]["level2"]["failed"][2]["left_to_pytorch"].empty());  // d computes everything itself
+  const std::string text = FormatBenchSummary(summary);
+  EXPECT_NE(text.find("  level2/a: rejected_hack: why it failed second line\n    left to PyTorch: aten.max_pool3d.default, aten.where.self\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("ops left to PyTorch by failing tasks (tasks): aten.where.self (2), aten.bitwise_not.default (1), "
+                      "aten.max_pool3d.default (1)\n"),
+            std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kforge

@@ -44,10 +44,15 @@ struct ModelWriterOptions {
   bool compile_ahead = false;
 };
 
+// Why codegen left each group it could not translate to ATen calls (fallback_unsupported), by
+// group name.
+using NoKernelReasons = std::map<std::string, std::string>;
+
 // Fails (InvalidArgument) on a group it cannot translate unless `fallback_unsupported`,
-// and on a constant it cannot inline (a non-scalar tensor).
+// and on a constant it cannot inline (a non-scalar tensor). `no_kernel` (may be null) receives
+// the groups left to ATen calls that way.
 Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPlan& plan,
-                                  const ModelWriterOptions& options = {});
+                                  const ModelWriterOptions& options = {}, NoKernelReasons* no_kernel = nullptr);
 
 // One planned graph's share of a generated file, for writers that put several in one file: the
 // top-level definitions it needs (kernels, substitute modules; kernel names come from group
@@ -55,6 +60,7 @@ Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPl
 // nn.Module class `class_name` that runs the graph. Fails as WriteModelNew does.
 struct GraphModule {
   std::set<std::string> helpers;  // written once per file by WriteFileHeader
+  NoKernelReasons no_kernel;      // the groups left to ATen calls for want of a kernel
   std::string definitions;
   std::string module_class;
 };

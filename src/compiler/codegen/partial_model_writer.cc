@@ -75,7 +75,8 @@ Result<std::vector<GeneratedClass>> WriteClasses(const PartialModel& model, cons
 
 }  // namespace
 
-Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelWriterOptions& options) {
+Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelWriterOptions& options,
+                                         NoKernelReasons* no_kernel) {
   if (model.submodules.empty()) return Status::InvalidArgument("no captured submodule to generate code for");
   if (!IsPythonIdentifier(model.forward_class)) {
     return Status::InvalidArgument("\"" + model.forward_class + "\" is not a Python class name");
@@ -85,6 +86,7 @@ Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelW
   std::vector<std::string> captured;
   for (const GeneratedClass& generated : classes) {
     helpers.insert(generated.module.helpers.begin(), generated.module.helpers.end());
+    if (no_kernel != nullptr) no_kernel->insert(generated.module.no_kernel.begin(), generated.module.no_kernel.end());
     captured.insert(captured.end(), generated.submodules.begin(), generated.submodules.end());
   }
   SourceWriter out;

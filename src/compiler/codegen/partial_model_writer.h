@@ -33,6 +33,7 @@ struct PartialModel {
 // Submodules whose graphs print alike (the blocks of a stack) share one generated class and its
 // kernels. InvalidArgument without a submodule, for a forward_class that is not a Python name,
 // and where WriteModelNew would fail.
-Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelWriterOptions& options);
+Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelWriterOptions& options,
+                                         NoKernelReasons* no_kernel = nullptr);
 
 }  // namespace kforge::codegen

@@ -237,10 +237,14 @@ TEST(ModelWriterTest, FallbackEmitsTheAtenCall) {
   ir::Graph graph = ErfinvGraph();
   ModelWriterOptions options;
   options.fallback_unsupported = true;
-  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options);
+  NoKernelReasons no_kernel;
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options, &no_kernel);
   ASSERT_TRUE(source.ok()) << source.status().ToString();
   EXPECT_NE(source->find("erfinv = torch.ops.aten.erfinv.default(x)"), std::string::npos) << *source;
   EXPECT_EQ(source->find("@triton.jit"), std::string::npos);
+  // The reason is handed back for the coverage report, by group.
+  ASSERT_EQ(no_kernel.size(), 1u);
+  EXPECT_NE(no_kernel.begin()->second.find("aten.erfinv.default"), std::string::npos) << no_kernel.begin()->second;
 }
 
 // A parameter forward() decays in place: its write-back is not recorded by autograd, or a
