@@ -9,7 +9,7 @@
 
 #include "agents/attempt.h"
 #include "cli/commands.h"
-#include "cli/kernel_tuning.h"
+#include "search/compiler_candidate.h"
 #include "cli/optimize.h"
 #include "cli/task_compiler.h"
 #include "compiler/codegen/model_writer.h"
@@ -43,8 +43,6 @@ codegen::ModelWriterOptions WriterOptions(bool on_cpu, const DotPrecisionStep& d
   writer_options.kernel.attention_dot_precision = dots.attention;
   return writer_options;
 }
-
-bool UsesDot(const std::string& source) { return source.find("tl.dot(") != std::string::npos; }
 
 // Each graph's IR after every pass, under <folder>/ir/ (a submodule's under ir/<submodule>/).
 void DumpIr(const CompiledTask& compiled, const std::filesystem::path& folder) {
@@ -101,12 +99,6 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   options.time_compiled_reference = settings.compile_baseline && options.device != "cpu";
   Evaluator evaluator(workspace.workers(), options);
 
-  const Clock& clock = RealClock();
-  Json attempts = Json::array();
-  Json tuning = Json::object();
-  std::optional<Evaluation> evaluation;
-  std::string source, previous_source;
-  DotPrecisionStep emitted_precision;
   auto evaluate = [&](const std::string& candidate) -> Result<Evaluation> {
     RETURN_IF_ERROR(WriteFile(folder / "model_new.py", candidate));
     if (!common.quiet) LogInfo("verifying and timing {} with the evaluator", (folder / "model_new.py").string());
@@ -114,58 +106,24 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     (void)workspace.Record(task, candidate, "codegen:triton", result, common.precision, settings.mode);
     return result;
   };
-  for (const DotPrecisionStep& dot_precision : DotPrecisionLadder(*precision, on_cpu)) {
-    double emit_started = clock.NowSeconds();
-    codegen::ModelWriterOptions writer = WriterOptions(on_cpu, dot_precision, replay);
-    std::string emitted;
-    codegen::NoKernelReasons no_kernel;
-    ASSIGN_OR_RETURN(emitted, WriteCandidate(compiled, task, writer, &no_kernel));
-    compiled.summary["left_to_pytorch"] = LeftToPyTorch(compiled, no_kernel);
-    // A step that changes nothing in this candidate (attention precision without an attention
-    // kernel) would be judged the same: the next.
-    if (evaluation && emitted == previous_source) continue;
-    previous_source = emitted;
-    source = std::move(emitted);
-    emitted_precision = dot_precision;
-    // Kernels measured earlier on this GPU get their configuration baked in: no tuning.
-    const size_t autotuned = TuningKeys(source).size();
-    writer.kernel.tuned = StoredTunings(workspace.store(), workspace.gpu_name(), source);
-    if (!writer.kernel.tuned.empty()) {
-      ASSIGN_OR_RETURN(source, WriteCandidate(compiled, task, writer));
-    }
-    compiled.summary["codegen_s"] = clock.NowSeconds() - emit_started;
-    tuning = {{"kernels", autotuned}, {"from_store", writer.kernel.tuned.size()}, {"measured", 0}, {"tuning_s", 0.0}};
-    ASSIGN_OR_RETURN(evaluation, evaluate(source));
-    // The kernels still autotuned were measured in that evaluation: bake in what they chose and
-    // verify that source in turn, keeping the autotuned one if it does not pass.
-    if (evaluation->verdict.accepted() && !TuningKeys(source).empty()) {
-      tuning["tuning_s"] = evaluation->duration_s;
-      auto measured = MeasuredTunings(workspace.store(), workspace.gpu_name(), source, JsonField(evaluation->evidence, "tuning"));
-      tuning["measured"] = measured.size();
-      writer.kernel.tuned.insert(measured.begin(), measured.end());
-      ASSIGN_OR_RETURN(std::string baked, WriteCandidate(compiled, task, writer));
-      if (!measured.empty() && baked != source) {
-        if (!common.quiet) LogInfo("  baking the measured tile configurations of {} kernel(s) in", measured.size());
-        ASSIGN_OR_RETURN(Evaluation verified, evaluate(baked));
-        attempts.push_back({{"baked", true}, {"verdict", ToString(verified.verdict.kind)}});
-        if (verified.verdict.accepted()) {
-          source = std::move(baked);
-          evaluation = std::move(verified);
-        } else {
-          RETURN_IF_ERROR(WriteFile(folder / "model_new.py", source));
-        }
-      }
-    }
-    tuning["baked"] = TuningKeys(source).empty() && autotuned > 0;
-    bool uses_dot = UsesDot(source);
-    attempts.push_back({{"dot_precision", uses_dot ? dot_precision.Label() : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});
-    if (!WorthTheNextStep(evaluation->verdict.kind == VerdictKind::kWrongOutput, uses_dot)) break;
-    if (!common.quiet) {
-      LogInfo("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), dot_precision.Label());
-    }
-  }
-  compiled.summary["tuning"] = tuning;
-  compiled.summary["attempts"] = attempts;
+  CompilerCandidateHooks hooks;
+  hooks.write = [&](const DotPrecisionStep& step, const std::map<std::string, codegen::TileChoice>& tuned,
+                    codegen::NoKernelReasons* no_kernel) -> Result<std::string> {
+    codegen::ModelWriterOptions writer = WriterOptions(on_cpu, step, replay);
+    writer.kernel.tuned = tuned;
+    return WriteCandidate(compiled, task, writer, no_kernel);
+  };
+  hooks.evaluate = evaluate;
+  hooks.keep = [&](const std::string& candidate) { return WriteFile(folder / "model_new.py", candidate); };
+  if (!common.quiet) hooks.log = [](const std::string& line) { LogInfo("{}", line); };
+  ASSIGN_OR_RETURN(CompilerCandidate chosen, ChooseCompilerCandidate(DotPrecisionLadder(*precision, on_cpu), workspace.store(),
+                                                                     workspace.gpu_name(), hooks));
+  const std::string& source = chosen.source;
+  std::optional<Evaluation> evaluation = chosen.evaluation;
+  compiled.summary["codegen_s"] = chosen.codegen_s;
+  compiled.summary["left_to_pytorch"] = LeftToPyTorch(compiled, chosen.no_kernel);
+  compiled.summary["tuning"] = chosen.tuning;
+  compiled.summary["attempts"] = chosen.attempts;
   compiled.summary["graph_replay"] = source.find("self.kf_replay(") != std::string::npos;
   Json report = {{"task", task.name},          {"model_new", (folder / "model_new.py").string()},
                  {"mode", settings.mode},      {"graph_replay", settings.graph_replay},
@@ -178,7 +136,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
       start.graph = &compiled.graphs.front().graph;
       start.plan = &compiled.graphs.front().plan;
     }
-    start.writer_options = WriterOptions(on_cpu, emitted_precision, replay);
+    start.writer_options = WriterOptions(on_cpu, chosen.precision, replay);
     ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
     report["llm"] = agents.report;
     report["compiler_evaluation"] = evaluation->ToJson();

@@ -1,4 +1,4 @@
-#include "cli/kernel_tuning.h"
+#include "search/kernel_tuning.h"
 
 #include <optional>
 #include <regex>

@@ -1,0 +1,52 @@
+// Which of the compiler's candidates a task gets, chosen by measurement. For each step of the
+// dot-precision ladder (precision_ladder.h) the generated source, with the tile configurations
+// stored for this GPU baked in, is evaluated; the kernels it still autotunes are measured in that
+// evaluation, their configurations stored and baked in, and the baked source verified in turn
+// (the autotuned one is kept when it does not pass). The ladder goes on only while a candidate is
+// wrong for a dot's accuracy, and a step that changes nothing in the source is skipped.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/emitted_kernel.h"
+#include "compiler/codegen/model_writer.h"
+#include "core/json.h"
+#include "core/status.h"
+#include "eval/evaluation.h"
+#include "search/precision_ladder.h"
+#include "store/store.h"
+
+namespace kforge {
+
+// What the search needs from its caller: writing, judging and keeping a candidate.
+struct CompilerCandidateHooks {
+  // The candidate's source for a ladder step with these tile configurations baked in; `no_kernel`
+  // receives why groups stayed ATen calls.
+  std::function<Result<std::string>(const DotPrecisionStep&, const std::map<std::string, codegen::TileChoice>& tuned,
+                                    codegen::NoKernelReasons* no_kernel)>
+      write;
+  std::function<Result<Evaluation>(const std::string& source)> evaluate;  // also stores it
+  std::function<Status(const std::string& source)> keep;  // the source that stays when a baked one fails
+  std::function<void(const std::string& line)> log;       // progress; may be empty
+};
+
+struct CompilerCandidate {
+  std::string source;
+  Evaluation evaluation;
+  DotPrecisionStep precision;         // the step the source was written for
+  codegen::NoKernelReasons no_kernel;  // of that source
+  // [{"dot_precision", "verdict"} | {"baked": true, "verdict"}], in the order they were judged.
+  Json attempts = Json::array();
+  // {"kernels" (autotuned before baking), "from_store", "measured", "tuning_s", "baked"}
+  Json tuning = Json::object();
+  double codegen_s = 0;  // writing the last step's source
+};
+
+// Runs the ladder; `store` (may be null) keeps the measured configurations by tuning key and `gpu`.
+Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecisionStep>& ladder, Store* store,
+                                                  const std::string& gpu, const CompilerCandidateHooks& hooks);
+
+}  // namespace kforge
