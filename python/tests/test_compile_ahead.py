@@ -4,7 +4,7 @@ run once by the harness with every kernel's launch replaced by its warm-up, unde
 asynchronous compile mode on a thread pool; then what that kernel-less run touched is put back.
 
 There is nothing to compile on the CPU: the scenarios drive the harness's function on a generated
-file (the golden `batch_norm_training_compile_ahead.py`, kept equal to what the compiler writes by
+file (the golden `batch_norm_training.py`, kept equal to what the compiler writes by
 the codegen tests) with a warm-up that submits a stand-in compile to Triton's real asynchronous
 compile mode, and check what the real one relies on: every kernel the forward launches is submitted
 with its launch arguments, the compiles run on the pool's threads and are finished when it
@@ -20,7 +20,7 @@ import sys
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GENERATED = os.path.join(REPO, "tests", "compiler", "codegen", "golden", "batch_norm_training_compile_ahead.py")
+GENERATED = os.path.join(REPO, "tests", "compiler", "codegen", "golden", "batch_norm_training.py")
 
 # A fresh interpreter with TRITON_INTERPRET=1 from the start (see test_graph_replay.py).
 SCENARIO = r"""
