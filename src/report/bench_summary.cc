@@ -82,89 +82,114 @@ Json LevelToJson(const Level& level) {
   return json;
 }
 
-// How the reference timings of the tasks' final evaluations were obtained: reused from the store or
-// measured in this run.
-Json BaselineCounts(const std::vector<Json>& entries) {
-  int reused = 0, measured = 0;
-  for (const Json& entry : entries) {
-    for (const auto& [mode, baseline] : JsonField(JsonField(JsonField(entry, "evaluation"), "evidence"), "baselines").items()) {
-      ++(JsonGet<bool>(baseline, "from_store", false) ? reused : measured);
+// One task's report, read once: every key the summary uses, in one place. A report from an older
+// kforge may lack some; they read as absent.
+struct BenchEntry {
+  std::string task, level;
+  std::optional<std::string> error;  // the task could not be compiled or evaluated
+  std::string verdict, message;
+  bool timings_meaningful = false;
+  std::optional<double> speedup, speedup_vs_compile, eager_ms, compile_ms, roofline_fraction;
+  bool memory_bound = false;
+  std::optional<double> compile_s;  // capture, passes and codegen
+  double startup_s = 0;             // torch.export's one-time start-up, when this task paid it
+  std::set<std::string> left_to_pytorch;
+  int baselines_reused = 0, baselines_measured = 0;
+  std::optional<double> trusted_memory_after;  // bytes: the allocator's on a GPU, resident on the CPU
+};
+
+BenchEntry ParseEntry(const Json& entry) {
+  BenchEntry parsed;
+  parsed.task = JsonGet<std::string>(entry, "task", "?");
+  parsed.level = JsonGet<std::string>(entry, "level", "suite");
+  if (entry.contains("error")) parsed.error = JsonGet<std::string>(entry, "error", "");
+  const Json compile = JsonField(entry, "compile");
+  if (compile.is_object()) {
+    parsed.compile_s = JsonGet<double>(compile, "capture_s", 0) + JsonGet<double>(compile, "passes_s", 0) +
+                       JsonGet<double>(compile, "codegen_s", 0);
+    parsed.startup_s = JsonGet<double>(compile, "startup_s", 0);
+  }
+  for (const Json& group : JsonField(compile, "left_to_pytorch")) {
+    for (const Json& op : JsonField(group, "ops")) {
+      if (op.is_string()) parsed.left_to_pytorch.insert(op.get<std::string>());
     }
   }
-  return {{"reused", reused}, {"measured", measured}};
+  const Json evaluation = JsonField(entry, "evaluation");
+  const Json evidence = JsonField(evaluation, "evidence");
+  const Json timing = JsonField(evidence, "timing");
+  const Json roofline = JsonField(evidence, "roofline");
+  parsed.verdict = JsonGet<std::string>(evaluation, "verdict", "");
+  parsed.message = JsonGet<std::string>(evaluation, "message", "");
+  parsed.timings_meaningful = JsonGet<bool>(evaluation, "timings_meaningful", false);
+  parsed.speedup = Number(JsonField(evaluation, "speedup"), "speedup");
+  parsed.speedup_vs_compile = Number(JsonField(timing, "speedup_vs_compile"), "speedup");
+  parsed.eager_ms = Number(JsonField(evaluation, "reference_ms"), "median");
+  parsed.compile_ms = Number(JsonField(timing, "reference_compile_ms"), "median");
+  parsed.roofline_fraction = Number(roofline, "fraction_of_roofline");
+  parsed.memory_bound = MemoryBound(roofline);
+  // How the reference timings of the final evaluation were obtained: from the store or measured.
+  for (const auto& [mode, baseline] : JsonField(evidence, "baselines").items()) {
+    ++(JsonGet<bool>(baseline, "from_store", false) ? parsed.baselines_reused : parsed.baselines_measured);
+  }
+  const Json memory = JsonField(evidence, "trusted_memory_after");
+  if (memory.is_object()) {
+    parsed.trusted_memory_after = memory.contains("allocated_bytes") ? JsonGet<double>(memory, "allocated_bytes", 0)
+                                                                    : JsonGet<double>(memory, "rss_bytes", 0);
+  }
+  return parsed;
 }
 
-// The trusted worker's memory after each task's evaluation was released, in run order: it must not
-// grow over a bench (on a GPU its allocator's bytes, on the CPU its resident size).
-Json TrustedMemory(const std::vector<Json>& entries) {
-  std::vector<double> after;
-  for (const Json& entry : entries) {
-    const Json memory = JsonField(JsonField(JsonField(entry, "evaluation"), "evidence"), "trusted_memory_after");
-    if (!memory.is_object()) continue;
-    after.push_back(memory.contains("allocated_bytes") ? JsonGet<double>(memory, "allocated_bytes", 0)
-                                                      : JsonGet<double>(memory, "rss_bytes", 0));
+void Count(const BenchEntry& entry, Level& level) {
+  ++level.tasks;
+  if (entry.compile_s) level.compile_s.push_back(*entry.compile_s);
+  level.startup_s += entry.startup_s;
+  if (entry.error || entry.verdict != "accepted") {
+    std::string why = entry.error ? "error: " + *entry.error : entry.verdict + ": " + entry.message;
+    why = why.substr(0, 300);
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    for (const std::string& op : entry.left_to_pytorch) ++level.left_to_pytorch[op];
+    level.failed.push_back({{"task", entry.task}, {"why", why}, {"left_to_pytorch", entry.left_to_pytorch}});
+    return;
   }
-  if (after.empty()) return Json();
-  return {{"measure", "bytes held after each evaluation"}, {"first", after.front()}, {"last", after.back()},
-          {"max", Max(after)}, {"count", after.size()}};
+  ++level.accepted;
+  if (!entry.timings_meaningful) return;
+  if (entry.speedup && *entry.speedup > 0) {
+    ++level.timed;
+    level.speedups.push_back(*entry.speedup);
+    for (int i = 0; i < 3; ++i) level.faster_than_eager[i] += *entry.speedup > kThresholds[i];
+  }
+  if (entry.speedup_vs_compile && *entry.speedup_vs_compile > 0) {
+    ++level.compile_timed;
+    level.compile_speedups.push_back(*entry.speedup_vs_compile);
+    for (int i = 0; i < 3; ++i) level.faster_than_compile[i] += *entry.speedup_vs_compile > kThresholds[i];
+  }
+  if (entry.eager_ms && entry.compile_ms && *entry.eager_ms > 0 && *entry.compile_ms > 0) {
+    level.compile_over_eager.push_back(*entry.eager_ms / *entry.compile_ms);
+  }
+  if (entry.roofline_fraction) level.roofline.push_back(*entry.roofline_fraction);
+  if (entry.roofline_fraction && entry.memory_bound) level.roofline_memory_bound.push_back(*entry.roofline_fraction);
 }
 
 }  // namespace
 
 Json SummarizeBench(const std::vector<Json>& entries) {
   std::map<std::string, Level> levels;
-  for (const Json& entry : entries) {
-    std::string name = JsonGet<std::string>(entry, "level", "suite");
-    for (Level* level : {&levels[name], &levels["all"]}) {
-      ++level->tasks;
-      const Json compile = JsonField(entry, "compile");
-      if (compile.is_object()) {
-        level->compile_s.push_back(JsonGet<double>(compile, "capture_s", 0) + JsonGet<double>(compile, "passes_s", 0) +
-                                   JsonGet<double>(compile, "codegen_s", 0));
-        level->startup_s += JsonGet<double>(compile, "startup_s", 0);
-      }
-      const Json evaluation = JsonField(entry, "evaluation");
-      std::string verdict = JsonGet<std::string>(evaluation, "verdict", "");
-      if (verdict != "accepted") {
-        std::string why = entry.contains("error") ? "error: " + JsonGet<std::string>(entry, "error", "")
-                                                  : verdict + ": " + JsonGet<std::string>(evaluation, "message", "");
-        why = why.substr(0, 300);
-        std::replace(why.begin(), why.end(), '\n', ' ');
-        std::set<std::string> ops;
-        for (const Json& group : JsonField(JsonField(entry, "compile"), "left_to_pytorch")) {
-          for (const Json& op : JsonField(group, "ops")) {
-            if (op.is_string()) ops.insert(op.get<std::string>());
-          }
-        }
-        for (const std::string& op : ops) ++level->left_to_pytorch[op];
-        level->failed.push_back({{"task", JsonGet<std::string>(entry, "task", "?")}, {"why", why}, {"left_to_pytorch", ops}});
-        continue;
-      }
-      ++level->accepted;
-      if (!JsonGet<bool>(evaluation, "timings_meaningful", false)) continue;
-      const Json timing = JsonField(JsonField(evaluation, "evidence"), "timing");
-      std::optional<double> speedup = Number(JsonField(evaluation, "speedup"), "speedup");
-      if (speedup && *speedup > 0) {
-        ++level->timed;
-        level->speedups.push_back(*speedup);
-        for (int i = 0; i < 3; ++i) level->faster_than_eager[i] += *speedup > kThresholds[i];
-      }
-      std::optional<double> versus = Number(JsonField(timing, "speedup_vs_compile"), "speedup");
-      std::optional<double> eager_ms = Number(JsonField(evaluation, "reference_ms"), "median");
-      std::optional<double> compile_ms = Number(JsonField(timing, "reference_compile_ms"), "median");
-      if (versus && *versus > 0) {
-        ++level->compile_timed;
-        level->compile_speedups.push_back(*versus);
-        for (int i = 0; i < 3; ++i) level->faster_than_compile[i] += *versus > kThresholds[i];
-      }
-      if (eager_ms && compile_ms && *eager_ms > 0 && *compile_ms > 0) level->compile_over_eager.push_back(*eager_ms / *compile_ms);
-      const Json roofline = JsonField(JsonField(evaluation, "evidence"), "roofline");
-      std::optional<double> fraction = Number(roofline, "fraction_of_roofline");
-      if (fraction) level->roofline.push_back(*fraction);
-      if (fraction && MemoryBound(roofline)) level->roofline_memory_bound.push_back(*fraction);
-    }
+  int reused = 0, measured = 0;
+  std::vector<double> memory_after;  // the trusted worker's, in run order: it must not grow over a bench
+  for (const Json& json : entries) {
+    const BenchEntry entry = ParseEntry(json);
+    Count(entry, levels[entry.level]);
+    Count(entry, levels["all"]);
+    reused += entry.baselines_reused;
+    measured += entry.baselines_measured;
+    if (entry.trusted_memory_after) memory_after.push_back(*entry.trusted_memory_after);
   }
-  Json summary = {{"levels", Json::object()}, {"baselines", BaselineCounts(entries)}, {"trusted_memory", TrustedMemory(entries)}};
+  Json memory;
+  if (!memory_after.empty()) {
+    memory = {{"measure", "bytes held after each evaluation"}, {"first", memory_after.front()}, {"last", memory_after.back()},
+              {"max", Max(memory_after)}, {"count", memory_after.size()}};
+  }
+  Json summary = {{"levels", Json::object()}, {"baselines", {{"reused", reused}, {"measured", measured}}}, {"trusted_memory", memory}};
   for (const auto& [name, level] : levels) summary["levels"][name] = LevelToJson(level);
   return summary;
 }

@@ -1,7 +1,8 @@
 // The table researchers read after `kforge bench`: per level, how many tasks got an accepted
 // candidate (fast_0) and how many of those beat eager PyTorch and torch.compile by more than 1x,
 // 1.5x and 2x (fast_1, fast_1.5, fast_2), geometric-mean speedups, the median fraction of the
-// roofline, and the tasks that failed with their verdicts.
+// roofline, the tasks that failed with their verdicts and the ops each leaves to PyTorch, and those
+// ops counted over the failing tasks. Each report is read once into a typed entry (bench_summary.cc).
 #pragma once
 
 #include <string>
