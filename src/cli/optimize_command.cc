@@ -9,14 +9,13 @@
 
 #include "agents/attempt.h"
 #include "cli/commands.h"
-#include "search/compiler_candidate.h"
 #include "cli/optimize.h"
 #include "cli/task_compiler.h"
 #include "compiler/codegen/model_writer.h"
-#include "core/clock.h"
 #include "core/files.h"
 #include "core/log.h"
 #include "report/text_report.h"
+#include "search/compiler_candidate.h"
 #include "search/precision_ladder.h"
 
 namespace kforge {
@@ -119,7 +118,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   ASSIGN_OR_RETURN(CompilerCandidate chosen, ChooseCompilerCandidate(DotPrecisionLadder(*precision, on_cpu), workspace.store(),
                                                                      workspace.gpu_name(), hooks));
   const std::string& source = chosen.source;
-  std::optional<Evaluation> evaluation = chosen.evaluation;
+  Evaluation& evaluation = chosen.evaluation;
   compiled.summary["codegen_s"] = chosen.codegen_s;
   compiled.summary["left_to_pytorch"] = LeftToPyTorch(compiled, chosen.no_kernel);
   compiled.summary["tuning"] = chosen.tuning;
@@ -139,16 +138,16 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     start.writer_options = WriterOptions(on_cpu, chosen.precision, replay);
     ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
     report["llm"] = agents.report;
-    report["compiler_evaluation"] = evaluation->ToJson();
-    if (agents.best_evaluation && AgentsWin(*agents.best_evaluation, *evaluation)) {
+    report["compiler_evaluation"] = evaluation.ToJson();
+    if (agents.best_evaluation && AgentsWin(*agents.best_evaluation, evaluation)) {
       RETURN_IF_ERROR(WriteFile(folder / "model_new.py", *agents.best_source));
       evaluation = *agents.best_evaluation;
       report["source"] = "llm";
     }
   }
-  report["evaluation"] = evaluation->ToJson();
+  report["evaluation"] = evaluation.ToJson();
   RETURN_IF_ERROR(WriteFile(folder / "report.json", report.dump(1)));
-  report["text"] = FormatEvaluation(*evaluation);
+  report["text"] = FormatEvaluation(evaluation);
   return report;
 }
 
