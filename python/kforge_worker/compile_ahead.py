@@ -10,9 +10,9 @@ says that its method `forward` launches its kernels and may run once with every 
 by a compile, on tensors no kernel wrote (the compiler declares it only where every op left to
 PyTorch is safe on such values), and names the parameters and buffers that method updates in
 place. Before the first call, on the GPU, the harness runs that method so, with each of the
-candidate module's kernels (not the @triton.jit helpers kernels call) replaced by its warm-up (which compiles without launching; an
-autotuned kernel compiles every configuration), under Triton's asynchronous compile mode on a
-thread pool, and waits for the compiles. The first call then finds its kernels compiled, for the
+candidate module's kernels (not the @triton.jit helpers kernels call) replaced by its warm-up
+(which compiles without launching; an autotuned kernel compiles every configuration), under
+Triton's asynchronous compile mode on a thread pool, and waits for the compiles. The first call then finds its kernels compiled, for the
 same arguments and so the same specializations. Afterwards the module's kernels, the listed state
 and the random-number state are as they were; whatever goes wrong leaves the compiling to the
 first call. It saves time and changes nothing any check sees: every call the evaluator judges
