@@ -33,7 +33,9 @@ Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::Fus
     return Sum(terms);
   };
   for (const ir::NodeRef& ref : inputs) {
-    std::string cast = graph.TypeOf(ref)->dtype == ir::DType::kFloat32 ? "" : ".to(tl.float32)";
+    // Floating inputs are computed on in fp32; a mask or an index (bool, integer) keeps its type.
+    const ir::DType dtype = graph.TypeOf(ref)->dtype;
+    std::string cast = dtype == ir::DType::kFloat32 || !ir::IsFloatingPoint(dtype) ? "" : ".to(tl.float32)";
     const std::string name = VarName(graph, ref);
     out.Line(fmt::format("{} = {}{}", name,
                          LoadAt(name + "_ptr", offset(ir::BroadcastStrides(*graph.TypeOf(ref), out_shape)), "mask=kf_mask, other=0.0"),
@@ -70,7 +72,7 @@ Result<std::vector<ir::NodeRef>> EpilogueInputs(const ir::Graph& graph, const pa
   for (const ir::NodeRef& ref : passes::GroupInputs(graph, group)) {
     if (contains(operands, ref) && !contains(read_by_epilogue, ref)) continue;
     const ir::TensorType& type = *graph.TypeOf(ref);
-    if (!ir::IsFloatingPoint(type.dtype) || !passes::BroadcastsTo(type.shape, out_shape)) {
+    if (!passes::BroadcastsTo(type.shape, out_shape)) {
       return Status::InvalidArgument(fmt::format("{}: epilogue input {} does not broadcast to {}", ir::PrintRef(graph, ref),
                                                  type.ToString(), ir::ShapeToString(out_shape)));
     }

@@ -56,6 +56,8 @@ ConvLayout ChooseConvLayout(const ConvolutionNode& conv, double flops, const Ker
   }
   if (conv.ci_g < kMinChannelsForTapLoop || flops < options.relayout_min_flops) return ConvLayout::kAsGiven;
   if (conv.transposed) {
+    // The subpixel grid's axis 1 walks phases, not groups.
+    if (conv.groups != 1) return ConvLayout::kAsGiven;
     const bool strided = std::any_of(conv.stride.begin(), conv.stride.end(), [](int64_t s) { return s > 1; });
     const bool dilated = std::any_of(conv.dilation.begin(), conv.dilation.end(), [](int64_t d) { return d != 1; });
     return strided && !dilated ? ConvLayout::kSubpixel : ConvLayout::kAsGiven;
@@ -119,7 +121,6 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   const size_t spatial = conv.spatial;
   const ir::IntList &stride = conv.stride, &padding = conv.padding, &dilation = conv.dilation;
   const int64_t groups = conv.groups, images = conv.images, co_g = conv.co_g, ci_g = conv.ci_g, taps = conv.taps;
-  // Fusion admits a transposed convolution with one group only.
   const bool transposed = conv.transposed;
   int64_t phases = 1;
   for (size_t d = 0; d < spatial && transposed; ++d) phases *= stride[d];
@@ -138,6 +139,10 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   const std::vector<int64_t> sx = layout == ConvLayout::kAsGiven ? x_type.stride : ChannelsLastStrides(x_type.shape);
   const std::vector<int64_t> sw = layout == ConvLayout::kChannelsLast ? ChannelsLastStrides(w_type.shape) : w_type.stride;
   const int64_t sw_co = transposed ? sw[1] : sw[0], sw_ci = transposed ? sw[0] : sw[1];
+  // The weight's output-channel term: a plain convolution's weight is [out, in per group, taps], a
+  // transposed one's [in, out per group, taps] (a group's rows start at its first input channel).
+  const std::string w_channel = transposed ? Sum({Term("kf_n[None, :]", sw_co), Term("kf_group", ci_g * sw_ci)})
+                                           : Term("kf_co[None, :]", sw_co);
 
   EmittedKernel kernel;
   kernel.name = "conv_" + group.name;
@@ -191,7 +196,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
     for (size_t d = 0; d < spatial; ++d) x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
     out.Line(fmt::format("kf_valid = {}", valid));
     out.Line(fmt::format("kf_x_row = kf_x_ptr + {} + kf_group * {}", Sum(x_terms), ci_g * sx[1]));
-    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw_co)};
+    std::vector<std::string> w_terms = {w_channel};
     for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
     out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
   };

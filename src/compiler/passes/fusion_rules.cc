@@ -204,7 +204,7 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value) {
   const size_t rank = op->type().shape.size();
   const auto* transposed = op->args[6].TryAs<bool>();
   const auto* groups = op->args[8].TryAs<int64_t>();
-  if (rank < 3 || transposed == nullptr || groups == nullptr || *groups < 1 || (*transposed && *groups != 1)) return false;
+  if (rank < 3 || transposed == nullptr || groups == nullptr || *groups < 1) return false;
   for (int i : {3, 4, 5}) {
     const auto* list = op->args[static_cast<size_t>(i)].TryAs<ir::IntList>();
     if (list == nullptr || list->size() != rank - 2) return false;
