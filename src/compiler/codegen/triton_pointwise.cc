@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "compiler/codegen/python_names.h"
 #include "compiler/ir/printer.h"
+#include "compiler/passes/fusion_rules.h"
 
 namespace kforge::codegen {
 namespace {
@@ -358,12 +360,23 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   }
   const bool permuted = flat != ir::ContiguousStrides(kernel.shape);
   kernel.uses_sizes = permuted;
+  // A flip's group is the flip alone (fusion_plan.h): its input is read at reversed indices along
+  // the flipped dims.
+  std::set<size_t> flipped;
+  const auto& first_op = graph.value(group.nodes.front()).As<ir::OpNode>();
+  if (passes::IsFlip(first_op)) {
+    std::optional<std::vector<int64_t>> dims = passes::ReducedDims(&first_op.args[1], static_cast<int64_t>(rank));
+    if (group.nodes.size() != 1 || !dims) return Status::InvalidArgument(fmt::format("%{}: a flip with other nodes or bad dims", first_op.name));
+    for (int64_t d : *dims) {
+      if (kernel.shape[static_cast<size_t>(d)] > 1) flipped.insert(static_cast<size_t>(d));
+    }
+  }
   for (const ir::NodeRef& ref : kernel.inputs) {
     const ir::TensorType& type = *graph.TypeOf(ref);
     if (!Supported(type.dtype)) {
       return Status::InvalidArgument(fmt::format("{}: unsupported dtype {}", ir::PrintRef(graph, ref), ToString(type.dtype)));
     }
-    kernel.strided.push_back(!ReadsFlat(type, kernel.shape, flat));
+    kernel.strided.push_back(!flipped.empty() || !ReadsFlat(type, kernel.shape, flat));
     kernel.uses_sizes = kernel.uses_sizes || kernel.strided.back();
   }
   for (const ir::NodeRef& ref : kernel.outputs) {
@@ -374,6 +387,10 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   SourceWriter body;
   for (ir::ValueId id : group.nodes) {
     const auto& op = graph.value(id).As<ir::OpNode>();
+    if (!flipped.empty()) {
+      body.Line(fmt::format("{} = {}", VarName(graph, op.ref()), VarName(graph, kernel.inputs.front())));
+      continue;
+    }
     Result<std::string> expr = PointwiseExpression(graph, op, kernel.helpers);
     if (!expr.ok()) return expr.status();
     body.Line(fmt::format("{} = {}", VarName(graph, op.ref()), *expr));
@@ -415,12 +432,14 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   }
   // An input's offset at the index variables `index`0.., through its strides broadcast to the
   // output shape (a broadcast dim has stride 0 and no term).
-  auto strided_offset = [&](const ir::TensorType& type, const std::string& index) {
+  auto strided_offset = [&](const ir::TensorType& type, const std::string& index, const std::set<size_t>& reversed) {
     std::vector<int64_t> strides = ir::BroadcastStrides(type, kernel.shape);
     std::vector<std::string> terms;
     for (size_t d = 0; d < rank; ++d) {
       if (strides[d] == 0) continue;
-      terms.push_back(strides[d] == 1 ? fmt::format("{}{}", index, d) : fmt::format("{}{} * {}", index, d, strides[d]));
+      const std::string at = reversed.count(d) ? fmt::format("({} - {}{})", kernel.shape[d] - 1, index, d)
+                                               : fmt::format("{}{}", index, d);
+      terms.push_back(strides[d] == 1 ? at : fmt::format("{} * {}", at, strides[d]));
     }
     return terms.empty() ? std::string("0") : fmt::format("({})", fmt::join(terms, " + "));
   };
@@ -434,8 +453,8 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       out.Line(fmt::format("{0} = tl.load({0}_ptr + offsets, mask=mask, other=0){1}", name, cast));
       continue;
     }
-    std::string load = fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", strided_offset(type, "idx_"), "mask=mask, other=0"), cast);
-    const int64_t run = permuted ? 0 : ConstantRun(type, kernel.shape);
+    std::string load = fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", strided_offset(type, "idx_", flipped), "mask=mask, other=0"), cast);
+    const int64_t run = permuted || !flipped.empty() ? 0 : ConstantRun(type, kernel.shape);
     if (run < kMinConstantRun) {
       out.Line(load);
       continue;
@@ -451,7 +470,7 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       unravelled_block = true;
     }
     out.Open(fmt::format("if {} % BLOCK_SIZE == 0:", run));
-    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}){2}", name, strided_offset(type, "kf_block_"), cast));
+    out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}){2}", name, strided_offset(type, "kf_block_", {}), cast));
     out.Close();
     out.Open("else:");
     out.Line(load);
@@ -460,7 +479,7 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   out.Lines(body.text());
   for (const ir::NodeRef& ref : kernel.outputs) {
     const ir::TensorType& type = *graph.TypeOf(ref);
-    const std::string offset = ReadsFlat(type, kernel.shape, flat) ? "offsets" : strided_offset(type, "idx_");
+    const std::string offset = ReadsFlat(type, kernel.shape, flat) ? "offsets" : strided_offset(type, "idx_", {});
     out.Line(fmt::format("tl.store({0}_ptr + {1}, {0}, mask=mask)", VarName(graph, ref), offset));
   }
   out.Close();

@@ -176,7 +176,7 @@ class ReductionEmitter {
           return Status::InvalidArgument(fmt::format("%{}: reduces a value that is not in the full space", op.name));
         }
         for (int32_t i = 0; i < op.num_outputs(); ++i) {
-          space_of_[Key(op.ref(i))] = op.op == "aten.cumsum.default" ? Space::kFull : Space::kKept;
+          space_of_[Key(op.ref(i))] = passes::IsScan(op.op) ? Space::kFull : Space::kKept;
           level_[Key(op.ref(i))] = level + 1;
         }
         continue;
@@ -195,7 +195,7 @@ class ReductionEmitter {
   // -- emission ------------------------------------------------------------------------------
   // Ops that need a whole row in registers at once (a scan; max.dim's two outputs); argmax folds
   // a row R_BLOCK at a time like the plain reductions.
-  static bool NeedsWholeRow(const std::string& op) { return op == "aten.max.dim" || op == "aten.cumsum.default"; }
+  static bool NeedsWholeRow(const std::string& op) { return op == "aten.max.dim" || passes::IsScan(op); }
   bool HasWholeRowOp() const {
     for (ir::ValueId id : group_.nodes) {
       if (NeedsWholeRow(graph_.value(id).As<ir::OpNode>().op)) return true;
@@ -642,8 +642,8 @@ class ReductionEmitter {
       out.Line(fmt::format("{} = tl.sum({}, axis=0) / {}", mean, masked, reduced_));
       out.Line(fmt::format("kf_d_{0} = tl.where(kf_rmask, {1} - {0}{2}, 0.0)", mean, x, cols_ ? "[None, :]" : ""));
       out.Line(fmt::format("{0} = tl.sum(kf_d_{1} * kf_d_{1}, axis=0) / {2}", Name(op.ref(0)), mean, VarianceDivisor(op)));
-    } else if (op.op == "aten.cumsum.default") {
-      out.Line(fmt::format("{} = tl.cumsum({}, axis=0)", Name(op.ref()), masked));
+    } else if (passes::IsScan(op.op)) {
+      out.Line(fmt::format("{} = tl.{}({}, axis=0)", Name(op.ref()), op.op == "aten.cumsum.default" ? "cumsum" : "cumprod", masked));
     } else if (op.op == "aten.argmax.default") {
       out.Line(fmt::format("{} = tl.argmax({}, axis=0).to(tl.int64)", Name(op.ref()), masked));
     } else if (op.op == "aten.max.dim") {
@@ -700,6 +700,7 @@ class ReductionEmitter {
 
   static std::string Identity(const ir::OpNode& op) {
     if (op.op == "aten.sum.dim_IntList" || op.op == "aten.cumsum.default" || IsVarMean(op)) return "0.0";
+    if (op.op == "aten.cumprod.default") return "1.0";
     if (op.op == "aten.amin.default") return "float('inf')";
     return "float('-inf')";
   }

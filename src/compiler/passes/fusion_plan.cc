@@ -44,6 +44,8 @@ class Planner {
         AddReduction(value, *space);
       } else if (auto rows = RowGatherSpace(graph_, value); rows && !rows->split()) {
         spaces_[NewGroup(Kind::kReduction, value.id)] = *rows;
+      } else if (IsFlip(value)) {
+        NewGroup(Kind::kPointwise, value.id);
       } else if (IsFusableMatmul(graph_, value)) {
         NewGroup(Kind::kMatmul, value.id);
       } else if (IsFusablePooling(graph_, value)) {
@@ -73,7 +75,7 @@ class Planner {
 
   void AddReduction(const ir::Value& value, const ReductionSpace& space) {
     int group = group_of_[TensorInputs(value).front().value];
-    bool joins = group != kNoGroup && !MakesCycle({group}, value.id) &&
+    bool joins = group != kNoGroup && !Closed(group) && !MakesCycle({group}, value.id) &&
                  ((groups_[group].kind == Kind::kReduction && spaces_[group] == space) ||
                   (groups_[group].kind == Kind::kPointwise && GroupShape(group) == space.full && !Absorbing(group)));
     if (!joins) {
@@ -117,7 +119,7 @@ class Planner {
     for (const ir::NodeRef& ref : TensorInputs(value)) {
       int group = group_of_[ref.value];
       bool is_anchor = false;
-      if (group == kNoGroup || merged.count(group) || absorbed.count(group)) continue;
+      if (group == kNoGroup || Closed(group) || merged.count(group) || absorbed.count(group)) continue;
       if (Absorbable(group, value)) {
         absorbed.insert(group);
         continue;
@@ -230,6 +232,9 @@ class Planner {
     return groups_[a].kind == Kind::kReduction && groups_[b].kind == Kind::kReduction && spaces_[a] == spaces_[b] &&
            !spaces_[a]->split();
   }
+
+  // A flip's group takes no other node: its kernel reads the flipped tensor from memory.
+  bool Closed(int group) const { return IsFlip(graph_.value(groups_[group].nodes.front())); }
 
   // A pointwise group holding absorbed producers: nodes smaller than its iteration space.
   bool Absorbing(int group) const {

@@ -23,6 +23,13 @@ bool BroadcastsTo(const ir::Shape& from, const ir::Shape& to) {
   return true;
 }
 
+bool IsFlip(const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->op != "aten.flip.default" || op->num_outputs() != 1 || op->args.size() != 2) return false;
+  const auto* input = op->args[0].TryAs<ir::NodeRef>();
+  return input != nullptr && op->args[1].Is<ir::IntList>();
+}
+
 bool IsArange(const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   return op != nullptr && op->num_outputs() == 1 && op->type().rank() == 1 &&
@@ -120,11 +127,13 @@ std::optional<std::vector<int64_t>> ReducedDims(const ir::Argument* arg, int64_t
   return dims;
 }
 
+bool IsScan(const std::string& op) { return op == "aten.cumsum.default" || op == "aten.cumprod.default"; }
+
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   if (op == nullptr) return std::nullopt;
   static const char* const kOps[] = {"aten.sum.dim_IntList", "aten.amax.default", "aten.amin.default",
-                                     "aten.argmax.default", "aten.max.dim",     "aten.cumsum.default",
+                                     "aten.argmax.default", "aten.max.dim",     "aten.cumsum.default", "aten.cumprod.default",
                                      "aten.var_mean.correction"};
   if (std::find(std::begin(kOps), std::end(kOps), op->op) == std::end(kOps)) return std::nullopt;
   if (op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return std::nullopt;
@@ -139,7 +148,7 @@ std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, cons
   if (!reduced) return std::nullopt;
   space.dims = *reduced;
   if (space.dims.empty() || (op->op == "aten.argmax.default" && dims == nullptr && rank > 1)) return std::nullopt;
-  if (op->op == "aten.cumsum.default" && space.dims.size() != 1) return std::nullopt;
+  if (IsScan(op->op) && space.dims.size() != 1) return std::nullopt;
   if (op->op == "aten.var_mean.correction") {
     auto correction = VarianceCorrection(*op);
     if (!correction || static_cast<double>(space.reduced_count()) <= *correction) return std::nullopt;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -15,6 +16,9 @@ std::vector<ir::NodeRef> TensorInputs(const ir::Value& value);
 // Fusable pointwise: a known pointwise op with exactly one output whose every tensor input broadcasts to it,
 // or a 1-D arange (each element a function of its index).
 bool IsFusablePointwise(const ir::Graph& graph, const ir::Value& value);
+// Flip: flip(x, dims) of a supported dtype, a copy that reads x at reversed indices; a pointwise
+// kernel of its own (it reads its input from memory, so nothing computes that input beside it).
+bool IsFlip(const ir::Value& value);
 // arange(end), arange(start, end) or arange(start, end, step) with a 1-D result.
 bool IsArange(const ir::Value& value);
 // Metadata view: a view the registry marks metadata-only (never copies), kept as its own kView group.
@@ -46,8 +50,10 @@ inline constexpr int64_t kMinSplitLength = 1 << 17;
 // The dims a reduction-like argument names (an int or a list; absent, None or [] for all), normalized
 // to [0, rank) (a 0-d tensor's dim 0 included) and sorted without repeats; nullopt for anything else.
 std::optional<std::vector<int64_t>> ReducedDims(const ir::Argument* arg, int64_t rank);
+// Scan: cumsum or cumprod (its output has its input's full shape).
+bool IsScan(const std::string& op);
 // Fusable reduction: sum, amax, amin, argmax, max.dim or var_mean (rows longer than its correction) of an fp32
-// tensor over explicit or all dims, or a cumsum along one dim (a scan: its output has the full shape).
+// tensor over explicit or all dims, or a scan along one dim.
 std::optional<ReductionSpace> FusableReductionSpace(const ir::Graph& graph, const ir::Value& value);
 // The divisor offset of var_mean.correction (n - correction): its `correction` keyword, 1 when absent or None.
 std::optional<double> VarianceCorrection(const ir::OpNode& op);
