@@ -223,7 +223,7 @@ def capture(request: dict[str, Any], device: torch.device) -> dict[str, Any]:
     inputs = move_inputs(inputs, device)
     task_name = request.get("task_name", path)
     try:
-        program = export_program(model, inputs)
+        program, numbers = _export_numbers_as_tensors(model, inputs)
     except Exception as error:
         failure = describe_export_failure(error, path, "the Model")
         if not request.get("fallback"):
@@ -231,4 +231,25 @@ def capture(request: dict[str, Any], device: torch.device) -> dict[str, Any]:
         from .submodule_capture import capture_submodules  # it imports this module
 
         return capture_submodules(task, path, model, inputs, failure, task_name, cpu_sizes)
-    return export_graph(program, task_name)
+    graph = export_graph(program, task_name)
+    for entry in graph["inputs"]:
+        if entry["index"] in numbers:
+            entry["python_number"] = True
+    return graph
+
+
+def _export_numbers_as_tensors(model: torch.nn.Module, inputs: Sequence[Any]) -> tuple[Any, set[int]]:
+    """The program, and the positions of the inputs that are Python numbers (not bools): export
+    would bake their values into the graph as constants, so they are passed as 0-d tensors
+    (float32 or int64) and the graph reads them as inputs. Where the model cannot take a tensor
+    there (a number used as a size or a dim), the export as given."""
+    numbers = {i for i, value in enumerate(inputs) if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    if numbers:
+        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
+        as_tensors = [torch.tensor(value, dtype=torch.float32 if isinstance(value, float) else torch.int64, device=device)
+                      if i in numbers else value for i, value in enumerate(inputs)]
+        try:
+            return export_program(model, as_tensors), numbers
+        except Exception:
+            pass
+    return export_program(model, inputs), set()

@@ -213,3 +213,41 @@ def test_the_task_code_a_partial_candidate_carries_renames_model_and_drops_the_i
     assert "class kf_task_Model(nn.Module):" in source and "super(kf_task_Model, self).__init__()" in source
     assert "get_inputs" not in source and "get_init_inputs" not in source and "KFORGE_CPU_SIZES" not in source
     assert source.endswith("kf_task_batch = 4\nkf_task_features = 8\nkf_task_hidden = 16\n")
+
+
+_NUMBERS_TASK = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, scale, dim):
+        return torch.sum(x * scale, dim={dim})
+
+
+def get_inputs():
+    return [torch.randn(3, 4), 2.5, 1]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_python_numbers_are_graph_inputs(tmp_path):
+    path = tmp_path / "numbers.py"
+    path.write_text(_NUMBERS_TASK.format(dim="1"))
+    graph = capture({"task_path": str(path)}, torch.device("cpu"))
+    numbers = [i for i in graph["inputs"] if i.get("python_number")]
+    assert [(i["name"], i["dtype"], i["shape"]) for i in numbers] == [("scale", "float32", []), ("dim", "int64", [])]
+    mul = next(n for n in graph["nodes"] if n["op"] == "aten.mul.Tensor")
+    assert mul["args"][1] == {"node": "scale"}
+
+
+def test_a_number_used_as_a_dim_is_captured_as_a_constant(tmp_path):
+    # A tensor cannot stand for a dim: the export as given, which bakes both numbers in.
+    path = tmp_path / "numbers.py"
+    path.write_text(_NUMBERS_TASK.format(dim="dim"))
+    graph = capture({"task_path": str(path)}, torch.device("cpu"))
+    assert not any(i.get("python_number") for i in graph["inputs"])
+    assert any(n["op"] == "aten.sum.dim_IntList" and n["args"][1] == {"list": [{"int": 1}]} for n in graph["nodes"])

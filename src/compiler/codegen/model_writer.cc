@@ -274,23 +274,33 @@ class Writer {
 
   Status EmitForward() {
     std::vector<std::string> inputs = InputNames();
-    const std::string first_input = inputs.empty() ? "" : inputs.front();
     inputs.insert(inputs.begin(), "self");
     out_.Open(fmt::format("def {}({}):", replay_ ? "kf_forward" : "forward", fmt::join(inputs, ", ")));
     // The kernels are specialized to the captured shapes and (dense) layouts: say so rather than
     // compute garbage for other shapes; make a strided view dense.
+    std::string device_input;
     for (const ir::Value& value : graph_) {
       if (value.kind != ir::ValueKind::kInput) continue;
       std::string name = VarName(graph_, value.ref());
       const ir::TensorType& type = value.type();
+      if (value.As<ir::InputValue>().python_number) continue;
+      if (device_input.empty()) device_input = name;
       out_.Open(fmt::format("if tuple({}.shape) != {}:", name, ShapeTuple(type.shape)));
       out_.Line(fmt::format("raise ValueError(f\"{0} was generated for {1} of shape {2}; got {{tuple({1}.shape)}}: "
                             "regenerate it for these shapes\")", class_name_, name, ShapeTuple(type.shape)));
       out_.Close();
       if (type.is_contiguous()) out_.Line(fmt::format("{0} = {0}.contiguous()", name));
     }
-    out_.Line(first_input.empty() ? "device = next(self.parameters(), torch.empty(0)).device"
-                                  : fmt::format("device = {}.device", first_input));
+    out_.Line(device_input.empty() ? "device = next(self.parameters(), torch.empty(0)).device"
+                                   : fmt::format("device = {}.device", device_input));
+    // A number the task passes as a Python scalar: the kernels read it as a 0-d tensor (a fill,
+    // no arithmetic), made for each call from the value given.
+    for (const ir::Value& value : graph_) {
+      const auto* input = value.TryAs<ir::InputValue>();
+      if (input == nullptr || !input->python_number) continue;
+      const std::string name = VarName(graph_, value.ref());
+      out_.Line(fmt::format("{0} = torch.full((), {0}, dtype={1}, device=device)", name, TorchDType(value.type().dtype)));
+    }
     for (const ir::Value& value : graph_) {
       if (const auto* param = value.TryAs<ir::ParameterValue>()) {
         bool buffer = param->parameter_kind == ir::ParameterKind::kBuffer;

@@ -21,8 +21,8 @@ Result<ValueId> GraphBuilder::Insert(Result<T> made) {
   return id;
 }
 
-Result<ValueId> GraphBuilder::AddInput(std::string name, int64_t index, TensorType type) {
-  return Insert(InputValue::Make(std::move(name), index, std::move(type)));
+Result<ValueId> GraphBuilder::AddInput(std::string name, int64_t index, TensorType type, bool python_number) {
+  return Insert(InputValue::Make(std::move(name), index, std::move(type), python_number));
 }
 
 Result<ValueId> GraphBuilder::AddParameter(std::string name, std::string target, ParameterKind kind, TensorType type) {

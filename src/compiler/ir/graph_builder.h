@@ -16,7 +16,7 @@ class GraphBuilder {
  public:
   explicit GraphBuilder(std::string graph_name);
 
-  Result<ValueId> AddInput(std::string name, int64_t index, TensorType type);
+  Result<ValueId> AddInput(std::string name, int64_t index, TensorType type, bool python_number = false);
   Result<ValueId> AddParameter(std::string name, std::string target, ParameterKind kind, TensorType type);
   Result<ValueId> AddConstant(std::string name, std::string target, TensorType type, std::optional<double> scalar);
   Result<ValueId> AddOp(std::string name, std::string op, std::vector<Argument> args, std::vector<NamedArgument> kwargs,

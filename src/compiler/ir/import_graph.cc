@@ -67,7 +67,9 @@ Status ImportInput(const Json& entry, std::set<int64_t>& indices, GraphBuilder& 
   if (!index.ok()) return index.status().WithContext("index");
   if (!indices.insert(*index).second) return Status::InvalidArgument("index " + std::to_string(*index) + " repeated");
   ASSIGN_OR_RETURN(TensorType type, TypeFromJson(entry));
-  return builder.AddInput(std::move(name), *index, std::move(type)).status();
+  const Json& number = JsonField(entry, "python_number");
+  if (!number.is_null() && !number.is_boolean()) return Status::InvalidArgument("python_number is not a boolean");
+  return builder.AddInput(std::move(name), *index, std::move(type), number.is_boolean() && number.get<bool>()).status();
 }
 
 Result<ParameterKind> ParameterKindFromJson(const Json& entry) {

@@ -47,7 +47,9 @@ std::string PrintTypes(const Value& value) {
 // The line of a graph input, parameter, buffer or constant: "parameter %w: f32[4] = linear.weight".
 std::string PrintLeaf(const Value& value) {
   std::string head = fmt::format("%{}: {}", value.name, value.type().ToString());
-  if (value.kind == ValueKind::kInput) return fmt::format("{:<9} {}", "input", head);
+  if (const auto* input = value.TryAs<InputValue>()) {
+    return fmt::format("{:<9} {}{}", "input", head, input->python_number ? " (a Python number)" : "");
+  }
   if (const auto* parameter = value.TryAs<ParameterValue>()) {
     return fmt::format("{:<9} {} = {}", ToString(parameter->parameter_kind), head, parameter->target);
   }

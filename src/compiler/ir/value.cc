@@ -48,9 +48,13 @@ Status CheckValueName(const std::string& name) {
   return Status::Ok();
 }
 
-Result<InputValue> InputValue::Make(std::string name, int64_t index, TensorType type) {
+Result<InputValue> InputValue::Make(std::string name, int64_t index, TensorType type, bool python_number) {
   if (index < 0) return Status::InvalidArgument("input \"" + name + "\" has a negative index");
+  if (python_number && type.rank() != 0) {
+    return Status::InvalidArgument("input \"" + name + "\" is a Python number but is not 0-d");
+  }
   InputValue value;
+  value.python_number = python_number;
   value.name = std::move(name);
   value.index = index;
   value.outputs = {std::move(type)};

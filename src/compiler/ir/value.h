@@ -55,8 +55,10 @@ struct Value {
 struct InputValue : Value {
   static constexpr ValueKind kKind = ValueKind::kInput;
   int64_t index = 0;
+  // The task passes a Python number here; the graph reads it as a 0-d tensor of `type`.
+  bool python_number = false;
 
-  static Result<InputValue> Make(std::string name, int64_t index, TensorType type);
+  static Result<InputValue> Make(std::string name, int64_t index, TensorType type, bool python_number = false);
   InputValue() : Value(kKind) {}
 };
 

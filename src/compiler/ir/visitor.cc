@@ -67,7 +67,7 @@ Status GraphRewriter::RewriteValue(const Value& value) {
 }
 
 Status GraphRewriter::RewriteInput(const InputValue& input) {
-  return Copied(input, builder().AddInput(input.name, input.index, input.type()));
+  return Copied(input, builder().AddInput(input.name, input.index, input.type(), input.python_number));
 }
 
 Status GraphRewriter::RewriteParameter(const ParameterValue& parameter) {

@@ -67,7 +67,9 @@ model = task.Model(*task.get_init_inputs())
 model_new = generated.ModelNew(*task.get_init_inputs())
 model_new.load_state_dict(model.state_dict(), strict=True)
 for call, scale in enumerate((1.0, 10.0, 1.0)):
-    inputs = [x * scale if torch.is_tensor(x) and x.is_floating_point() else x for x in task.get_inputs()]
+    # Float tensors and Python floats scaled (a number is an input, not a constant); the rest as given.
+    inputs = [x * scale if (torch.is_tensor(x) and x.is_floating_point()) or isinstance(x, float) else x
+              for x in task.get_inputs()]
     with torch.no_grad():
         want, got = model(*inputs), model_new(*inputs)
     want = want if isinstance(want, tuple) else (want,)
@@ -317,7 +319,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level3/05_mobilenet_v2_block", "codegen/mutated_state",
                              // kernel forms the tasks' CPU sizes do not reach
                              "codegen/split_loss", "codegen/split_norm", "codegen/var_mean_forms", "codegen/column_sum", "codegen/column_argmax", "codegen/column_index_long", "codegen/conv_taps", "codegen/conv_flat_taps",
-                             "codegen/conv_transpose_taps", "codegen/masked_matmul", "codegen/scans", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax", "codegen/gather_rows",
+                             "codegen/conv_transpose_taps", "codegen/masked_matmul", "codegen/scans", "codegen/python_numbers", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax", "codegen/gather_rows",
                              "level2/07_conv_transpose2d_add_hardswish"),
                          TestName);
 

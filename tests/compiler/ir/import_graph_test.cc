@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/ir/printer.h"
+#include "compiler/ir/visitor.h"
 #include "core/files.h"
 
 namespace kforge::ir {
@@ -246,6 +248,10 @@ const std::vector<ErrorCase>& ErrorCases() {
          d["mutations"].erase(1);
        },
        "mutation of linear.bias: the new value is i64[], the parameter is f32[32]"},
+      {"python number not a bool", [](Json& d) { d["inputs"][0]["python_number"] = 1; },
+       "python_number is not a boolean"},
+      {"python number with a shape", [](Json& d) { d["inputs"][0]["python_number"] = true; },
+       "input \"x\" is a Python number but is not 0-d"},
       {"bad shapes",
        [](Json& d) {
          d["nodes"][1]["outputs"][0]["shape"] = {8, 16};
@@ -286,6 +292,21 @@ TEST(ImportGraphTest, OptionalFieldsMayBeAbsent) {
   EXPECT_EQ(graph->Find("x")->type().stride, (std::vector<int64_t>{64, 1}));
   EXPECT_EQ(graph->Find("c")->As<ConstantValue>().scalar, 1.0);
   EXPECT_TRUE(graph->Find("addmm")->As<OpNode>().kwargs.empty());
+}
+
+// A number the task passes as a Python scalar is a 0-d input marked as such (it survives a copy).
+TEST(ImportGraphTest, ReadsAPythonNumberInput) {
+  Json document = ValidDocument();
+  document["inputs"].push_back(
+      Json::parse(R"({"name": "s", "index": 1, "shape": [], "dtype": "float32", "stride": [], "python_number": true})"));
+  Result<Graph> graph = ImportGraph(document);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  EXPECT_TRUE(graph->Find("s")->As<InputValue>().python_number);
+  EXPECT_FALSE(graph->Find("x")->As<InputValue>().python_number);
+  Result<Graph> copy = GraphRewriter().Rewrite(*graph);
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  EXPECT_TRUE(copy->Find("s")->As<InputValue>().python_number);
+  EXPECT_NE(PrintGraph(*copy).find("%s: f32[] (a Python number)"), std::string::npos);
 }
 
 TEST(ImportGraphTest, TextThatIsNotJsonIsAnError) {
