@@ -51,6 +51,11 @@ class Decomposer : public ir::GraphRewriter {
   Status RewriteOp(const ir::OpNode& node) override {
     const std::string& op = node.op;
     std::optional<Status> done;
+    if (op == "aten.sum.dim_IntList" || op == "aten.amax.default" || op == "aten.amin.default" || op == "aten.mean.dim" ||
+        op == "aten.max.dim" || op == "aten.min.dim") {
+      done = UnitReduction(node);
+      if (done) return *done;
+    }
     if (op == "aten._softmax.default") done = Softmax(node, false);
     else if (op == "aten._log_softmax.default") done = Softmax(node, true);
     else if (op == "aten.native_layer_norm.default") done = LayerNorm(node);
@@ -633,6 +638,25 @@ class Decomposer : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(NodeRef shifted, Emit(node, "shifted", "aten.sub.Tensor", {{picked}, {parts.max}}, kept));
       ASSIGN_OR_RETURN(NodeRef out, Emit(node, "out", "aten.sub.Tensor", {{shifted}, {parts.log_sum}}, kept));
       return Finish(node, {out});
+    });
+  }
+
+  // A sum, mean, amax, amin, or max/min values (their indices unread) over dims of size 1 (a sum
+  // over H and W after global pooling kept them) is its input viewed without them: no reduction
+  // kernel, and no reduction over a value that another reduction's group has already reduced.
+  std::optional<Status> UnitReduction(const ir::OpNode& node) {
+    if (node.args.empty() || !node.args[0].Is<NodeRef>() || node.FindArgument({-1, "dtype"}) != nullptr) return std::nullopt;
+    NodeRef x = Map(node.args[0].As<NodeRef>());
+    const ir::TensorType* type = builder().TypeOf(x);
+    if (type == nullptr || type->dtype != node.type().dtype || !type->is_contiguous() || AnyUsed(node, 1)) {
+      return std::nullopt;
+    }
+    auto dims = ReducedDims(node.FindArgument({1, "dim"}), type->rank());
+    if (!dims || dims->empty() || type->rank() == 0 || ReductionSpace{type->shape, *dims}.reduced_count() != 1) return std::nullopt;
+    return Run(node, [&]() -> Status {
+      ASSIGN_OR_RETURN(NodeRef view, Emit(node, "view", "aten.view.default", {{x}, {ir::IntList(node.type().shape)}},
+                                          node.type().shape, node.type().dtype));
+      return Finish(node, {view});
     });
   }
 
