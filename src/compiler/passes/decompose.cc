@@ -54,6 +54,7 @@ class Decomposer : public ir::GraphRewriter {
     if (op == "aten.sum.dim_IntList" || op == "aten.amax.default" || op == "aten.amin.default" || op == "aten.mean.dim" ||
         op == "aten.max.dim" || op == "aten.min.dim") {
       done = UnitReduction(node);
+      if (!done && (op == "aten.max.dim" || op == "aten.min.dim")) done = ValuesOnly(node);
       if (done) return *done;
     }
     if (op == "aten._softmax.default") done = Softmax(node, false);
@@ -456,6 +457,24 @@ class Decomposer : public ir::GraphRewriter {
     return Run(node, [&]() -> Status {
       ASSIGN_OR_RETURN(auto mean, MeanOf(node, x, *dims, keepdim));
       return Finish(node, {mean.second});
+    });
+  }
+
+  // max.dim or min.dim whose indices nothing reads as amax or amin over [d]: a plain reduction,
+  // which folds a row a block at a time (or splits it, or takes several columns per program)
+  // instead of holding the whole row to find where its extreme lies.
+  std::optional<Status> ValuesOnly(const ir::OpNode& node) {
+    if (node.args.size() < 2 || !node.args[0].Is<NodeRef>() || !node.args[1].Is<int64_t>() || node.num_outputs() != 2 ||
+        AnyUsed(node, 1)) {
+      return std::nullopt;
+    }
+    NodeRef x = Map(node.args[0].As<NodeRef>());
+    const bool keepdim = Flag(node, {2, "keepdim"}, false);
+    const char* reduce = node.op == "aten.max.dim" ? "aten.amax.default" : "aten.amin.default";
+    return Run(node, [&]() -> Status {
+      ASSIGN_OR_RETURN(NodeRef values, Emit(node, "values", reduce, {{x}, {ir::IntList{node.args[1].As<int64_t>()}}, {keepdim}},
+                                            node.outputs[0].shape, node.outputs[0].dtype));
+      return Finish(node, {values});
     });
   }
 
