@@ -526,6 +526,14 @@ void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& ou
     out.Blank();
     out.Blank();
   }
+  if (needed.count("_kf_multiply")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_multiply(a, b):");
+    out.Line("return a * b");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
   if (needed.count("_kf_welford_combine")) {
     out.Line("@triton.jit");
     out.Open("def _kf_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):");

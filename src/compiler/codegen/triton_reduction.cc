@@ -193,9 +193,10 @@ class ReductionEmitter {
   }
 
   // -- emission ------------------------------------------------------------------------------
-  // Ops that need a whole row in registers at once (a scan; max.dim's two outputs); argmax folds
-  // a row R_BLOCK at a time like the plain reductions.
-  static bool NeedsWholeRow(const std::string& op) { return op == "aten.max.dim" || passes::IsScan(op); }
+  // Ops that need a whole row in registers at once (max.dim's two outputs); argmax folds a row
+  // R_BLOCK at a time like the plain reductions, and a scan carries the running total (or
+  // product) of the blocks before into each block's own scan.
+  static bool NeedsWholeRow(const std::string& op) { return op == "aten.max.dim"; }
   bool HasWholeRowOp() const {
     for (ir::ValueId id : group_.nodes) {
       if (NeedsWholeRow(graph_.value(id).As<ir::OpNode>().op)) return true;
@@ -486,7 +487,7 @@ class ReductionEmitter {
     std::vector<ir::NodeRef> targets;
     for (ir::ValueId id : group_.nodes) {
       const auto& op = graph_.value(id).As<ir::OpNode>();
-      if (!passes::FusableReductionSpace(graph_, op)) continue;
+      if (!passes::FusableReductionSpace(graph_, op) || (!single_ && passes::IsScan(op.op))) continue;
       ir::NodeRef input = passes::TensorInputs(op).front();
       if (level_.at(Key(input)) != pass) continue;
       reductions.push_back(&op);
@@ -513,6 +514,14 @@ class ReductionEmitter {
 
     std::optional<SourceWriter::Scope> loop;
     if (!single_) {
+      // A looped scan is computed where its values are needed, block after block, from the
+      // blocks before it: their total (or product) starts at the identity in each pass.
+      for (ir::ValueId id : group_.nodes) {
+        const auto& op = graph_.value(id).As<ir::OpNode>();
+        if (!passes::IsScan(op.op) || !needed.count(Key(op.ref()))) continue;
+        out.Line(fmt::format("kf_carry_{} = tl.full([{}], {}, tl.float32)", Name(op.ref()), cols_ ? "C_BLOCK" : "1",
+                             Identity(op)));
+      }
       for (const ir::OpNode* op : reductions) {
         if (IsVarMean(*op)) {
           for (const char* part : {"mean", "m2", "n"}) {
@@ -551,7 +560,16 @@ class ReductionEmitter {
     }
     for (ir::ValueId id : group_.nodes) {
       const auto& op = graph_.value(id).As<ir::OpNode>();
-      if (!needed.count(Key(op.ref())) || ready(op.ref()) || passes::FusableReductionSpace(graph_, op)) continue;
+      const bool looped_scan = !single_ && passes::IsScan(op.op);
+      if (!needed.count(Key(op.ref())) || ready(op.ref()) || (passes::FusableReductionSpace(graph_, op) && !looped_scan)) {
+        continue;
+      }
+      if (looped_scan) {
+        EmitScanStep(out, kernel, op);
+        computed_here.insert(Key(op.ref()));
+        available_.insert(Key(op.ref()));
+        continue;
+      }
       ASSIGN_OR_RETURN(std::string expr, PointwiseExpression(graph_, op, kernel.helpers));
       out.Line(fmt::format("{} = {}", Name(op.ref()), expr));
       computed_here.insert(Key(op.ref()));
@@ -652,6 +670,22 @@ class ReductionEmitter {
       out.Line(fmt::format("{} = tl.argmax(kf_masked_{}, axis=0).to(tl.int64)", Name(op.ref(1)), Name(op.ref(0))));
     } else {
       out.Line(fmt::format("{} = {}({}, axis=0)", Name(op.ref()), Finalize(op), masked));
+    }
+  }
+
+  // One block of a looped scan: the block's own scan combined with the carry of the blocks before,
+  // then the carry advanced by the block's total (or product).
+  void EmitScanStep(SourceWriter& out, EmittedKernel& kernel, const ir::OpNode& op) {
+    const std::string name = Name(op.ref()), x = Name(passes::TensorInputs(op).front());
+    const bool sum = op.op == "aten.cumsum.default";
+    const std::string carry = fmt::format("kf_carry_{}{}", name, cols_ ? "[None, :]" : "");
+    out.Line(fmt::format("kf_block_{} = tl.where(kf_rmask, {}, {})", name, x, Identity(op)));
+    out.Line(fmt::format("{0} = tl.{1}(kf_block_{0}, axis=0) {2} {3}", name, sum ? "cumsum" : "cumprod", sum ? "+" : "*", carry));
+    if (sum) {
+      out.Line(fmt::format("kf_carry_{0} = kf_carry_{0} + tl.sum(kf_block_{0}, axis=0)", name));
+    } else {
+      kernel.helpers.insert("_kf_multiply");
+      out.Line(fmt::format("kf_carry_{0} = kf_carry_{0} * tl.reduce(kf_block_{0}, 0, _kf_multiply)", name));
     }
   }
 
