@@ -82,7 +82,9 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
   out.Line(fmt::format("kf_valid = {}", valid));
   out.Line(fmt::format("kf_x_tap = kf_x_ptr + {}", Sum(x_terms)));
   out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
-  out.Open(fmt::format("for kf_ci in range({}):", ci_g));
+  // Unrolled like the taps (at most kMaxDirectReduction bodies): level2/8's 8 channels x 27 taps
+  // in a runtime channel loop ran 90x slower per FMA than 3 channels x 27 taps.
+  out.Open(fmt::format("for kf_ci in tl.static_range({}):", ci_g));
   out.Line(fmt::format("kf_xv = tl.load(kf_x_tap + {}, mask=kf_valid, other=0.0)", Term("kf_ci", sx[1])));
   out.Line(fmt::format("kf_wv = tl.load(kf_w_tap + {}, mask=kf_n < {}, other=0.0)", Term("kf_ci", sw[1]), co_g));
   out.Line("kf_acc += kf_xv[:, None] * kf_wv[None, :]");
