@@ -12,8 +12,9 @@
 
 namespace kforge::codegen {
 
-// Whether the convolution `conv` (aten.convolution, not transposed) is small enough in output
-// channels per group and in input channels x taps to run directly.
+// Whether the convolution `conv` (aten.convolution) is small enough in output channels per group
+// and in input channels x taps to run directly; for a transposed one (undilated), in input
+// channels x the taps reaching one output phase.
 bool PrefersDirectConvolution(const ir::Graph& graph, const ir::OpNode& conv);
 
 // The kernel of a convolution group (the anchor and its pointwise epilogue) in direct form.
