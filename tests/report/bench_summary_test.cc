@@ -24,7 +24,7 @@ TEST(BenchSummaryTest, CountsFastPSharesOfAllTasksAndGeometricMeansOfAcceptedOne
   std::vector<Json> entries = {
       Report("level1/a", "level1", "accepted", 2.0, 1.2, 1.0, 0.5, 0.8),
       Report("level1/b", "level1", "accepted", 0.5, 0.25, 1.0, 2.0, 0.4),
-      Report("level1/c", "level1", "wrong_output", 0, 0, 0, 0, 0),
+      Report("level1/c", "level1", "wrong_output", 0, 0, 1.0, 0.8, 0),
       {{"task", "level1/d"}, {"level", "level1"}, {"error", "export failed at line 3"}},
       Report("level2/e", "level2", "accepted", 1.6, 1.6, 1.0, 1.0, 0.6),
   };
@@ -37,6 +37,8 @@ TEST(BenchSummaryTest, CountsFastPSharesOfAllTasksAndGeometricMeansOfAcceptedOne
   EXPECT_DOUBLE_EQ(l1["fast_1.5_vs_eager"].get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(l1["fast_2_vs_eager"].get<double>(), 0.0);   // 2.0 is not more than 2
   EXPECT_DOUBLE_EQ(l1["fast_1_vs_compile"].get<double>(), 0.25);
+  // torch.compile beat eager on a and on c (whose candidate failed; its baselines were timed).
+  EXPECT_DOUBLE_EQ(l1["compile_fast_1_vs_eager"].get<double>(), 0.5);
   EXPECT_NEAR(l1["geomean_speedup_vs_eager"].get<double>(), 1.0, 1e-12);      // sqrt(2 * 0.5)
   EXPECT_NEAR(l1["geomean_compile_vs_eager"].get<double>(), 1.0, 1e-12);      // sqrt(2 * 0.5)
   EXPECT_NEAR(l1["median_fraction_of_roofline"].get<double>(), 0.6, 1e-12);
