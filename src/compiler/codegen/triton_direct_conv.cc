@@ -54,6 +54,49 @@ bool PrefersDirectConvolution(const ir::Graph& graph, const ir::OpNode& conv) {
 
 namespace {
 
+// A direct kernel's head: its name, parameters and description, and kf_m, the output positions
+// (of a phase, when transposed) of the program.
+void OpenDirectKernel(SourceWriter& out, EmittedKernel& kernel, const ir::Graph& graph, const passes::FusionGroup& group,
+                      const ConvolutionNode& conv, const std::string& description) {
+  kernel.name = "conv_" + group.name;
+  std::vector<std::string> params = ConvolutionParams(graph, conv);
+  params.push_back("BLOCK_M: tl.constexpr");
+  OpenKernel(out, kernel.name, params, graph, group);
+  out.Line(description);
+  out.Line("kf_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)");
+}
+
+// The rest of a direct kernel, inside its tap loops at kf_x_tap and kf_w_tap (the channel-0
+// input and weight of the tap, kf_valid the positions it reaches): one FMA per input channel
+// (unrolled like the taps, at most kMaxDirectReduction bodies in all: level2/8's 8 channels x 27
+// taps in a runtime channel loop ran 90x slower per FMA than 3 channels x 27 taps), the tap loops
+// closed, the epilogue under `rows` and the channel mask, and the launch over (cdiv(m, block_m),
+// grid_y). `w_channel_stride` steps the weight to the next input channel; `w_mask` adds to its mask.
+Status FinishDirectKernel(SourceWriter& out, EmittedKernel& kernel, const ir::Graph& graph, const passes::FusionGroup& group,
+                          const ConvolutionNode& conv, int64_t w_channel_stride, const std::string& w_mask,
+                          const std::string& rows, int64_t m, int64_t block_m, int64_t grid_y) {
+  out.Open(fmt::format("for kf_ci in tl.static_range({}):", conv.ci_g));
+  out.Line(fmt::format("kf_xv = tl.load(kf_x_tap + {}, mask=kf_valid, other=0.0)", Term("kf_ci", conv.x_type->stride[1])));
+  out.Line(fmt::format("kf_wv = tl.load(kf_w_tap + {}, mask=(kf_n < {}){}, other=0.0)", Term("kf_ci", w_channel_stride),
+                       conv.co_g, w_mask));
+  out.Line("kf_acc += kf_xv[:, None] * kf_wv[None, :]");
+  out.Close();
+  for (size_t d = 0; d < conv.spatial; ++d) out.Close();
+  out.Line(fmt::format("kf_mask = {} & (kf_n[None, :] < {})", rows, conv.co_g));
+  RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
+  out.Close();
+  kernel.source = out.text();
+
+  std::vector<std::string> args = ConvolutionArgs(graph, conv, VarName(graph, conv.x), VarName(graph, conv.w));
+  for (const ir::NodeRef& ref : conv.outputs) {
+    kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
+    args.push_back(VarName(graph, ref));
+  }
+  args.push_back(fmt::format("BLOCK_M={}, num_warps=4", block_m));
+  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (m + block_m - 1) / block_m, grid_y, fmt::join(args, ", ")));
+  return Status::Ok();
+}
+
 // A transposed convolution directly, by output phase: axis 1 of the grid is (group, phase), where
 // a phase is the output positions congruent to r modulo the stride; every output of a phase takes
 // the same taps, t = (r + padding) % stride + j * stride, from input (o + padding - t) / stride, so
@@ -79,15 +122,11 @@ Result<EmittedKernel> EmitDirectTransposedConvolution(const ir::Graph& graph, co
   const int64_t m = conv.images * phase_positions;
 
   EmittedKernel kernel;
-  kernel.name = "conv_" + group.name;
-  std::vector<std::string> params = ConvolutionParams(graph, conv);
-  params.push_back("BLOCK_M: tl.constexpr");
   SourceWriter out;
-  OpenKernel(out, kernel.name, params, graph, group);
-  out.Line(fmt::format("# Direct transposed convolution by output phase ({} phases, axis 1 with the {} group(s)): BLOCK_M of "
-                       "{} positions of a phase x {} output channels per program; one fp32 FMA per input channel ({}) and tap "
-                       "reaching the phase.", phases, conv.groups, m, co_g, ci_g));
-  out.Line("kf_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)");
+  OpenDirectKernel(out, kernel, graph, group, conv,
+                   fmt::format("# Direct transposed convolution by output phase ({} phases, axis 1 with the {} group(s)): "
+                               "BLOCK_M of {} positions of a phase x {} output channels per program; one fp32 FMA per input "
+                               "channel ({}) and tap reaching the phase.", phases, conv.groups, m, co_g, ci_g));
   out.Line(fmt::format("kf_group = tl.program_id(1) // {}", phases));
   out.Line(fmt::format("kf_prem = tl.program_id(1) % {}", phases));
   for (size_t d = spatial; d-- > 0;) {
@@ -127,25 +166,8 @@ Result<EmittedKernel> EmitDirectTransposedConvolution(const ir::Graph& graph, co
   out.Line(fmt::format("kf_valid = {}", valid));
   out.Line(fmt::format("kf_x_tap = kf_x_ptr + {}", Sum(x_terms)));
   out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
-  out.Open(fmt::format("for kf_ci in tl.static_range({}):", ci_g));
-  out.Line(fmt::format("kf_xv = tl.load(kf_x_tap + {}, mask=kf_valid, other=0.0)", Term("kf_ci", sx[1])));
-  out.Line(fmt::format("kf_wv = tl.load(kf_w_tap + {}, mask=(kf_n < {}){}, other=0.0)", Term("kf_ci", sw[0]), co_g, tap_valid));
-  out.Line("kf_acc += kf_xv[:, None] * kf_wv[None, :]");
-  out.Close();
-  for (size_t d = 0; d < spatial; ++d) out.Close();
-  out.Line(fmt::format("kf_mask = kf_inside[:, None] & (kf_n[None, :] < {})", co_g));
-  RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
-  out.Close();
-  kernel.source = out.text();
-
-  std::vector<std::string> args = ConvolutionArgs(graph, conv, VarName(graph, conv.x), VarName(graph, conv.w));
-  for (const ir::NodeRef& ref : conv.outputs) {
-    kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
-    args.push_back(VarName(graph, ref));
-  }
-  args.push_back(fmt::format("BLOCK_M={}, num_warps=4", block_m));
-  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (m + block_m - 1) / block_m, conv.groups * phases,
-                                      fmt::join(args, ", ")));
+  RETURN_IF_ERROR(FinishDirectKernel(out, kernel, graph, group, conv, sw[0], tap_valid, "kf_inside[:, None]", m, block_m,
+                                     conv.groups * phases));
   return kernel;
 }
 
@@ -165,15 +187,10 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
   const std::vector<int64_t>& sw = w_type.stride;
 
   EmittedKernel kernel;
-  kernel.name = "conv_" + group.name;
-  std::vector<std::string> params = ConvolutionParams(graph, conv);
-  params.push_back("BLOCK_M: tl.constexpr");
-
   SourceWriter out;
-  OpenKernel(out, kernel.name, params, graph, group);
-  out.Line(fmt::format("# Direct convolution: BLOCK_M of {} positions x {} output channels per program, {} group(s); one "
-                       "fp32 FMA per input channel ({}) and tap.", m, co_g, conv.groups, ci_g));
-  out.Line("kf_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)");
+  OpenDirectKernel(out, kernel, graph, group, conv,
+                   fmt::format("# Direct convolution: BLOCK_M of {} positions x {} output channels per program, {} group(s); "
+                               "one fp32 FMA per input channel ({}) and tap.", m, co_g, conv.groups, ci_g));
   out.Line("kf_group = tl.program_id(1)");
   out.Line(fmt::format("kf_n = tl.arange(0, {})", columns));
   out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
@@ -198,26 +215,8 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
   out.Line(fmt::format("kf_valid = {}", valid));
   out.Line(fmt::format("kf_x_tap = kf_x_ptr + {}", Sum(x_terms)));
   out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
-  // Unrolled like the taps (at most kMaxDirectReduction bodies): level2/8's 8 channels x 27 taps
-  // in a runtime channel loop ran 90x slower per FMA than 3 channels x 27 taps.
-  out.Open(fmt::format("for kf_ci in tl.static_range({}):", ci_g));
-  out.Line(fmt::format("kf_xv = tl.load(kf_x_tap + {}, mask=kf_valid, other=0.0)", Term("kf_ci", sx[1])));
-  out.Line(fmt::format("kf_wv = tl.load(kf_w_tap + {}, mask=kf_n < {}, other=0.0)", Term("kf_ci", sw[1]), co_g));
-  out.Line("kf_acc += kf_xv[:, None] * kf_wv[None, :]");
-  out.Close();
-  for (size_t d = 0; d < spatial; ++d) out.Close();
-  out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, co_g));
-  RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
-  out.Close();
-  kernel.source = out.text();
-
-  std::vector<std::string> args = ConvolutionArgs(graph, conv, VarName(graph, conv.x), VarName(graph, conv.w));
-  for (const ir::NodeRef& ref : conv.outputs) {
-    kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
-    args.push_back(VarName(graph, ref));
-  }
-  args.push_back(fmt::format("BLOCK_M={}, num_warps=4", block_m));
-  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (m + block_m - 1) / block_m, conv.groups, fmt::join(args, ", ")));
+  RETURN_IF_ERROR(FinishDirectKernel(out, kernel, graph, group, conv, sw[1], "", fmt::format("(kf_m[:, None] < {})", m), m,
+                                     block_m, conv.groups));
   return kernel;
 }
 
