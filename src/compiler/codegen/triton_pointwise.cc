@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/ir/printer.h"
 #include "compiler/passes/fusion_rules.h"
@@ -41,7 +42,8 @@ bool IntegerSafe(const std::string& op) {
                                      "aten.maximum.default", "aten.minimum.default", "aten._to_copy.default",
                                      "aten.clamp.default",  "aten.clamp_min.default", "aten.clamp_max.default",
                                      "aten.bitwise_not.default", "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor",
-                                     "aten.bitwise_xor.Tensor"};
+                                     "aten.bitwise_xor.Tensor", "aten.fmod.Tensor", "aten.fmod.Scalar",
+                                     "aten.remainder.Tensor", "aten.remainder.Scalar"};
   return std::find(std::begin(kOps), std::end(kOps), op) != std::end(kOps);
 }
 
@@ -253,6 +255,16 @@ class ExprBuilder {
     if (name == "aten.sub.Tensor" || name == "aten.sub.Scalar") return WithAlpha("-");
     if (name == "aten.mul.Tensor" || name == "aten.mul.Scalar") return compare("*");
     if (name == "aten.div.Tensor" || name == "aten.div.Scalar") return compare("/");
+    // Integers only: Triton's `%` truncates like C, as torch.fmod does (the dividend's sign);
+    // remainder takes the divisor's sign. (A rolled index: (arange + shift) % size.)
+    if (name == "aten.fmod.Tensor" || name == "aten.fmod.Scalar") {
+      return IntegerOperands() ? compare("%") : Fail("fmod of floating values");
+    }
+    if (name == "aten.remainder.Tensor" || name == "aten.remainder.Scalar") {
+      if (!IntegerOperands()) return Fail("remainder of floating values");
+      const std::string b = Operand(1, "other");
+      return fmt::format("(({0} % {1}) + {1}) % {1}", Operand(0, "self"), b);
+    }
     if (name == "aten.pow.Tensor_Scalar") {
       const ir::Argument* e = op_->FindArgument(ir::ArgSlot{1, "exponent"});
       std::optional<double> exponent = e ? AsNumber(*e) : std::nullopt;
@@ -337,7 +349,78 @@ Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode
   return exprs.Build(op);
 }
 
+namespace {
+
+// A gather along one dim (fusion_rules.h): element i of the output reads x at i's index with the
+// dims the index covers replaced by the index's value there; out-of-range values (torch would
+// raise) read 0 instead of memory outside x.
+Result<PointwiseKernel> EmitGatherKernel(const ir::Graph& graph, const passes::FusionGroup& group,
+                                         const passes::GatherAlongDim& gather) {
+  const auto& op = graph.value(group.nodes.front()).As<ir::OpNode>();
+  PointwiseKernel kernel;
+  kernel.name = "fused_" + group.name;
+  kernel.shape = op.type().shape;
+  kernel.inputs = {gather.x, gather.index};
+  kernel.strided = {true, true};
+  kernel.outputs = passes::GroupOutputs(graph, group);
+  kernel.uses_sizes = true;
+  const ir::TensorType &x = *graph.TypeOf(gather.x), &index = *graph.TypeOf(gather.index);
+  if (group.nodes.size() != 1 || !Supported(x.dtype)) {
+    return Status::InvalidArgument(fmt::format("%{}: a gather with other nodes or of dtype {}", op.name, ToString(x.dtype)));
+  }
+  const size_t rank = kernel.shape.size(), covered = index.shape.size(), dim = static_cast<size_t>(gather.dim);
+  const std::string x_name = VarName(graph, gather.x), index_name = VarName(graph, gather.index);
+  std::vector<std::string> params = {x_name + "_ptr", index_name + "_ptr"};
+  for (const ir::NodeRef& ref : kernel.outputs) params.push_back(VarName(graph, ref) + "_ptr");
+  params.push_back("numel");
+  for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("size_{}: tl.constexpr", d));
+  params.push_back("BLOCK_SIZE: tl.constexpr");
+
+  SourceWriter out;
+  out.Line("@triton.jit");
+  out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
+  out.Line(fmt::format("# Computes {}: {} read along dim {} at the values of {}.", ir::PrintRef(graph, op.ref()),
+                       ir::PrintRef(graph, gather.x), dim, ir::PrintRef(graph, gather.index)));
+  out.Line("pid = tl.program_id(0)");
+  out.Line("offsets = pid.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
+  out.Line("mask = offsets < numel");
+  out.Line("rem = offsets");
+  for (size_t d = rank; d-- > 0;) {
+    if (d == 0) {
+      out.Line("idx_0 = rem");
+    } else {
+      out.Line(fmt::format("idx_{0} = rem % size_{0}", d));
+      out.Line(fmt::format("rem = rem // size_{}", d));
+    }
+  }
+  std::vector<std::string> at_terms;
+  for (size_t i = 0; i < covered; ++i) at_terms.push_back(Term(fmt::format("idx_{}", dim + i), index.stride[i]));
+  out.Line(fmt::format("kf_at = tl.load({}_ptr + {}, mask=mask, other=0)", index_name, Sum(at_terms)));
+  out.Line(fmt::format("kf_at = tl.where(kf_at < 0, kf_at + {0}, kf_at)", x.shape[dim]));
+  std::vector<std::string> x_terms;
+  for (size_t d = 0; d < dim; ++d) x_terms.push_back(Term(fmt::format("idx_{}", d), x.stride[d]));
+  x_terms.push_back(Term("kf_at", x.stride[dim]));
+  for (size_t d = dim + 1; d < x.shape.size(); ++d) x_terms.push_back(Term(fmt::format("idx_{}", d + covered - 1), x.stride[d]));
+  out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask & (kf_at >= 0) & (kf_at < {2}), other=0){3}", x_name,
+                       Sum(x_terms), x.shape[dim], ComputeCast(x.dtype)));
+  for (const ir::NodeRef& ref : kernel.outputs) {
+    const ir::TensorType& type = *graph.TypeOf(ref);
+    std::vector<std::string> terms;
+    for (size_t d = 0; d < rank; ++d) terms.push_back(Term(fmt::format("idx_{}", d), type.stride[d]));
+    out.Line(fmt::format("tl.store({}_ptr + {}, {}, mask=mask)", VarName(graph, ref), type.is_contiguous() ? "offsets" : Sum(terms),
+                         x_name));
+  }
+  out.Close();
+  kernel.source = out.text();
+  return kernel;
+}
+
+}  // namespace
+
 Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
+  if (auto gather = passes::GatherAlongOneDim(graph, graph.value(group.nodes.front()))) {
+    return EmitGatherKernel(graph, group, *gather);
+  }
   PointwiseKernel kernel;
   kernel.name = "fused_" + group.name;
   kernel.shape = graph.value(group.nodes.back()).type().shape;

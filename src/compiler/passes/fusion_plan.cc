@@ -44,7 +44,7 @@ class Planner {
         AddReduction(value, *space);
       } else if (auto rows = RowGatherSpace(graph_, value); rows && !rows->split()) {
         spaces_[NewGroup(Kind::kReduction, value.id)] = *rows;
-      } else if (IsFlip(value)) {
+      } else if (ReadsAtComputedPositions(graph_, value)) {
         NewGroup(Kind::kPointwise, value.id);
       } else if (IsFusableMatmul(graph_, value)) {
         NewGroup(Kind::kMatmul, value.id);
@@ -233,8 +233,8 @@ class Planner {
            !spaces_[a]->split();
   }
 
-  // A flip's group takes no other node: its kernel reads the flipped tensor from memory.
-  bool Closed(int group) const { return IsFlip(graph_.value(groups_[group].nodes.front())); }
+  // A flip's or a gather's group takes no other node: its kernel reads its input from memory.
+  bool Closed(int group) const { return ReadsAtComputedPositions(graph_, graph_.value(groups_[group].nodes.front())); }
 
   // A pointwise group holding absorbed producers: nodes smaller than its iteration space.
   bool Absorbing(int group) const {

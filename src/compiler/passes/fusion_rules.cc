@@ -30,6 +30,35 @@ bool IsFlip(const ir::Value& value) {
   return input != nullptr && op->args[1].Is<ir::IntList>();
 }
 
+std::optional<GatherAlongDim> GatherAlongOneDim(const ir::Graph& graph, const ir::Value& value) {
+  const auto* op = value.TryAs<ir::OpNode>();
+  if (op == nullptr || op->num_outputs() != 1 || op->args.empty() || !op->args[0].Is<ir::NodeRef>()) return std::nullopt;
+  GatherAlongDim gather;
+  gather.x = op->args[0].As<ir::NodeRef>();
+  const ir::TensorType* x = graph.TypeOf(gather.x);
+  if (x == nullptr || x->rank() == 0) return std::nullopt;
+  if (op->op == "aten.index_select.default" && op->args.size() == 3 && op->args[1].Is<int64_t>() &&
+      op->args[2].Is<ir::NodeRef>()) {
+    gather.dim = op->args[1].As<int64_t>();
+    if (gather.dim < 0) gather.dim += x->rank();
+    gather.index = op->args[2].As<ir::NodeRef>();
+    if (gather.dim < 0 || gather.dim >= x->rank() || graph.TypeOf(gather.index)->rank() != 1) return std::nullopt;
+  } else if (op->op == "aten.index.Tensor" && op->args.size() == 2 && op->args[1].Is<ir::TensorList>()) {
+    const ir::TensorList& indices = op->args[1].As<ir::TensorList>();
+    if (indices.size() != 1 || !indices[0]) return std::nullopt;
+    gather.index = *indices[0];
+  } else {
+    return std::nullopt;
+  }
+  const ir::DType index = graph.TypeOf(gather.index)->dtype;
+  if (index != ir::DType::kInt64 && index != ir::DType::kInt32) return std::nullopt;
+  return gather;
+}
+
+bool ReadsAtComputedPositions(const ir::Graph& graph, const ir::Value& value) {
+  return IsFlip(value) || GatherAlongOneDim(graph, value).has_value();
+}
+
 bool IsArange(const ir::Value& value) {
   const auto* op = value.TryAs<ir::OpNode>();
   return op != nullptr && op->num_outputs() == 1 && op->type().rank() == 1 &&

@@ -320,7 +320,7 @@ INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
                              "level3/05_mobilenet_v2_block", "codegen/mutated_state",
                              // kernel forms the tasks' CPU sizes do not reach
                              "codegen/split_loss", "codegen/split_norm", "codegen/var_mean_forms", "codegen/column_sum", "codegen/column_argmax", "codegen/column_index_long", "codegen/conv_taps", "codegen/conv_flat_taps",
-                             "codegen/conv_transpose_taps", "codegen/masked_matmul", "codegen/scans", "codegen/python_numbers", "codegen/unit_reductions", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax", "codegen/gather_rows",
+                             "codegen/conv_transpose_taps", "codegen/masked_matmul", "codegen/scans", "codegen/python_numbers", "codegen/unit_reductions", "codegen/gathers", "codegen/linear_residual", "codegen/uniform_pools", "codegen/looped_argmax", "codegen/gather_rows",
                              "level2/07_conv_transpose2d_add_hardswish"),
                          TestName);
 
