@@ -223,7 +223,7 @@ def capture(request: dict[str, Any], device: torch.device) -> dict[str, Any]:
     inputs = move_inputs(inputs, device)
     task_name = request.get("task_name", path)
     try:
-        program, numbers = _export_numbers_as_tensors(model, inputs)
+        program, numbers = _export_numbers_as_tensors(model, inputs, path)
     except Exception as error:
         failure = describe_export_failure(error, path, "the Model")
         if not request.get("fallback"):
@@ -238,11 +238,12 @@ def capture(request: dict[str, Any], device: torch.device) -> dict[str, Any]:
     return graph
 
 
-def _export_numbers_as_tensors(model: torch.nn.Module, inputs: Sequence[Any]) -> tuple[Any, set[int]]:
+def _export_numbers_as_tensors(model: torch.nn.Module, inputs: Sequence[Any], path: str) -> tuple[Any, set[int]]:
     """The program, and the positions of the inputs that are Python numbers (not bools): export
     would bake their values into the graph as constants, so they are passed as 0-d tensors
     (float32 or int64) and the graph reads them as inputs. Where the model cannot take a tensor
-    there (a number used as a size or a dim), the export as given."""
+    there (a number used as a size, a dim or in control flow), a UserError: exported as given, the
+    graph would hold the captured value, and a generated model would ignore the one it is given."""
     numbers = {i for i, value in enumerate(inputs) if isinstance(value, (int, float)) and not isinstance(value, bool)}
     if numbers:
         device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), torch.device("cpu"))
@@ -252,4 +253,10 @@ def _export_numbers_as_tensors(model: torch.nn.Module, inputs: Sequence[Any]) ->
             return export_program(model, as_tensors), numbers
         except Exception:
             pass
-    return export_program(model, inputs), set()
+    program = export_program(model, inputs)
+    if numbers:
+        named = ", ".join(f"get_inputs()[{i}] = {inputs[i]!r}" for i in sorted(numbers))
+        raise UserError(f"{path}: the Model uses a Python number among its inputs ({named}) where a tensor cannot stand "
+                        "(a size, a dim or a branch): the graph would hold the captured value and a generated model would "
+                        "ignore the one it is given; pass such a number through get_init_inputs() instead")
+    return program, set()

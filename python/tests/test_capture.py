@@ -244,10 +244,10 @@ def test_python_numbers_are_graph_inputs(tmp_path):
     assert mul["args"][1] == {"node": "scale"}
 
 
-def test_a_number_used_as_a_dim_is_captured_as_a_constant(tmp_path):
-    # A tensor cannot stand for a dim: the export as given, which bakes both numbers in.
+def test_a_number_used_as_a_dim_is_refused_by_name(tmp_path):
+    # A tensor cannot stand for a dim, and exported as given the graph would hold the captured
+    # value whatever number a caller passes: a clear error naming the input.
     path = tmp_path / "numbers.py"
     path.write_text(_NUMBERS_TASK.format(dim="dim"))
-    graph = capture({"task_path": str(path)}, torch.device("cpu"))
-    assert not any(i.get("python_number") for i in graph["inputs"])
-    assert any(n["op"] == "aten.sum.dim_IntList" and n["args"][1] == {"list": [{"int": 1}]} for n in graph["nodes"])
+    with pytest.raises(UserError, match=r"get_inputs\(\)\[1\] = 2.5, get_inputs\(\)\[2\] = 1\).*get_init_inputs"):
+        capture({"task_path": str(path)}, torch.device("cpu"))
