@@ -351,76 +351,27 @@ Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode
 
 namespace {
 
-// A gather along one dim (fusion_rules.h): element i of the output reads x at i's index with the
-// dims the index covers replaced by the index's value there; out-of-range values (torch would
-// raise) read 0 instead of memory outside x.
-Result<PointwiseKernel> EmitGatherKernel(const ir::Graph& graph, const passes::FusionGroup& group,
-                                         const passes::GatherAlongDim& gather) {
-  const auto& op = graph.value(group.nodes.front()).As<ir::OpNode>();
-  PointwiseKernel kernel;
-  kernel.name = "fused_" + group.name;
-  kernel.shape = op.type().shape;
-  kernel.inputs = {gather.x, gather.index};
-  kernel.strided = {true, true};
-  kernel.outputs = passes::GroupOutputs(graph, group);
-  kernel.uses_sizes = true;
+// A gather along one dim (fusion_rules.h) into `var`: element i reads x at i's index with the dims
+// the index covers replaced by the index's value there (the output's dims unravelled as idx_*);
+// out-of-range values (torch would raise) read 0 instead of memory outside x.
+void EmitGatherLoad(SourceWriter& out, const ir::Graph& graph, const passes::GatherAlongDim& gather, const std::string& var) {
   const ir::TensorType &x = *graph.TypeOf(gather.x), &index = *graph.TypeOf(gather.index);
-  if (group.nodes.size() != 1 || !Supported(x.dtype)) {
-    return Status::InvalidArgument(fmt::format("%{}: a gather with other nodes or of dtype {}", op.name, ToString(x.dtype)));
-  }
-  const size_t rank = kernel.shape.size(), covered = index.shape.size(), dim = static_cast<size_t>(gather.dim);
-  const std::string x_name = VarName(graph, gather.x), index_name = VarName(graph, gather.index);
-  std::vector<std::string> params = {x_name + "_ptr", index_name + "_ptr"};
-  for (const ir::NodeRef& ref : kernel.outputs) params.push_back(VarName(graph, ref) + "_ptr");
-  params.push_back("numel");
-  for (size_t d = 0; d < rank; ++d) params.push_back(fmt::format("size_{}: tl.constexpr", d));
-  params.push_back("BLOCK_SIZE: tl.constexpr");
-
-  SourceWriter out;
-  out.Line("@triton.jit");
-  out.Open(fmt::format("def {}({}):", kernel.name, fmt::join(params, ", ")));
-  out.Line(fmt::format("# Computes {}: {} read along dim {} at the values of {}.", ir::PrintRef(graph, op.ref()),
-                       ir::PrintRef(graph, gather.x), dim, ir::PrintRef(graph, gather.index)));
-  out.Line("pid = tl.program_id(0)");
-  out.Line("offsets = pid.to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
-  out.Line("mask = offsets < numel");
-  out.Line("rem = offsets");
-  for (size_t d = rank; d-- > 0;) {
-    if (d == 0) {
-      out.Line("idx_0 = rem");
-    } else {
-      out.Line(fmt::format("idx_{0} = rem % size_{0}", d));
-      out.Line(fmt::format("rem = rem // size_{}", d));
-    }
-  }
+  const size_t covered = index.shape.size(), dim = static_cast<size_t>(gather.dim);
   std::vector<std::string> at_terms;
   for (size_t i = 0; i < covered; ++i) at_terms.push_back(Term(fmt::format("idx_{}", dim + i), index.stride[i]));
-  out.Line(fmt::format("kf_at = tl.load({}_ptr + {}, mask=mask, other=0)", index_name, Sum(at_terms)));
+  out.Line(fmt::format("kf_at = tl.load({}_ptr + {}, mask=mask, other=0)", VarName(graph, gather.index), Sum(at_terms)));
   out.Line(fmt::format("kf_at = tl.where(kf_at < 0, kf_at + {0}, kf_at)", x.shape[dim]));
   std::vector<std::string> x_terms;
   for (size_t d = 0; d < dim; ++d) x_terms.push_back(Term(fmt::format("idx_{}", d), x.stride[d]));
   x_terms.push_back(Term("kf_at", x.stride[dim]));
   for (size_t d = dim + 1; d < x.shape.size(); ++d) x_terms.push_back(Term(fmt::format("idx_{}", d + covered - 1), x.stride[d]));
-  out.Line(fmt::format("{0} = tl.load({0}_ptr + {1}, mask=mask & (kf_at >= 0) & (kf_at < {2}), other=0){3}", x_name,
-                       Sum(x_terms), x.shape[dim], ComputeCast(x.dtype)));
-  for (const ir::NodeRef& ref : kernel.outputs) {
-    const ir::TensorType& type = *graph.TypeOf(ref);
-    std::vector<std::string> terms;
-    for (size_t d = 0; d < rank; ++d) terms.push_back(Term(fmt::format("idx_{}", d), type.stride[d]));
-    out.Line(fmt::format("tl.store({}_ptr + {}, {}, mask=mask)", VarName(graph, ref), type.is_contiguous() ? "offsets" : Sum(terms),
-                         x_name));
-  }
-  out.Close();
-  kernel.source = out.text();
-  return kernel;
+  out.Line(fmt::format("{} = tl.load({}_ptr + {}, mask=mask & (kf_at >= 0) & (kf_at < {}), other=0){}", var,
+                       VarName(graph, gather.x), Sum(x_terms), x.shape[dim], ComputeCast(x.dtype)));
 }
 
 }  // namespace
 
 Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
-  if (auto gather = passes::GatherAlongOneDim(graph, graph.value(group.nodes.front()))) {
-    return EmitGatherKernel(graph, group, *gather);
-  }
   PointwiseKernel kernel;
   kernel.name = "fused_" + group.name;
   kernel.shape = graph.value(group.nodes.back()).type().shape;
@@ -443,23 +394,40 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
   }
   const bool permuted = flat != ir::ContiguousStrides(kernel.shape);
   kernel.uses_sizes = permuted;
-  // A flip's group is the flip alone (fusion_plan.h): its input is read at reversed indices along
-  // the flipped dims.
-  std::set<size_t> flipped;
+  // A flip or a gather starts its group (fusion_plan.h): its value is loaded at computed positions
+  // (reversed along the flipped dims, or at the index's values), and the ops after it compute on it.
   const auto& first_op = graph.value(group.nodes.front()).As<ir::OpNode>();
+  const std::optional<passes::GatherAlongDim> gather = passes::GatherAlongOneDim(graph, first_op);
+  const bool positioned = gather.has_value() || passes::IsFlip(first_op);
+  std::set<size_t> flipped;
   if (passes::IsFlip(first_op)) {
     std::optional<std::vector<int64_t>> dims = passes::ReducedDims(&first_op.args[1], static_cast<int64_t>(rank));
-    if (group.nodes.size() != 1 || !dims) return Status::InvalidArgument(fmt::format("%{}: a flip with other nodes or bad dims", first_op.name));
+    if (!dims || first_op.type().shape != kernel.shape) {
+      return Status::InvalidArgument(fmt::format("%{}: a flip of another shape than its group's or with bad dims", first_op.name));
+    }
     for (int64_t d : *dims) {
       if (kernel.shape[static_cast<size_t>(d)] > 1) flipped.insert(static_cast<size_t>(d));
     }
   }
+  if (gather && first_op.type().shape != kernel.shape) {
+    return Status::InvalidArgument(fmt::format("%{}: a gather of another shape than its group's", first_op.name));
+  }
+  kernel.uses_sizes = kernel.uses_sizes || positioned;
+  // The inputs the ops after a positioned read take (those only it reads are loaded by it).
+  std::set<int64_t> read_by_ops;
+  for (size_t n = positioned ? 1 : 0; n < group.nodes.size(); ++n) {
+    for (const ir::NodeRef& ref : passes::TensorInputs(graph.value(group.nodes[n]))) {
+      read_by_ops.insert(static_cast<int64_t>(ref.value) * 64 + ref.output);
+    }
+  }
+  std::vector<bool> loaded;
   for (const ir::NodeRef& ref : kernel.inputs) {
     const ir::TensorType& type = *graph.TypeOf(ref);
     if (!Supported(type.dtype)) {
       return Status::InvalidArgument(fmt::format("{}: unsupported dtype {}", ir::PrintRef(graph, ref), ToString(type.dtype)));
     }
-    kernel.strided.push_back(!flipped.empty() || !ReadsFlat(type, kernel.shape, flat));
+    loaded.push_back(read_by_ops.count(static_cast<int64_t>(ref.value) * 64 + ref.output) > 0);
+    kernel.strided.push_back(!ReadsFlat(type, kernel.shape, flat));
     kernel.uses_sizes = kernel.uses_sizes || kernel.strided.back();
   }
   for (const ir::NodeRef& ref : kernel.outputs) {
@@ -468,12 +436,8 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
 
   // The body first: it decides which helpers the kernel needs.
   SourceWriter body;
-  for (ir::ValueId id : group.nodes) {
-    const auto& op = graph.value(id).As<ir::OpNode>();
-    if (!flipped.empty()) {
-      body.Line(fmt::format("{} = {}", VarName(graph, op.ref()), VarName(graph, kernel.inputs.front())));
-      continue;
-    }
+  for (size_t n = positioned ? 1 : 0; n < group.nodes.size(); ++n) {
+    const auto& op = graph.value(group.nodes[n]).As<ir::OpNode>();
     Result<std::string> expr = PointwiseExpression(graph, op, kernel.helpers);
     if (!expr.ok()) return expr.status();
     body.Line(fmt::format("{} = {}", VarName(graph, op.ref()), *expr));
@@ -526,8 +490,17 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
     }
     return terms.empty() ? std::string("0") : fmt::format("({})", fmt::join(terms, " + "));
   };
+  if (gather) {
+    EmitGatherLoad(out, graph, *gather, VarName(graph, first_op.ref()));
+  } else if (positioned) {
+    const ir::NodeRef x = first_op.args[0].As<ir::NodeRef>();
+    out.Line(fmt::format("{} = {}{}", VarName(graph, first_op.ref()),
+                         LoadAt(VarName(graph, x) + "_ptr", strided_offset(*graph.TypeOf(x), "idx_", flipped), "mask=mask, other=0"),
+                         ComputeCast(graph.TypeOf(x)->dtype)));
+  }
   bool unravelled_block = false;
   for (size_t i = 0; i < kernel.inputs.size(); ++i) {
+    if (!loaded[i]) continue;
     const ir::NodeRef& ref = kernel.inputs[i];
     const ir::TensorType& type = *graph.TypeOf(ref);
     std::string name = VarName(graph, ref);
@@ -536,8 +509,8 @@ Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes
       out.Line(fmt::format("{0} = tl.load({0}_ptr + offsets, mask=mask, other=0){1}", name, cast));
       continue;
     }
-    std::string load = fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", strided_offset(type, "idx_", flipped), "mask=mask, other=0"), cast);
-    const int64_t run = permuted || !flipped.empty() ? 0 : ConstantRun(type, kernel.shape);
+    std::string load = fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", strided_offset(type, "idx_", {}), "mask=mask, other=0"), cast);
+    const int64_t run = permuted ? 0 : ConstantRun(type, kernel.shape);
     if (run < kMinConstantRun) {
       out.Line(load);
       continue;

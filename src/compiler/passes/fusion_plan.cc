@@ -115,11 +115,15 @@ class Planner {
 
   void AddPointwise(const ir::Value& value) {
     std::set<int> merged, absorbed;
-    int anchor = kNoGroup;
+    int anchor = kNoGroup, closed = kNoGroup;
     for (const ir::NodeRef& ref : TensorInputs(value)) {
       int group = group_of_[ref.value];
       bool is_anchor = false;
-      if (group == kNoGroup || Closed(group) || merged.count(group) || absorbed.count(group)) continue;
+      if (group == kNoGroup || merged.count(group) || absorbed.count(group)) continue;
+      if (Closed(group)) {
+        if (closed == kNoGroup) closed = group;
+        continue;
+      }
       if (Absorbable(group, value)) {
         absorbed.insert(group);
         continue;
@@ -155,6 +159,14 @@ class Planner {
       std::set<int> trial = all;
       trial.insert(group);
       if (!MakesCycle(trial, value.id)) all = trial;
+    }
+    if (merged.empty() && absorbed.empty() && closed != kNoGroup && SameIterationSpace(value, GroupShape(closed)) &&
+        !MakesCycle({closed}, value.id)) {
+      // Nothing else to merge with: the op joins a flip's or gather's group as a consumer (the
+      // read at computed positions stays the group's first node).
+      groups_[closed].nodes.push_back(value.id);
+      group_of_[value.id] = closed;
+      return;
     }
     if (merged.empty()) {
       int own = NewGroup(Kind::kPointwise, value.id);
@@ -233,7 +245,8 @@ class Planner {
            !spaces_[a]->split();
   }
 
-  // A flip's or a gather's group takes no other node: its kernel reads its input from memory.
+  // A flip's or a gather's group: its kernel reads its input from memory at computed positions, so
+  // it merges with no other group and joins no reduction; same-shape pointwise consumers may join it.
   bool Closed(int group) const { return ReadsAtComputedPositions(graph_, graph_.value(groups_[group].nodes.front())); }
 
   // A pointwise group holding absorbed producers: nodes smaller than its iteration space.

@@ -1,7 +1,8 @@
 // Partitions a graph's op nodes into fusion groups, one generated kernel each: same-shape pointwise
 // ops; reductions with the pointwise ops before and after them over the same rows (softmax, norms);
 // matmuls and convolutions, and poolings (windows), with their pointwise epilogues; attention with the producers
-// of its bias that only it reads; a recurrent scan alone; a flip or a gather along one dim alone (a copy at computed positions). Metadata-only views and every other op are groups of their own (views cost
+// of its bias that only it reads; a recurrent scan alone; a flip or a gather along one dim (a copy at computed positions) with its same-shape pointwise
+// consumers. Metadata-only views and every other op are groups of their own (views cost
 // nothing; the rest are library calls).
 #pragma once
 

@@ -328,11 +328,11 @@ TEST(FusionPlanTest, BroadcastInputFusesButADifferentShapeProducerReadElsewhereD
 }
 
 TEST(FusionPlanTest, NoMergeThroughALibraryOpThatWouldMakeACycle) {
-  // exp -> flip -> add(exp, flip): fusing add into exp's group would need flip both before and after it.
+  // exp -> roll -> add(exp, roll): fusing add into exp's group would need roll both before and after it.
   ir::GraphBuilder b("cycle");
   ir::ValueId x = AddInputOk(b, "x", {4, 8});
   ir::ValueId exp = AddOk(b, "exp", "aten.exp.default", {Ref(x)}, {F32({4, 8})});
-  ir::ValueId mm = AddOk(b, "mm", "aten.flip.default", {Ref(exp), {ir::IntList{1}}}, {F32({4, 8})});
+  ir::ValueId mm = AddOk(b, "mm", "aten.roll.default", {Ref(exp), {ir::IntList{1}}}, {F32({4, 8})});
   ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(exp), Ref(mm)}, {F32({4, 8})});
   b.AddOutput({add, 0});
   ir::Graph graph = std::move(b).Build();
@@ -341,6 +341,29 @@ TEST(FusionPlanTest, NoMergeThroughALibraryOpThatWouldMakeACycle) {
   EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"exp"}));
   EXPECT_EQ(Names(graph, plan.groups[1]), (std::vector<std::string>{"mm"}));
   EXPECT_EQ(Names(graph, plan.groups[2]), (std::vector<std::string>{"add"}));
+}
+
+TEST(FusionPlanTest, AFlipTakesItsConsumersButNoProducerOrReduction) {
+  // exp -> flip -> add(exp, flip) -> sum: add cannot join exp's group (a cycle through the flip),
+  // so it joins the flip's, which reads exp from memory; the sum starts its own group, and so
+  // does neg, which reads the flip and another pointwise group's value.
+  ir::GraphBuilder b("flip");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  ir::ValueId exp = AddOk(b, "exp", "aten.exp.default", {Ref(x)}, {F32({4, 8})});
+  ir::ValueId flip = AddOk(b, "flip", "aten.flip.default", {Ref(exp), {ir::IntList{1}}}, {F32({4, 8})});
+  ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(exp), Ref(flip)}, {F32({4, 8})});
+  ir::ValueId sum = AddOk(b, "sum", "aten.sum.dim_IntList", {Ref(add), {ir::IntList{1}}}, {F32({4})});
+  ir::ValueId abs = AddOk(b, "abs", "aten.abs.default", {Ref(x)}, {F32({4, 8})});
+  ir::ValueId neg = AddOk(b, "neg", "aten.sub.Tensor", {Ref(flip), Ref(abs)}, {F32({4, 8})});
+  b.AddOutput({sum, 0});
+  b.AddOutput({neg, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_EQ(plan.groups.size(), 4u);
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"exp"}));
+  EXPECT_EQ(Names(graph, plan.groups[1]), (std::vector<std::string>{"flip", "add"}));
+  EXPECT_EQ(Names(graph, plan.groups[2]), (std::vector<std::string>{"sum"}));
+  EXPECT_EQ(Names(graph, plan.groups[3]), (std::vector<std::string>{"abs", "neg"}));
 }
 
 TEST(FusionRulesTest, BroadcastsTo) {
