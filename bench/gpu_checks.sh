@@ -3,8 +3,8 @@
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
 #   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|graphs|probe|all]
-# (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS, KFORGE_BENCH_SHARD,
-#  KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
+# (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
+#  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -40,11 +40,23 @@ case "$what" in
     # --no-run summarizes them together. Each task's eager, torch.compile and candidate timings are
     # still measured side by side on one GPU, but the processes share the host's CPUs
     # (bench/RESULTS.md: launch-bound candidates timed while another process compiles are slowed).
+    # KFORGE_BENCH_TASKS ("5 14 89": task numbers of a KernelBench level folder) benches those
+    # tasks alone, copied into a folder named like the suite's (the report folders and the summary
+    # keep its level). A run folder too large to carry (the 64 MiB limit) travels packed as
+    # bench/runs/carry/<name>.tgz (bench/carry_runs.sh pack): it is unpacked when the folder is absent.
     suite="${KFORGE_BENCH_SUITE:-tasks}"
     gpus="${KFORGE_BENCH_GPUS:-1}"
     mode="${KFORGE_BENCH_MODE:-strict}"
     runs="${KFORGE_BENCH_RUNS:-bench/runs/h200}"
     [ "$mode" = strict ] || [ -n "${KFORGE_BENCH_RUNS:-}" ] || runs="bench/runs/h200-$mode"
+    if [ -n "${KFORGE_BENCH_TASKS:-}" ]; then
+      chosen="/tmp/kforge-bench-tasks/$(basename "$suite")"
+      rm -rf "$chosen" && mkdir -p "$chosen"
+      for n in $KFORGE_BENCH_TASKS; do cp "$suite/${n}_"*.py "$chosen/" || exit 2; done
+      suite="$chosen"
+    fi
+    packed="bench/runs/carry/$(basename "$runs").tgz"
+    [ -d "$runs" ] || [ ! -f "$packed" ] || tar xzf "$packed" -C "$(dirname "$runs")"
     mkdir -p "$runs"
     bench_shard() {  # GPU index, shard (I/N or empty), log
       CUDA_VISIBLE_DEVICES="$1" timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace "$runs/workspace" \
