@@ -89,3 +89,23 @@ def test_a_store_that_cannot_be_read_is_exit_2_and_left_alone(content, tmp_path)
     assert store.read_bytes() == content
     listed = run(["show"], workspace)
     assert listed.returncode == 2 and str(store) in listed.stderr
+
+
+def test_global_options_work_after_the_subcommand(tmp_path):
+    task = os.path.join(REPO, "tasks", "level1", "01_relu.py")
+    done = subprocess.run([BINARY, "ir", task, "--device", "cpu", "-q", "--workspace", str(tmp_path / "ws")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "aten.relu.default" in done.stdout
+    refused = subprocess.run([BINARY, "-q", "eval", task, HONEST, "--workspace", str(tmp_path / "ws"), "--device", "cpu",
+                              "--precision", "fp8"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2
+    assert "--precision" in refused.stderr
+
+
+def test_every_subcommand_help_names_the_global_options():
+    for sub in ("optimize", "resume", "bench", "eval", "baseline", "show", "ir"):
+        done = subprocess.run([BINARY, sub, "--help"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, sub
+        assert "Global options, before or after the subcommand" in done.stdout, sub
+        assert "--device" in done.stdout and "--workspace" in done.stdout, sub

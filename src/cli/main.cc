@@ -46,9 +46,17 @@ int main(int argc, char** argv) {
                "then read your files and reach the network)");
   app.add_flag("-v,--verbose", common.verbose, "more progress output");
   app.add_flag("-q,--quiet", common.quiet, "no progress output");
+  // Every subcommand's --help names the global options it honours (all of them, from either side).
+  std::string global_options = "Global options, before or after the subcommand (kforge --help):";
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_name() != "--help" && option->get_name() != "--version") global_options += " " + option->get_name();
+  }
   std::map<CLI::App*, kforge::CommandRunner> runners;
   for (const auto& command : kCommands) {
     CLI::App* sub = app.add_subcommand(command.name, command.description);
+    // The global options work after the subcommand too (`kforge optimize TASK --device cpu`).
+    sub->fallthrough();
+    sub->footer(global_options);
     runners[sub] = command.attach(*sub, common);
   }
   try {
