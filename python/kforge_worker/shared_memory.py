@@ -12,12 +12,13 @@ untrusted: `Arena.view` checks the range and dtype before anything is read.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import os
 import socket
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -310,6 +311,21 @@ def view_values(arena: Arena, described: list[dict[str, Any]]) -> list:
 
 
 # -- handing descriptors over ---------------------------------------------------------------------
+@contextlib.contextmanager
+def _socket_address(path: str) -> Iterator[str]:
+    """`path` as a Unix socket address: itself, or where it is longer than an address may be (108
+    bytes with the NUL: a deep workspace), the same file reached through a descriptor of its
+    folder (/proc/self/fd/N/name), held while the address is in use."""
+    if len(os.fsencode(path)) < 100:
+        yield path
+        return
+    folder = os.open(os.path.dirname(path) or ".", os.O_PATH | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{folder}/{os.path.basename(path)}"
+    finally:
+        os.close(folder)
+
+
 class DescriptorOffer:
     """Serves a set of descriptors once, on a Unix socket only this user can reach, to a peer
     running as the same user (the zygote), then closes the socket and calls `served`."""
@@ -320,7 +336,8 @@ class DescriptorOffer:
         self.descriptors = descriptors
         self.served = served
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(self.path)
+        with _socket_address(self.path) as address:
+            self.listener.bind(address)
         os.chmod(self.path, 0o600)
         self.listener.listen(1)
         self.listener.settimeout(timeout_s)
@@ -356,7 +373,8 @@ def fetch_descriptors(path: str, count: int, timeout_s: float = 30.0) -> list[in
     """The descriptors a DescriptorOffer serves at `path`."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
         connection.settimeout(timeout_s)
-        connection.connect(path)
+        with _socket_address(path) as address:
+            connection.connect(address)
         _, descriptors, _, _ = socket.recv_fds(connection, 1, count)
     if len(descriptors) != count:
         for descriptor in descriptors:

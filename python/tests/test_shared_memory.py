@@ -81,3 +81,18 @@ def test_a_descriptor_offer_serves_once_and_goes(tmp_path):
     assert not os.path.exists(offer.path)
     with pytest.raises(OSError):
         shared_memory.fetch_descriptors(offer.path, 1, timeout_s=1)
+
+
+def test_a_descriptor_offer_in_a_folder_deeper_than_a_socket_address_may_be(tmp_path):
+    # A Unix socket address holds at most 107 bytes; a deep workspace's exchange folder is longer.
+    folder = tmp_path / ("d" * 60) / ("e" * 60)
+    folder.mkdir(parents=True)
+    arena = Arena.create("inputs", CPU, 4096)
+    arena.put(torch.full((8,), 5.0))
+    offer = DescriptorOffer(str(folder), [arena.descriptor], timeout_s=10)
+    assert len(offer.path) > 108
+    [descriptor] = shared_memory.fetch_descriptors(offer.path, 1)
+    mapped = Arena.open("inputs", CPU, descriptor, 4096)
+    assert torch.equal(mapped.view({"offset": 0, "shape": [8], "dtype": "float32"}), torch.full((8,), 5.0))
+    offer.thread.join(timeout=10)
+    assert not os.path.exists(offer.path)
