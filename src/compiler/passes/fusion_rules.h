@@ -16,21 +16,21 @@ std::vector<ir::NodeRef> TensorInputs(const ir::Value& value);
 // Fusable pointwise: a known pointwise op with exactly one output whose every tensor input broadcasts to it,
 // or a 1-D arange (each element a function of its index).
 bool IsFusablePointwise(const ir::Graph& graph, const ir::Value& value);
-// Flip: flip(x, dims) of a supported dtype, a copy that reads x at reversed indices; a pointwise
-// kernel of its own (it reads its input from memory, so nothing computes that input beside it).
+// Flip: flip(x, dims) with a list of dims, a copy that reads x at reversed indices; it starts a
+// pointwise group (it reads its input from memory, so nothing computes that input beside it).
 bool IsFlip(const ir::Value& value);
 // Gather along one dim: index_select(x, dim, index) with a 1-D integer index, or index.Tensor(x,
 // [index]) with one integer index tensor for dim 0. The result is x.shape[:dim] + index.shape +
 // x.shape[dim + 1:], read from x at the index's values along dim (negative ones counting from the
 // end): a copy at computed positions (torch.roll's `(arange + shift) % n`, a relative-position
-// table read by its index buffer), a pointwise kernel of its own like a flip.
+// table read by its index buffer), which starts a pointwise group like a flip.
 struct GatherAlongDim {
   ir::NodeRef x, index;
   int64_t dim = 0;
 };
 std::optional<GatherAlongDim> GatherAlongOneDim(const ir::Graph& graph, const ir::Value& value);
 // A flip or a gather along one dim: its kernel reads its input at positions it computes, so its
-// group takes no other node.
+// group merges with no other group and joins no reduction; only same-shape pointwise consumers join it.
 bool ReadsAtComputedPositions(const ir::Graph& graph, const ir::Value& value);
 // arange(end), arange(start, end) or arange(start, end, step) with a 1-D result.
 bool IsArange(const ir::Value& value);
