@@ -191,7 +191,7 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
   OpenDirectKernel(out, kernel, graph, group, conv,
                    fmt::format("# Direct convolution: BLOCK_M of {} positions x {} output channels per program, {} group(s); "
                                "one fp32 FMA per input channel ({}) and tap.", m, co_g, conv.groups, ci_g));
-  out.Line("kf_group = tl.program_id(1)");
+  out.Line(conv.groups == 1 ? "kf_group = 0" : "kf_group = tl.program_id(1)");
   out.Line(fmt::format("kf_n = tl.arange(0, {})", columns));
   out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
   out.Line("kf_rem = kf_m");
