@@ -259,8 +259,9 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
       std::string valid = fmt::format("(kf_m < {})", m);
       for (size_t d = 0; d < spatial; ++d) {
         if (!transposed) {
+          // Without padding a tap stays inside the input (see the flat-K loop below).
           out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
-          valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+          if (padding[d] != 0) valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
         } else if (stride[d] == 1) {
           out.Line(fmt::format("kf_in{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
           valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);

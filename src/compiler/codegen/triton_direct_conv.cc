@@ -208,7 +208,8 @@ Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes
   for (size_t d = 0; d < spatial; ++d) {
     out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, conv.stride[d], conv.padding[d],
                          conv.dilation[d]));
-    valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+    // Without padding a tap stays inside the input: o * stride + t * dilation < in.
+    if (conv.padding[d] != 0) valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
     x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
     w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
   }
