@@ -67,7 +67,7 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
     const bool uses_dot = UsesDot(source);
     chosen.attempts.push_back({{"dot_precision", uses_dot ? step.Label() : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});
     chosen.source = std::move(source);
-    if (!WorthTheNextStep(evaluation->verdict.kind == VerdictKind::kWrongOutput, uses_dot)) break;
+    if (!WorthTheNextStep(evaluation->verdict.kind, uses_dot, &step == &ladder.front())) break;
     log(fmt::format("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), step.Label()));
   }
   if (!evaluation) return Status::Internal("the precision ladder has no step");

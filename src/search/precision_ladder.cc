@@ -1,5 +1,7 @@
 #include "search/precision_ladder.h"
 
+#include "eval/verdict.h"
+
 namespace kforge {
 
 std::string DotPrecisionStep::Label() const {
@@ -9,9 +11,12 @@ std::string DotPrecisionStep::Label() const {
 std::vector<DotPrecisionStep> DotPrecisionLadder(Precision precision, bool on_cpu) {
   if (precision == Precision::kTf32) return {{"tf32", "tf32"}};
   if (on_cpu) return {{"ieee", "ieee"}};
-  return {{"tf32x3", "tf32x3"}, {"tf32x3", "ieee"}, {"ieee", "ieee"}};
+  return {{"tf32x3", "tf32x3"}, {"tf32x3", "ieee"}, {"bf16x6", "bf16x6"}, {"ieee", "ieee"}};
 }
 
-bool WorthTheNextStep(bool wrong_output, bool uses_dot) { return wrong_output && uses_dot; }
+bool WorthTheNextStep(VerdictKind verdict, bool uses_dot, bool first_step) {
+  if (!uses_dot || verdict == VerdictKind::kAccepted) return false;
+  return verdict == VerdictKind::kWrongOutput || !first_step;
+}
 
 }  // namespace kforge

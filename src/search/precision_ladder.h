@@ -4,19 +4,23 @@
 // order, judged by the evaluator at the fp32 tolerance like any candidate. Attention is where that
 // error shows first (scores of order 1e5 on inputs scaled by 1000, whose rounding alone moves the
 // probabilities), so the second try keeps the GEMMs in three-pass TF32 and runs only the attention
-// kernels' dots in IEEE fp32; the last runs every dot in IEEE. The interpreter computes every dot
-// exactly (one step); a declared tf32 policy has one step.
+// kernels' dots in IEEE fp32. The third runs every dot in six-pass BF16 (each operand split into
+// three BF16 parts, 24 bits in all, the three smallest cross products dropped: about a quarter of
+// three-pass TF32's error, on tensor cores of twice TF32's rate), the last in IEEE
+// (FMAs, several times slower). The interpreter computes every dot exactly (one step); a declared
+// tf32 policy has one step.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "eval/precision.h"
+#include "eval/verdict.h"
 
 namespace kforge {
 
 struct DotPrecisionStep {
-  std::string gemm;       // matmuls and convolutions ("tf32x3", "ieee", "tf32")
+  std::string gemm;       // matmuls and convolutions ("tf32x3", "bf16x6", "ieee", "tf32")
   std::string attention;  // the attention kernels' two dots
   // "tf32x3", "ieee", or "tf32x3, attention ieee" for a step that differs by kind.
   std::string Label() const;
@@ -25,8 +29,10 @@ struct DotPrecisionStep {
 
 std::vector<DotPrecisionStep> DotPrecisionLadder(Precision precision, bool on_cpu);
 
-// Whether a candidate judged `wrong_output` with `step` is worth the next step: only a dot that
-// lost accuracy can be mended by another precision (a source without tl.dot would fail again).
-bool WorthTheNextStep(bool wrong_output, bool uses_dot);
+// Whether a candidate judged `verdict` with a step is worth the next step: only a dot can be
+// mended by another precision, when it lost accuracy (wrong_output) or, past the first step, when
+// the step's precision did not build or run (the first step's passing shows the kernels themselves
+// build; a later precision's lowering may not, for some tile).
+bool WorthTheNextStep(VerdictKind verdict, bool uses_dot, bool first_step);
 
 }  // namespace kforge

@@ -107,16 +107,30 @@ TEST_F(CompilerCandidateTest, ABakedSourceThatFailsKeepsTheAutotunedOne) {
   EXPECT_EQ(recorder.kept[0], recorder.evaluated[0]);
 }
 
-// Wrong output with dots climbs the ladder to IEEE; the middle step, which changes nothing without
-// an attention kernel, is skipped.
+// Wrong output with dots climbs the ladder to six-pass BF16; the attention step, which changes
+// nothing without an attention kernel, is skipped.
 TEST_F(CompilerCandidateTest, WrongOutputClimbsTheLadderSkippingStepsThatChangeNothing) {
   Recorder recorder;
   recorder.verdicts = {VerdictKind::kWrongOutput, VerdictKind::kAccepted, VerdictKind::kAccepted};
   Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, nullptr, "H200", recorder.Hooks());
   ASSERT_TRUE(chosen.ok());
-  EXPECT_EQ(chosen->precision.gemm, "ieee");
-  EXPECT_NE(chosen->source.find("input_precision=\"ieee\""), std::string::npos);
+  EXPECT_EQ(chosen->precision.gemm, "bf16x6");
+  EXPECT_NE(chosen->source.find("input_precision=\"bf16x6\""), std::string::npos);
   EXPECT_EQ(chosen->attempts, Json::parse(R"([{"dot_precision": "tf32x3", "verdict": "wrong_output"},
+                                               {"baked": true, "verdict": "accepted"},
+                                               {"dot_precision": "bf16x6", "verdict": "accepted"}])"));
+}
+
+// A later precision that does not build hands on to IEEE.
+TEST_F(CompilerCandidateTest, ALaterPrecisionThatDoesNotBuildHandsOnToIeee) {
+  Recorder recorder;
+  recorder.verdicts = {VerdictKind::kWrongOutput, VerdictKind::kCompileError, VerdictKind::kAccepted, VerdictKind::kAccepted};
+  Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, nullptr, "H200", recorder.Hooks());
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->precision.gemm, "ieee");
+  EXPECT_TRUE(chosen->evaluation.verdict.accepted());
+  EXPECT_EQ(chosen->attempts, Json::parse(R"([{"dot_precision": "tf32x3", "verdict": "wrong_output"},
+                                               {"dot_precision": "bf16x6", "verdict": "compile_error"},
                                                {"baked": true, "verdict": "accepted"},
                                                {"dot_precision": "ieee", "verdict": "accepted"}])"));
 }

@@ -6,12 +6,13 @@
 namespace kforge {
 namespace {
 
-TEST(PrecisionLadderTest, Fp32OnAGpuTriesAttentionInIeeeBeforeEveryDot) {
+TEST(PrecisionLadderTest, Fp32OnAGpuTriesAttentionInIeeeThenSixPassBf16ThenIeee) {
   std::vector<DotPrecisionStep> ladder = DotPrecisionLadder(Precision::kFp32, /*on_cpu=*/false);
-  ASSERT_EQ(ladder.size(), 3u);
+  ASSERT_EQ(ladder.size(), 4u);
   EXPECT_EQ(ladder[0], (DotPrecisionStep{"tf32x3", "tf32x3"}));
   EXPECT_EQ(ladder[1], (DotPrecisionStep{"tf32x3", "ieee"}));
-  EXPECT_EQ(ladder[2], (DotPrecisionStep{"ieee", "ieee"}));
+  EXPECT_EQ(ladder[2], (DotPrecisionStep{"bf16x6", "bf16x6"}));
+  EXPECT_EQ(ladder[3], (DotPrecisionStep{"ieee", "ieee"}));
   EXPECT_EQ(ladder[0].Label(), "tf32x3");
   EXPECT_EQ(ladder[1].Label(), "tf32x3, attention ieee");
 }
@@ -21,10 +22,14 @@ TEST(PrecisionLadderTest, TheInterpreterAndADeclaredTf32PolicyHaveOneStep) {
   EXPECT_EQ(DotPrecisionLadder(Precision::kTf32, /*on_cpu=*/false), (std::vector<DotPrecisionStep>{{"tf32", "tf32"}}));
 }
 
-TEST(PrecisionLadderTest, OnlyAWrongOutputWithADotIsWorthAnotherPrecision) {
-  EXPECT_TRUE(WorthTheNextStep(/*wrong_output=*/true, /*uses_dot=*/true));
-  EXPECT_FALSE(WorthTheNextStep(true, false));
-  EXPECT_FALSE(WorthTheNextStep(false, true));
+TEST(PrecisionLadderTest, AWrongOutputOrALaterPrecisionThatFailsIsWorthAnother) {
+  EXPECT_TRUE(WorthTheNextStep(VerdictKind::kWrongOutput, /*uses_dot=*/true, /*first_step=*/true));
+  EXPECT_FALSE(WorthTheNextStep(VerdictKind::kWrongOutput, false, true));
+  EXPECT_FALSE(WorthTheNextStep(VerdictKind::kAccepted, true, false));
+  // The first step failing otherwise is the kernels' own fault; a later one may be its precision's.
+  EXPECT_FALSE(WorthTheNextStep(VerdictKind::kCompileError, true, true));
+  EXPECT_TRUE(WorthTheNextStep(VerdictKind::kCompileError, true, false));
+  EXPECT_FALSE(WorthTheNextStep(VerdictKind::kRuntimeError, false, false));
 }
 
 }  // namespace
