@@ -212,6 +212,12 @@ TEST(RelayoutEndToEndTest, ConvolutionWithAnEpilogue) {
   ExpectMatchesPyTorch("codegen/conv_flat_taps", RelayoutAlways(), {"_kf_channels_last[", "_kf_taps_outside["});
 }
 
+// The transcendental helpers keep their relative accuracy down to 1e-8 (expm1(x) / x and
+// tanh(x) / x are near 1 there), at 2e-6.
+TEST(TranscendentalsEndToEndTest, KeepRelativeAccuracyNearZero) {
+  ExpectMatchesPyTorch("codegen/transcendentals", ModelWriterOptions{}, {"def _kf_expm1", "def _kf_tanh"}, 2e-6);
+}
+
 // Norms over rows long enough to split: the statistics come from per-slice Welford summaries
 // merged with Chan's formula (inputs far from zero, where a sum of squares would fail), and the
 // normalization is one pointwise pass, which loads the row's statistics and the channel's weight
