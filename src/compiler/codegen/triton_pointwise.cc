@@ -192,11 +192,7 @@ class ExprBuilder {
       std::string x = Operand(0, "self");
       return fmt::format("tl.where({0} > 0.0, 1.0, tl.where({0} < 0.0, -1.0, {0} * 0.0))", x);
     }
-    if (name == "aten.mish.default") {
-      std::string x = Operand(0, "self");
-      std::string softplus = fmt::format("tl.where({0} > 20.0, {0}, {1})", x, Helper("_kf_log1p", fmt::format("tl.exp({})", x)));
-      return fmt::format("{} * {}", x, Helper("_kf_tanh", softplus));
-    }
+    if (name == "aten.mish.default") return fmt::format("{} * {}", Operand(0, "self"), Helper("_kf_tanh_softplus", Operand(0, "self")));
     if (name == "aten.sigmoid.default") return unary("tl.sigmoid");
     if (name == "aten.tanh.default") return Helper("_kf_tanh", Operand(0, "self"));
     if (name == "aten.log1p.default") return Helper("_kf_log1p", Operand(0, "self"));
@@ -569,6 +565,17 @@ void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& ou
     out.Line("e = _kf_expm1(-2.0 * tl.abs(x))");
     out.Line("t = -e / (2.0 + e)");
     out.Line("return tl.where(x < 0.0, -t, t)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
+  if (needed.count("_kf_tanh_softplus")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_tanh_softplus(x):");
+    out.Line("# tanh(log(1 + n)) = n (n + 2) / (n (n + 2) + 2) for n = exp(x): no term cancels; 1 from x = 20 on.");
+    out.Line("n = tl.exp(tl.minimum(x, 20.0))");
+    out.Line("q = n * (n + 2.0)");
+    out.Line("return q / (q + 2.0)");
     out.Close();
     out.Blank();
     out.Blank();

@@ -40,7 +40,7 @@ ir::Shape Reduced(const ir::Shape& shape, const std::vector<int64_t>& dims, bool
 
 class Decomposer : public ir::GraphRewriter {
  public:
-  explicit Decomposer(const ir::Graph& graph) {
+  explicit Decomposer(const ir::Graph& graph) : source_(graph) {
     for (const NodeRef& out : graph.LiveOuts()) live_outs_.insert({out.value, out.output});
     for (const ir::Value& value : graph) {
       for (const NodeRef& ref : TensorInputs(value)) used_.insert({ref.value, ref.output});
@@ -57,6 +57,8 @@ class Decomposer : public ir::GraphRewriter {
       if (!done && (op == "aten.max.dim" || op == "aten.min.dim")) done = ValuesOnly(node);
       if (done) return *done;
     }
+    if (op == "aten.mul.Tensor") done = Mish(node);
+    if (done) return *done;
     if (op == "aten._softmax.default") done = Softmax(node, false);
     else if (op == "aten._log_softmax.default") done = Softmax(node, true);
     else if (op == "aten.native_layer_norm.default") done = LayerNorm(node);
@@ -460,6 +462,46 @@ class Decomposer : public ir::GraphRewriter {
     });
   }
 
+  // The source graph's op producing `ref`, when it is `op`.
+  const ir::OpNode* Producer(const Argument& arg, const char* op) const {
+    const auto* ref = arg.TryAs<NodeRef>();
+    if (ref == nullptr || ref->output != 0) return nullptr;
+    const auto* node = source_.value(ref->value).TryAs<ir::OpNode>();
+    return node != nullptr && node->op == op ? node : nullptr;
+  }
+  static bool SameTensor(const Argument& arg, NodeRef ref) {
+    const auto* other = arg.TryAs<NodeRef>();
+    return other != nullptr && *other == ref;
+  }
+  // a * tanh(softplus(a)) as captured (softplus decomposed: where(a > T, a, log1p(exp(a))) with T
+  // at least 15, past which tanh is 1 in fp32 on either side) back as mish(a): its kernel
+  // computes tanh(log(1 + n)) = n (n + 2) / (n (n + 2) + 2) for n = exp(a), one exponential and
+  // one division where the chain took two exponentials, two logarithms and three divisions.
+  std::optional<Status> Mish(const ir::OpNode& node) {
+    if (node.args.size() != 2 || !AllFloat32(node)) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      const auto* a = node.args[side].TryAs<NodeRef>();
+      const ir::OpNode* tanh = Producer(node.args[1 - side], "aten.tanh.default");
+      const ir::OpNode* where = tanh && !tanh->args.empty() ? Producer(tanh->args[0], "aten.where.self") : nullptr;
+      if (a == nullptr || where == nullptr || where->args.size() != 3 || !SameTensor(where->args[1], *a)) continue;
+      const ir::OpNode* above = Producer(where->args[0], "aten.gt.Scalar");
+      const ir::OpNode* log1p = Producer(where->args[2], "aten.log1p.default");
+      const ir::OpNode* exp = log1p && !log1p->args.empty() ? Producer(log1p->args[0], "aten.exp.default") : nullptr;
+      if (above == nullptr || exp == nullptr || above->args.size() != 2 || !SameTensor(above->args[0], *a) ||
+          exp->args.empty() || !SameTensor(exp->args[0], *a)) {
+        continue;
+      }
+      std::optional<double> threshold = Number(&above->args[1]);
+      if (!threshold || *threshold < 15.0 || ShapeOf(Map(*a)) != node.outputs[0].shape) continue;
+      NodeRef x = Map(*a);
+      return Run(node, [&]() -> Status {
+        ASSIGN_OR_RETURN(NodeRef mish, Emit(node, "mish", "aten.mish.default", {{x}}, node.outputs[0].shape));
+        return Finish(node, {mish});
+      });
+    }
+    return std::nullopt;
+  }
+
   // max.dim or min.dim whose indices nothing reads as amax or amin over [d]: a plain reduction,
   // which folds a row a block at a time (or splits it, or takes several columns per program)
   // instead of holding the whole row to find where its extreme lies.
@@ -769,6 +811,7 @@ class Decomposer : public ir::GraphRewriter {
     int64_t dim;
   };
   std::map<std::pair<ir::ValueId, int32_t>, LogSoftmax> log_softmax_;  // by the new graph's `out`
+  const ir::Graph& source_;  // the graph being rewritten (Mish reads its producers)
   // Graph outputs and mutations' new values: read after the call, so never an alias of an input
   // or of the state a mutation overwrites.
   std::set<std::pair<ir::ValueId, int32_t>> live_outs_;

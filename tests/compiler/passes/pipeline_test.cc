@@ -207,6 +207,33 @@ TEST(PipelineTest, CountOfTrueIsAFloatSumCastBack) {
   EXPECT_EQ(result->graph.TypeOf(result->graph.outputs()[0])->dtype, ir::DType::kInt64);
 }
 
+// x * tanh(where(x > T, x, log1p(exp(x)))), mish as captured, with the softplus threshold T.
+ir::Graph CapturedMish(int64_t threshold) {
+  ir::GraphBuilder b("mish");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  ir::ValueId exp = AddOk(b, "exp", "aten.exp.default", {Ref(x)}, {F32({4, 8})});
+  ir::ValueId log1p = AddOk(b, "log1p", "aten.log1p.default", {Ref(exp)}, {F32({4, 8})});
+  ir::ValueId gt = AddOk(b, "gt", "aten.gt.Scalar", {Ref(x), {threshold}},
+                         {ir::TensorType::Contiguous({4, 8}, ir::DType::kBool).value()});
+  ir::ValueId where = AddOk(b, "where", "aten.where.self", {Ref(gt), Ref(x), Ref(log1p)}, {F32({4, 8})});
+  ir::ValueId tanh = AddOk(b, "tanh", "aten.tanh.default", {Ref(where)}, {F32({4, 8})});
+  ir::ValueId mul = AddOk(b, "mul", "aten.mul.Tensor", {Ref(x), Ref(tanh)}, {F32({4, 8})});
+  b.AddOutput({mul, 0});
+  return std::move(b).Build();
+}
+
+TEST(PipelineTest, CapturedMishIsMishAgain) {
+  auto result = RunPipeline(CapturedMish(20), PipelineOptions{});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(Ops(*result), (std::vector<std::string>{"aten.mish.default"}));
+  // Below 15 the threshold changes tanh's value (tanh(x) is not tanh(softplus(x)) in fp32 there).
+  auto near_miss = RunPipeline(CapturedMish(5), PipelineOptions{});
+  ASSERT_TRUE(near_miss.ok()) << near_miss.status().ToString();
+  std::vector<std::string> ops = Ops(*near_miss);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "aten.mish.default"), 0);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "aten.tanh.default"), 1);
+}
+
 TEST(PipelineTest, DisabledPassesDoNotRun) {
   PipelineOptions options;
   options.disabled = {"recurrence", "attention", "decompose", "dead_code", "fuse"};
