@@ -16,23 +16,28 @@ std::optional<codegen::TileChoice> TileFromJson(const Json& config) {
     const Json value = JsonField(object, key);
     return value.is_number_integer() ? value.get<int64_t>() : -1;
   };
-  // An attention kernel tunes only BLOCK_M and BLOCK_N (codegen::TileParameters::kAttention).
-  const bool rows_and_columns = kwargs.is_object() && kwargs.size() == 2;
+  if (!kwargs.is_object()) return std::nullopt;
+  // An attention kernel tunes only BLOCK_M and BLOCK_N (codegen::TileParameters::kAttention); a
+  // convolution that may run by FMAs also DIRECT (kConvolution).
+  const bool rows_and_columns = kwargs.size() == 2, with_direct = kwargs.size() == 5;
   const int64_t m = number(kwargs, "BLOCK_M"), n = number(kwargs, "BLOCK_N"),
                 k = rows_and_columns ? codegen::TileChoice{}.block_k : number(kwargs, "BLOCK_K"),
                 group = rows_and_columns ? codegen::TileChoice{}.group_m : number(kwargs, "GROUP_M"),
-                warps = number(config, "num_warps"), stages = number(config, "num_stages");
-  if (!kwargs.is_object() || (kwargs.size() != 4 && !rows_and_columns)) return std::nullopt;
-  if (!PowerOfTwoUpTo(m, 256) || !PowerOfTwoUpTo(n, 256) || !PowerOfTwoUpTo(k, 256) || group < 1 || group > 64) return std::nullopt;
-  if (!PowerOfTwoUpTo(warps, 32) || stages < 1 || stages > 8) return std::nullopt;
-  return codegen::TileChoice{static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<int>(group),
-                             static_cast<int>(warps), static_cast<int>(stages)};
+                direct = with_direct ? number(kwargs, "DIRECT") : 0, warps = number(config, "num_warps"),
+                stages = number(config, "num_stages");
+  if (kwargs.size() != 4 && !rows_and_columns && !with_direct) return std::nullopt;
+  if (!PowerOfTwoUpTo(m, 512) || !PowerOfTwoUpTo(n, 256) || !PowerOfTwoUpTo(k, 256) || group < 1 || group > 64) return std::nullopt;
+  if (!PowerOfTwoUpTo(warps, 32) || stages < 1 || stages > 8 || (direct != 0 && direct != 1)) return std::nullopt;
+  codegen::TileChoice tile{static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<int>(group),
+                           static_cast<int>(warps), static_cast<int>(stages)};
+  tile.direct = direct == 1;
+  return tile;
 }
 
 Json TileToJson(const codegen::TileChoice& c) {
-  return {{"kwargs", {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"GROUP_M", c.group_m}}},
-          {"num_warps", c.warps},
-          {"num_stages", c.stages}};
+  Json kwargs = {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"GROUP_M", c.group_m}};
+  if (c.direct) kwargs["DIRECT"] = 1;
+  return {{"kwargs", kwargs}, {"num_warps", c.warps}, {"num_stages", c.stages}};
 }
 
 }  // namespace

@@ -63,6 +63,22 @@ TEST_F(KernelTuningTest, AnAttentionKernelReportsOnlyItsRowAndColumnBlocks) {
   EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H100", kSource, Json{{"matmul_g1", stray}}).empty());
 }
 
+TEST_F(KernelTuningTest, AConvolutionReportsWhetherItRanByFmas) {
+  Json direct = Reported(256, 8);
+  direct["kwargs"]["DIRECT"] = 1;
+  Json dot = Reported(128, 4);
+  dot["kwargs"]["DIRECT"] = 0;
+  auto measured = MeasuredTunings(store_.get(), "NVIDIA H200", kSource, Json{{"matmul_g1", direct}, {"conv_g2", dot}});
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_TRUE(measured[kKeyA].direct);
+  EXPECT_EQ(measured[kKeyA].block_m, 256);
+  EXPECT_FALSE(measured[kKeyB].direct);
+  EXPECT_EQ(StoredTunings(store_.get(), "NVIDIA H200", kSource), measured);
+  Json neither = Reported(64, 4);
+  neither["kwargs"]["DIRECT"] = 2;
+  EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H100", kSource, Json{{"matmul_g1", neither}}).empty());
+}
+
 TEST_F(KernelTuningTest, ImplausibleReportsAreSkippedAndNotStored) {
   Json bad_block = Reported(100, 4);  // not a power of two
   Json bad_warps = Reported(64, 64);

@@ -2,6 +2,7 @@
 // allocate its outputs and launch it, and the shared helpers it calls.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -16,6 +17,9 @@ namespace kforge::codegen {
 // One tile configuration of a GEMM-shaped kernel (a matmul, an implicit-GEMM convolution).
 struct TileChoice {
   int block_m = 32, block_n = 32, block_k = 32, group_m = 8, warps = 4, stages = 2;
+  // A convolution kernel's DIRECT meta-parameter (TileParameters::kConvolution): one fp32 FMA per
+  // input channel and tap instead of tl.dot (BLOCK_K unused).
+  bool direct = false;
   bool operator==(const TileChoice&) const = default;
 };
 
@@ -40,6 +44,11 @@ struct KernelOptions {
   // (tf32x3) the rewrite made 13-39 GFLOP convolutions 2.3-2.7x faster, and a 2.3 GFLOP one
   // 1.5x slower (bench/conv_probe.py).
   double relayout_min_flops = 4e9;
+  // A convolution with few input channels x taps and output channels per group (at most 128 and
+  // 32), over at least this many output positions, offers the tuner its direct form (one fp32 FMA
+  // per channel and tap) beside the implicit GEMM; below it, the direct form's unrolled bodies
+  // cost compile time the kernel's run does not repay.
+  int64_t direct_min_positions = int64_t{1} << 20;
   // Configurations measured on this GPU, by tuning key (the sha256 of a kernel's autotuned
   // source with its comments dropped and its own names canonical (kernel_identity.h), which the
   // source states in a comment): a kernel found here, from this task or any other, is emitted

@@ -7,13 +7,6 @@
 #include "core/hash.h"
 
 namespace kforge::codegen {
-namespace {
-
-// The one configuration used without autotuning.
-constexpr TileChoice kFixedConfig = {32, 32, 32, 8, 4, 2};
-
-}  // namespace
-
 const std::vector<TileChoice> kTileConfigs = {
     {128, 128, 32, 8, 8, 3}, {128, 64, 32, 8, 4, 4}, {64, 128, 32, 8, 4, 4}, {64, 64, 32, 8, 4, 4}, {32, 32, 32, 8, 4, 2}};
 const std::vector<TileChoice> kNarrowTileConfigs = {
@@ -23,24 +16,26 @@ const std::vector<TileChoice> kAttentionTileConfigs = {
     {128, 64, 32, 8, 8, 2}, {128, 32, 32, 8, 8, 2}, {64, 64, 32, 8, 4, 3}, {64, 32, 32, 8, 4, 3}, {32, 32, 32, 8, 4, 2}};
 
 void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
-                    const ir::Graph& graph, const passes::FusionGroup& group) {
+                    const ir::Graph& graph, const passes::FusionGroup& group, TileParameters parameters) {
   std::vector<std::string> all = params;
   for (const char* meta : {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}) all.push_back(fmt::format("{}: tl.constexpr", meta));
+  if (parameters == TileParameters::kConvolution) all.push_back("DIRECT: tl.constexpr");
   OpenKernel(out, name, all, graph, group);
 }
 
 std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::string& body, const std::vector<TileChoice>& space,
-                                           const KernelOptions& options, TileParameters parameters) {
+                                           const KernelOptions& options, TileParameters parameters, const TileChoice& fixed) {
   if (!options.autotune) {
     kernel.source = body;
-    return kFixedConfig;
+    return fixed;
   }
   SourceWriter decorator;
   decorator.Open("@triton.autotune(");
   decorator.Open("configs=[");
   for (const TileChoice& c : space) {
     std::string meta = fmt::format("\"BLOCK_M\": {}, \"BLOCK_N\": {}", c.block_m, c.block_n);
-    if (parameters == TileParameters::kGemm) meta += fmt::format(", \"BLOCK_K\": {}, \"GROUP_M\": {}", c.block_k, c.group_m);
+    if (parameters != TileParameters::kAttention) meta += fmt::format(", \"BLOCK_K\": {}, \"GROUP_M\": {}", c.block_k, c.group_m);
+    if (parameters == TileParameters::kConvolution) meta += fmt::format(", \"DIRECT\": {}", c.direct ? 1 : 0);
     decorator.Line(fmt::format("triton.Config({{{}}}, num_warps={}, num_stages={}),", meta, c.warps, c.stages));
   }
   decorator.Close();
@@ -79,7 +74,7 @@ void EmitTilePosition(SourceWriter& out, int64_t m, int64_t n) {
 
 void EmitGemmLaunch(EmittedKernel& kernel, const ir::Graph& graph, std::vector<std::string> args,
                     const std::vector<ir::NodeRef>& outputs, const std::optional<TileChoice>& config, int64_t m, int64_t n,
-                    int64_t extra) {
+                    int64_t extra, TileParameters parameters) {
   for (const ir::NodeRef& ref : outputs) {
     kernel.launch.push_back(EmptyLike(VarName(graph, ref), *graph.TypeOf(ref)));
     args.push_back(VarName(graph, ref));
@@ -92,6 +87,7 @@ void EmitGemmLaunch(EmittedKernel& kernel, const ir::Graph& graph, std::vector<s
   const TileChoice& c = *config;
   args.push_back(fmt::format("BLOCK_M={}, BLOCK_N={}, BLOCK_K={}, GROUP_M={}, num_warps={}, num_stages={}", c.block_m,
                              c.block_n, c.block_k, c.group_m, c.warps, c.stages));
+  if (parameters == TileParameters::kConvolution) args.back() += fmt::format(", DIRECT={}", c.direct ? 1 : 0);
   int64_t programs = ((m + c.block_m - 1) / c.block_m) * ((n + c.block_n - 1) / c.block_n);
   kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, programs, extra, fmt::join(args, ", ")));
 }

@@ -26,29 +26,35 @@ constexpr int64_t kMaxNarrowN = 32;
 // tiles of a whole head dim are held in registers).
 extern const std::vector<TileChoice> kAttentionTileConfigs;
 
-// The meta-parameters a tiled kernel declares: a GEMM's BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M,
-// or attention's BLOCK_M and BLOCK_N (its head dim is one padded block; programs are not grouped).
-enum class TileParameters { kGemm, kAttention };
+// The configuration used without autotuning (the CPU interpreter), unless an emitter names another.
+constexpr TileChoice kFixedTile = {32, 32, 32, 8, 4, 2};
+
+// The meta-parameters a tiled kernel declares: a GEMM's BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M; a
+// convolution that may also run by FMAs those and DIRECT (TileChoice::direct); attention's
+// BLOCK_M and BLOCK_N (its head dim is one padded block; programs are not grouped).
+enum class TileParameters { kGemm, kConvolution, kAttention };
 
 // Writes "@triton.jit", the signature with the tile meta-parameters, and the comment.
 void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
-                    const ir::Graph& graph, const passes::FusionGroup& group);
+                    const ir::Graph& graph, const passes::FusionGroup& group,
+                    TileParameters parameters = TileParameters::kGemm);
 
 // Sets the kernel's source from its `body` and returns the configuration its launch uses:
-// without autotuning the fixed one; under autotuning the one options.tuned holds for the kernel's
+// without autotuning `fixed`; under autotuning the one options.tuned holds for the kernel's
 // tuning key (stated in a comment), else nullopt and a @triton.autotune decorator over `space`.
 std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::string& body,
                                            const std::vector<TileChoice>& space, const KernelOptions& options,
-                                           TileParameters parameters = TileParameters::kGemm);
+                                           TileParameters parameters = TileParameters::kGemm,
+                                           const TileChoice& fixed = kFixedTile);
 
 // The program's tile: rows kf_m and columns kf_n, programs grouped along M so that consecutive
 // ones share B's column tiles.
 void EmitTilePosition(SourceWriter& out, int64_t m, int64_t n);
 
 // Output allocations and the launch over (tiles of M x N, `extra` programs along axis 1), with
-// `config`, or the autotuner's choice when there is none.
+// `config` (its meta-parameters those `parameters` names), or the autotuner's choice when there is none.
 void EmitGemmLaunch(EmittedKernel& kernel, const ir::Graph& graph, std::vector<std::string> args,
                     const std::vector<ir::NodeRef>& outputs, const std::optional<TileChoice>& config, int64_t m, int64_t n,
-                    int64_t extra);
+                    int64_t extra, TileParameters parameters = TileParameters::kGemm);
 
 }  // namespace kforge::codegen

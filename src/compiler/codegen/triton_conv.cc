@@ -11,6 +11,7 @@
 #include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/gemm_tiles.h"
 #include "compiler/codegen/python_names.h"
+#include "compiler/codegen/triton_direct_conv.h"
 
 namespace kforge::codegen {
 namespace {
@@ -66,6 +67,42 @@ ConvLayout ChooseConvLayout(const ConvolutionNode& conv, double flops, const Ker
   // no relayout kernels.
   if (ChooseConvLoop(conv.ci_g, conv.taps, false) == ConvLoop::kUnrolledTaps) return ConvLayout::kAsGiven;
   return w.stride == ir::ContiguousStrides(w.shape) ? ConvLayout::kChannelsLast : ConvLayout::kAsGiven;
+}
+
+// How a convolution kernel computes its accumulator: tl.dot over K slices, one fp32 FMA per input
+// channel and tap (direct), or either, the tuner choosing by DIRECT.
+struct ConvForms {
+  bool dot = true, direct = false;
+};
+// Beside the GEMM, the direct form is offered to convolutions with at most this many output
+// channels per group (N padded to a tensor-core tile wastes most on few) and input channels x
+// taps (each an unrolled body: the compile time every configuration pays).
+constexpr int64_t kMaxDirectOutputsBesideDot = 32;
+constexpr int64_t kMaxDirectReductionBesideDot = 128;
+
+ConvForms ChooseConvForms(const ir::Graph& graph, const passes::FusionGroup& group, const ConvolutionNode& conv,
+                          ConvLayout layout, int64_t m, const KernelOptions& options) {
+  if (conv.transposed || layout != ConvLayout::kAsGiven) return {};
+  if (PrefersDirectConvolution(graph, graph.value(group.nodes.front()).As<ir::OpNode>())) return {.dot = false, .direct = true};
+  const bool offered = conv.ci_g * conv.taps <= kMaxDirectReductionBesideDot && conv.co_g <= kMaxDirectOutputsBesideDot &&
+                       m >= options.direct_min_positions;
+  return {.dot = true, .direct = offered};
+}
+
+// The direct form's configurations: the whole group's output channels (a power of two) per
+// program; BLOCK_K and the stages are unused.
+std::vector<TileChoice> DirectTileConfigs(int64_t co_g, bool only) {
+  int columns = 1;
+  while (columns < co_g) columns *= 2;
+  auto direct = [&](int block_m, int warps) {
+    TileChoice c{block_m, columns, 16, 8, warps, 1};
+    c.direct = true;
+    return c;
+  };
+  // 16 accumulators per thread (the form's measured default), or as many again over 8 warps.
+  const int block_m = columns <= 8 ? 256 : 128;
+  if (only) return {direct(block_m, 4), direct(2 * block_m, 8)};
+  return {direct(block_m, 4), direct(2 * block_m, 8), direct(block_m / 2, 4)};
 }
 
 // Strides of `shape` ([images, channels, spatial...]) stored channels-last: [images, spatial..., channels].
@@ -149,7 +186,8 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   for (size_t d = 0; d < spatial && transposed; ++d) phases *= stride[d];
   const double flops = 2.0 * static_cast<double>(images * conv.positions) * static_cast<double>(co_g * ci_g * taps) *
                        static_cast<double>(groups) / static_cast<double>(phases);
-  const ConvLayout layout = ChooseConvLayout(conv, flops, options);
+  const bool direct_only = !transposed && PrefersDirectConvolution(graph, graph.value(group.nodes.front()).As<ir::OpNode>());
+  const ConvLayout layout = direct_only ? ConvLayout::kAsGiven : ChooseConvLayout(conv, flops, options);
   // The output positions one program tile walks: all of them, or one phase's (rounded up).
   std::vector<int64_t> tile_dims(out_shape.begin() + 2, out_shape.end());
   if (layout == ConvLayout::kSubpixel) {
@@ -158,6 +196,8 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   int64_t tile_positions = 1;
   for (int64_t size : tile_dims) tile_positions *= size;
   const int64_t m = images * tile_positions, n = co_g, k = ci_g * taps;
+  const ConvForms forms = ChooseConvForms(graph, group, conv, layout, m, options);
+  const TileParameters parameters = forms.dot && forms.direct ? TileParameters::kConvolution : TileParameters::kGemm;
   // The strides the kernel reads its operands with: in place, or those of the relayout buffers.
   const std::vector<int64_t> sx = layout == ConvLayout::kAsGiven ? x_type.stride : ChannelsLastStrides(x_type.shape);
   const std::vector<int64_t> sw = RelayoutWeight(conv, layout) ? RelayoutWeightStrides(conv) : w_type.stride;
@@ -170,10 +210,16 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   EmittedKernel kernel;
   kernel.name = "conv_" + group.name;
   SourceWriter out;
-  OpenGemmKernel(out, kernel.name, ConvolutionParams(graph, conv), graph, group);
-  out.Line(fmt::format("# Implicit GEMM{}: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
-                       "tl.dot with input_precision=\"{}\".", transposed ? " of a transposed convolution" : "", m, n, k,
-                       groups, options.dot_precision));
+  OpenGemmKernel(out, kernel.name, ConvolutionParams(graph, conv), graph, group, parameters);
+  if (!forms.dot) {
+    out.Line(fmt::format("# Direct convolution: BLOCK_M of {} positions x {} output channels per program, {} group(s); "
+                         "one fp32 FMA per input channel ({}) and tap.", m, co_g, groups, ci_g));
+  } else {
+    out.Line(fmt::format("# Implicit GEMM{}: {} x {} x {} (images*positions x channels per group x inputs*taps), {} group(s); "
+                         "tl.dot with input_precision=\"{}\"{}.", transposed ? " of a transposed convolution" : "", m, n, k,
+                         groups, options.dot_precision,
+                         forms.direct ? ", or with DIRECT one fp32 FMA per input channel and tap" : ""));
+  }
   if (layout == ConvLayout::kChannelsLast) {
     out.Line("# The input is read channels-last and the weight [out, taps, in]: each K slice is contiguous.");
   } else if (layout == ConvLayout::kSubpixel) {
@@ -224,121 +270,155 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
     for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
     out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
   };
-  const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
-  if (layout == ConvLayout::kSubpixel) {
-    // Output o of phase r takes taps t = (r + padding) % stride + j * stride, from input (o + padding - t) / stride.
-    int64_t phase_taps = 1;
-    std::vector<int64_t> reach(spatial);
-    for (size_t d = 0; d < spatial; ++d) {
-      reach[d] = (w_type.shape[2 + d] + stride[d] - 1) / stride[d];
-      phase_taps *= reach[d];
-      out.Line(fmt::format("kf_first{0} = (kf_r{0} + {1}) % {2}", d, padding[d], stride[d]));
-    }
-    out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
-    out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phase_taps));
-    out.Line("kf_jrem = kf_kk // kf_ci_blocks");
-    out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
-    std::string valid = fmt::format("(kf_m < {})", m), tap_valid;
-    for (size_t d = spatial; d-- > 0;) {
-      out.Line(fmt::format("kf_t{0} = kf_first{0} + (kf_jrem % {1}) * {2}", d, reach[d], stride[d]));
-      if (d > 0) out.Line(fmt::format("kf_jrem = kf_jrem // {}", reach[d]));
-    }
-    for (size_t d = 0; d < spatial; ++d) {
-      out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0}", d, padding[d]));
-      out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
-      valid += fmt::format(" & (kf_o{0} < {1}) & (kf_span{0} >= 0) & (kf_in{0} < {2}) & (kf_t{0} < {3})", d, out_shape[2 + d],
-                           x_type.shape[2 + d], w_type.shape[2 + d]);
-      tap_valid += fmt::format(" & (kf_t{} < {})", d, w_type.shape[2 + d]);
-    }
-    tap_rows(valid);
-    channel_block(tap_valid);
-    out.Close();
-  } else if (loop != ConvLoop::kFlatK) {
-    // The input row and weight column of a kernel tap kf_t*, for every output position of the tile.
-    auto tap_operands = [&] {
-      std::string valid = fmt::format("(kf_m < {})", m);
+  // The accumulator by tl.dot over K slices.
+  auto dot_loop = [&] {
+    const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
+    if (layout == ConvLayout::kSubpixel) {
+      // Output o of phase r takes taps t = (r + padding) % stride + j * stride, from input (o + padding - t) / stride.
+      int64_t phase_taps = 1;
+      std::vector<int64_t> reach(spatial);
       for (size_t d = 0; d < spatial; ++d) {
-        if (!transposed) {
-          // Without padding a tap stays inside the input (see the flat-K loop below).
-          out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
-          if (padding[d] != 0) valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
-        } else if (stride[d] == 1) {
-          out.Line(fmt::format("kf_in{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
-          valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
-        } else {
-          // Output o gathers input i through tap t where i * stride = o + padding - t * dilation.
-          out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
-          out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
-          valid += fmt::format(" & (kf_span{0} >= 0) & (kf_span{0} % {1} == 0) & (kf_in{0} < {2})", d, stride[d],
-                               x_type.shape[2 + d]);
-        }
+        reach[d] = (w_type.shape[2 + d] + stride[d] - 1) / stride[d];
+        phase_taps *= reach[d];
+        out.Line(fmt::format("kf_first{0} = (kf_r{0} + {1}) % {2}", d, padding[d], stride[d]));
+      }
+      out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
+      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phase_taps));
+      out.Line("kf_jrem = kf_kk // kf_ci_blocks");
+      out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
+      std::string valid = fmt::format("(kf_m < {})", m), tap_valid;
+      for (size_t d = spatial; d-- > 0;) {
+        out.Line(fmt::format("kf_t{0} = kf_first{0} + (kf_jrem % {1}) * {2}", d, reach[d], stride[d]));
+        if (d > 0) out.Line(fmt::format("kf_jrem = kf_jrem // {}", reach[d]));
+      }
+      for (size_t d = 0; d < spatial; ++d) {
+        out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0}", d, padding[d]));
+        out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
+        valid += fmt::format(" & (kf_o{0} < {1}) & (kf_span{0} >= 0) & (kf_in{0} < {2}) & (kf_t{0} < {3})", d, out_shape[2 + d],
+                             x_type.shape[2 + d], w_type.shape[2 + d]);
+        tap_valid += fmt::format(" & (kf_t{} < {})", d, w_type.shape[2 + d]);
       }
       tap_rows(valid);
-    };
-    if (loop == ConvLoop::kUnrolledTaps) {
-      for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
-      tap_operands();
-      out.Open(fmt::format("for kf_c0 in range(0, {}, BLOCK_K):", ci_g));
-      out.Line("kf_ci = kf_c0 + tl.arange(0, BLOCK_K)");
-      channel_block("");
+      channel_block(tap_valid);
       out.Close();
-      for (size_t d = 0; d < spatial; ++d) out.Close();
-    } else {
-      out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
-      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", taps));
-      out.Line("kf_trem = kf_kk // kf_ci_blocks");
-      out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
-      for (size_t d = spatial; d-- > 0;) {
-        out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
-        if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
+    } else if (loop != ConvLoop::kFlatK) {
+      // The input row and weight column of a kernel tap kf_t*, for every output position of the tile.
+      auto tap_operands = [&] {
+        std::string valid = fmt::format("(kf_m < {})", m);
+        for (size_t d = 0; d < spatial; ++d) {
+          if (!transposed) {
+            // Without padding a tap stays inside the input (see the flat-K loop below).
+            out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+            if (padding[d] != 0) valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+          } else if (stride[d] == 1) {
+            out.Line(fmt::format("kf_in{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+            valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+          } else {
+            // Output o gathers input i through tap t where i * stride = o + padding - t * dilation.
+            out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0} * {2}", d, padding[d], dilation[d]));
+            out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
+            valid += fmt::format(" & (kf_span{0} >= 0) & (kf_span{0} % {1} == 0) & (kf_in{0} < {2})", d, stride[d],
+                                 x_type.shape[2 + d]);
+          }
+        }
+        tap_rows(valid);
+      };
+      if (loop == ConvLoop::kUnrolledTaps) {
+        for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
+        tap_operands();
+        out.Open(fmt::format("for kf_c0 in range(0, {}, BLOCK_K):", ci_g));
+        out.Line("kf_ci = kf_c0 + tl.arange(0, BLOCK_K)");
+        channel_block("");
+        out.Close();
+        for (size_t d = 0; d < spatial; ++d) out.Close();
+      } else {
+        out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
+        out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", taps));
+        out.Line("kf_trem = kf_kk // kf_ci_blocks");
+        out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
+        for (size_t d = spatial; d-- > 0;) {
+          out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
+          if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
+        }
+        tap_operands();
+        channel_block("");
+        out.Close();
       }
-      tap_operands();
-      channel_block("");
+    } else {
+      // The input offset of (position, k) is a row part (the position's window corner) plus a
+      // column part (the channel and tap, less the padding): one add per element of the tile. Only
+      // a padded dim can leave the input, so only those are bounds-checked per element (without
+      // padding, o * stride + t * dilation <= (out - 1) * stride + (kernel - 1) * dilation < in).
+      std::vector<std::string> row_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
+      for (size_t d = 0; d < spatial; ++d) row_terms.push_back(Term(fmt::format("kf_o{}", d), stride[d] * sx[2 + d]));
+      out.Line(fmt::format("kf_x_rows = kf_x_ptr + {}", Sum(row_terms)));
+      out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+      out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");    out.Line("kf_krem = kf_k");
+      for (size_t d = spatial; d-- > 0;) {
+        out.Line(fmt::format("kf_t{} = kf_krem % {}", d, w_type.shape[2 + d]));
+        out.Line(fmt::format("kf_krem = kf_krem // {}", w_type.shape[2 + d]));
+      }
+      out.Line("kf_ci = kf_krem");
+      std::vector<std::string> column_terms = {Term("kf_ci", sx[1])};
+      int64_t corner = 0;
+      std::string valid = fmt::format("(kf_m[:, None] < {}) & (kf_k[None, :] < {})", m, k);
+      for (size_t d = 0; d < spatial; ++d) {
+        column_terms.push_back(Term(fmt::format("kf_t{}", d), dilation[d] * sx[2 + d]));
+        corner += padding[d] * sx[2 + d];
+        if (padding[d] == 0) continue;
+        out.Line(fmt::format("kf_in{0} = kf_o{0}[:, None] * {1} - {2} + kf_t{0}[None, :] * {3}", d, stride[d], padding[d],
+                             dilation[d]));
+        valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      }
+      out.Line(fmt::format("kf_x_columns = {}{}", Sum(column_terms), corner != 0 ? fmt::format(" - {}", corner) : ""));
+      out.Line(fmt::format("kf_a_tile = tl.load(kf_x_rows[:, None] + kf_x_columns[None, :], mask={}, other=0.0)", valid));
+      // A weight dense over (input channel, taps) holds K element k of an output channel at k: an
+      // index Triton sees is contiguous along K, where the (channel, tap) one it rebuilds from
+      // divisions is a gather (level2/71 on the H200: 2.10 ms -> 0.65 ms).
+      std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0])};
+      const ir::Shape w_k(w_type.shape.begin() + 1, w_type.shape.end());
+      if (std::vector<int64_t>(sw.begin() + 1, sw.end()) == ir::ContiguousStrides(w_k)) {
+        w_terms.push_back("kf_k[:, None]");
+      } else {
+        w_terms.push_back(Term("kf_ci[:, None]", sw[1]));
+        for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}[:, None]", d), sw[2 + d]));
+      }
+      out.Line(fmt::format("kf_b_tile = tl.load(kf_w_ptr + {}, mask=(kf_k[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
+                           Sum(w_terms), k, n));
+      out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
       out.Close();
     }
-  } else {
-    // The input offset of (position, k) is a row part (the position's window corner) plus a
-    // column part (the channel and tap, less the padding): one add per element of the tile. Only
-    // a padded dim can leave the input, so only those are bounds-checked per element (without
-    // padding, o * stride + t * dilation <= (out - 1) * stride + (kernel - 1) * dilation < in).
-    std::vector<std::string> row_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
-    for (size_t d = 0; d < spatial; ++d) row_terms.push_back(Term(fmt::format("kf_o{}", d), stride[d] * sx[2 + d]));
-    out.Line(fmt::format("kf_x_rows = kf_x_ptr + {}", Sum(row_terms)));
-    out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
-    out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");    out.Line("kf_krem = kf_k");
-    for (size_t d = spatial; d-- > 0;) {
-      out.Line(fmt::format("kf_t{} = kf_krem % {}", d, w_type.shape[2 + d]));
-      out.Line(fmt::format("kf_krem = kf_krem // {}", w_type.shape[2 + d]));
-    }
-    out.Line("kf_ci = kf_krem");
-    std::vector<std::string> column_terms = {Term("kf_ci", sx[1])};
-    int64_t corner = 0;
-    std::string valid = fmt::format("(kf_m[:, None] < {}) & (kf_k[None, :] < {})", m, k);
+  };
+  // The accumulator by one FMA per input channel and tap, the taps unrolled.
+  auto direct_loop = [&] {
+    for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
+    std::string valid = fmt::format("(kf_m < {})", m);
+    std::vector<std::string> x_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
+    std::vector<std::string> w_terms = {Term("kf_co", sw_co)};
     for (size_t d = 0; d < spatial; ++d) {
-      column_terms.push_back(Term(fmt::format("kf_t{}", d), dilation[d] * sx[2 + d]));
-      corner += padding[d] * sx[2 + d];
-      if (padding[d] == 0) continue;
-      out.Line(fmt::format("kf_in{0} = kf_o{0}[:, None] * {1} - {2} + kf_t{0}[None, :] * {3}", d, stride[d], padding[d],
-                           dilation[d]));
-      valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, stride[d], padding[d], dilation[d]));
+      // Without padding a tap stays inside the input (see the flat-K loop).
+      if (padding[d] != 0) valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
+      x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
+      w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
     }
-    out.Line(fmt::format("kf_x_columns = {}{}", Sum(column_terms), corner != 0 ? fmt::format(" - {}", corner) : ""));
-    out.Line(fmt::format("kf_a_tile = tl.load(kf_x_rows[:, None] + kf_x_columns[None, :], mask={}, other=0.0)", valid));
-    // A weight dense over (input channel, taps) holds K element k of an output channel at k: an
-    // index Triton sees is contiguous along K, where the (channel, tap) one it rebuilds from
-    // divisions is a gather (level2/71 on the H200: 2.10 ms -> 0.65 ms).
-    std::vector<std::string> w_terms = {Term("kf_co[None, :]", sw[0])};
-    const ir::Shape w_k(w_type.shape.begin() + 1, w_type.shape.end());
-    if (std::vector<int64_t>(sw.begin() + 1, sw.end()) == ir::ContiguousStrides(w_k)) {
-      w_terms.push_back("kf_k[:, None]");
-    } else {
-      w_terms.push_back(Term("kf_ci[:, None]", sw[1]));
-      for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}[:, None]", d), sw[2 + d]));
-    }
-    out.Line(fmt::format("kf_b_tile = tl.load(kf_w_ptr + {}, mask=(kf_k[:, None] < {}) & (kf_n[None, :] < {}), other=0.0)",
-                         Sum(w_terms), k, n));
-    out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+    out.Line(fmt::format("kf_valid = {}", valid));
+    out.Line(fmt::format("kf_x_tap = kf_x_ptr + {}", Sum(x_terms)));
+    out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
+    EmitDirectChannels(out, conv, sx[1], sw_ci, "");
+    for (size_t d = 0; d < spatial; ++d) out.Close();
+  };
+  if (forms.dot && forms.direct) {
+    out.Open("if DIRECT:");
+    direct_loop();
     out.Close();
+    out.Open("else:");
+    dot_loop();
+    out.Close();
+  } else if (forms.direct) {
+    direct_loop();
+  } else {
+    dot_loop();
   }
   std::string mask = fmt::format("(kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n);
   if (layout == ConvLayout::kSubpixel) {
@@ -347,13 +427,21 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   out.Line("kf_mask = " + mask);
   RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
   out.Close();
+  std::vector<TileChoice> space;
+  if (forms.dot) space = n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs;
+  if (forms.direct) {
+    const std::vector<TileChoice> direct = DirectTileConfigs(co_g, !forms.dot);
+    // The direct form first: it is also the one run without autotuning (the interpreter computes
+    // either exactly).
+    space.insert(space.begin(), direct.begin(), direct.end());
+  }
   const std::optional<TileChoice> config =
-      FinishGemmKernel(kernel, out.text(), n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs, options);
+      FinishGemmKernel(kernel, out.text(), space, options, parameters, forms.direct ? space.front() : kFixedTile);
 
   auto [x_arg, w_arg] = layout == ConvLayout::kAsGiven ? std::pair(VarName(graph, conv.x), VarName(graph, conv.w))
                                                        : EmitRelayout(kernel, graph, conv, layout);
   EmitGemmLaunch(kernel, graph, ConvolutionArgs(graph, conv, x_arg, w_arg), conv.outputs, config, m, n,
-                 layout == ConvLayout::kSubpixel ? phases : groups);
+                 layout == ConvLayout::kSubpixel ? phases : groups, parameters);
   return kernel;
 }
 

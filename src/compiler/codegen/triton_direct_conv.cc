@@ -13,11 +13,6 @@
 namespace kforge::codegen {
 namespace {
 
-// At most this many output channels per group (the accumulator's columns)...
-constexpr int64_t kMaxDirectOutputs = 16;
-// ... and input channels x taps per output (the FMAs each accumulator element takes).
-constexpr int64_t kMaxDirectReduction = 256;
-
 int64_t NextPowerOfTwo(int64_t value) {
   int64_t power = 1;
   while (power < value) power *= 2;
@@ -67,20 +62,13 @@ void OpenDirectKernel(SourceWriter& out, EmittedKernel& kernel, const ir::Graph&
 }
 
 // The rest of a direct kernel, inside its tap loops at kf_x_tap and kf_w_tap (the channel-0
-// input and weight of the tap, kf_valid the positions it reaches): one FMA per input channel
-// (unrolled like the taps, at most kMaxDirectReduction bodies in all: level2/8's 8 channels x 27
-// taps in a runtime channel loop ran 90x slower per FMA than 3 channels x 27 taps), the tap loops
+// input and weight of the tap, kf_valid the positions it reaches): the tap's FMAs, the tap loops
 // closed, the epilogue under `rows` and the channel mask, and the launch over (cdiv(m, block_m),
 // grid_y). `w_channel_stride` steps the weight to the next input channel; `w_mask` adds to its mask.
 Status FinishDirectKernel(SourceWriter& out, EmittedKernel& kernel, const ir::Graph& graph, const passes::FusionGroup& group,
                           const ConvolutionNode& conv, int64_t w_channel_stride, const std::string& w_mask,
                           const std::string& rows, int64_t m, int64_t block_m, int64_t grid_y) {
-  out.Open(fmt::format("for kf_ci in tl.static_range({}):", conv.ci_g));
-  out.Line(fmt::format("kf_xv = tl.load(kf_x_tap + {}, mask=kf_valid, other=0.0)", Term("kf_ci", conv.x_type->stride[1])));
-  out.Line(fmt::format("kf_wv = tl.load(kf_w_tap + {}, mask=(kf_n < {}){}, other=0.0)", Term("kf_ci", w_channel_stride),
-                       conv.co_g, w_mask));
-  out.Line("kf_acc += kf_xv[:, None] * kf_wv[None, :]");
-  out.Close();
+  EmitDirectChannels(out, conv, conv.x_type->stride[1], w_channel_stride, w_mask);
   for (size_t d = 0; d < conv.spatial; ++d) out.Close();
   out.Line(fmt::format("kf_mask = {} & (kf_n[None, :] < {})", rows, conv.co_g));
   RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
@@ -97,13 +85,16 @@ Status FinishDirectKernel(SourceWriter& out, EmittedKernel& kernel, const ir::Gr
   return Status::Ok();
 }
 
+}  // namespace
+
 // A transposed convolution directly, by output phase: axis 1 of the grid is (group, phase), where
 // a phase is the output positions congruent to r modulo the stride; every output of a phase takes
 // the same taps, t = (r + padding) % stride + j * stride, from input (o + padding - t) / stride, so
 // a program loads one weight vector per tap and input channel and no tap is masked away for its
 // phase (in place, stride^d - 1 of every d-dimensional tap set would be).
-Result<EmittedKernel> EmitDirectTransposedConvolution(const ir::Graph& graph, const passes::FusionGroup& group,
-                                                      const ConvolutionNode& conv) {
+Result<EmittedKernel> EmitDirectTransposedConvolution(const ir::Graph& graph, const passes::FusionGroup& group) {
+  ASSIGN_OR_RETURN(const ConvolutionNode conv, ReadConvolution(graph, group));
+  if (!conv.transposed) return Status::InvalidArgument("a direct transposed convolution of a plain one");
   const ir::TensorType &x_type = *conv.x_type, &w_type = *conv.w_type;
   const ir::Shape& out_shape = conv.out_shape;
   const size_t spatial = conv.spatial;
@@ -171,54 +162,14 @@ Result<EmittedKernel> EmitDirectTransposedConvolution(const ir::Graph& graph, co
   return kernel;
 }
 
-}  // namespace
-
-Result<EmittedKernel> EmitDirectConvolution(const ir::Graph& graph, const passes::FusionGroup& group) {
-  ASSIGN_OR_RETURN(const ConvolutionNode conv, ReadConvolution(graph, group));
-  if (conv.transposed) return EmitDirectTransposedConvolution(graph, group, conv);
-  const ir::TensorType &x_type = *conv.x_type, &w_type = *conv.w_type;
-  const ir::Shape& out_shape = conv.out_shape;
-  const size_t spatial = conv.spatial;
-  const int64_t co_g = conv.co_g, ci_g = conv.ci_g;
-  const int64_t m = conv.images * conv.positions, columns = NextPowerOfTwo(co_g);
-  // 16 accumulators per thread: 4 warps x 32 lanes over BLOCK_M x columns.
-  const int64_t block_m = columns <= 8 ? 256 : 128;
-  const std::vector<int64_t>& sx = x_type.stride;
-  const std::vector<int64_t>& sw = w_type.stride;
-
-  EmittedKernel kernel;
-  SourceWriter out;
-  OpenDirectKernel(out, kernel, graph, group, conv,
-                   fmt::format("# Direct convolution: BLOCK_M of {} positions x {} output channels per program, {} group(s); "
-                               "one fp32 FMA per input channel ({}) and tap.", m, co_g, conv.groups, ci_g));
-  out.Line(conv.groups == 1 ? "kf_group = 0" : "kf_group = tl.program_id(1)");
-  out.Line(fmt::format("kf_n = tl.arange(0, {})", columns));
-  out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
-  out.Line("kf_rem = kf_m");
-  for (size_t d = spatial; d-- > 0;) {
-    out.Line(fmt::format("kf_o{} = kf_rem % {}", d, out_shape[2 + d]));
-    out.Line(fmt::format("kf_rem = kf_rem // {}", out_shape[2 + d]));
-  }
-  out.Line("kf_img = kf_rem");
-  out.Line(fmt::format("kf_acc = tl.zeros((BLOCK_M, {}), dtype=tl.float32)", columns));
-  for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_t{} in tl.static_range({}):", d, w_type.shape[2 + d]));
-  std::string valid = fmt::format("(kf_m < {})", m);
-  std::vector<std::string> x_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
-  std::vector<std::string> w_terms = {Term("kf_co", sw[0])};
-  for (size_t d = 0; d < spatial; ++d) {
-    out.Line(fmt::format("kf_in{0} = kf_o{0} * {1} - {2} + kf_t{0} * {3}", d, conv.stride[d], conv.padding[d],
-                         conv.dilation[d]));
-    // Without padding a tap stays inside the input: o * stride + t * dilation < in.
-    if (conv.padding[d] != 0) valid += fmt::format(" & (kf_in{0} >= 0) & (kf_in{0} < {1})", d, x_type.shape[2 + d]);
-    x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
-    w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
-  }
-  out.Line(fmt::format("kf_valid = {}", valid));
-  out.Line(fmt::format("kf_x_tap = kf_x_ptr + {}", Sum(x_terms)));
-  out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
-  RETURN_IF_ERROR(FinishDirectKernel(out, kernel, graph, group, conv, sw[1], "", fmt::format("(kf_m[:, None] < {})", m), m,
-                                     block_m, conv.groups));
-  return kernel;
+void EmitDirectChannels(SourceWriter& out, const ConvolutionNode& conv, int64_t x_channel_stride, int64_t w_channel_stride,
+                        const std::string& w_mask) {
+  out.Open(fmt::format("for kf_ci in tl.static_range({}):", conv.ci_g));
+  out.Line(fmt::format("kf_xv = tl.load(kf_x_tap + {}, mask=kf_valid, other=0.0)", Term("kf_ci", x_channel_stride)));
+  out.Line(fmt::format("kf_wv = tl.load(kf_w_tap + {}, mask=(kf_n < {}){}, other=0.0)", Term("kf_ci", w_channel_stride),
+                       conv.co_g, w_mask));
+  out.Line("kf_acc += kf_xv[:, None] * kf_wv[None, :]");
+  out.Close();
 }
 
 }  // namespace kforge::codegen

@@ -90,7 +90,9 @@ Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::Fus
   const ir::Value& anchor = graph.value(group.nodes.front());
   if (!passes::IsFusableMatmul(graph, anchor)) return Status::InvalidArgument(fmt::format("%{}: not a matmul", anchor.name));
   if (anchor.As<ir::OpNode>().op == "aten.convolution.default") {
-    if (PrefersDirectConvolution(graph, anchor.As<ir::OpNode>())) return EmitDirectConvolution(graph, group);
+    const ir::OpNode& conv = anchor.As<ir::OpNode>();
+    // A plain convolution's direct form is the implicit-GEMM kernel's (it shares the tiling).
+    if (PrefersDirectConvolution(graph, conv) && conv.args[6].As<bool>()) return EmitDirectTransposedConvolution(graph, group);
     return EmitImplicitGemmConvolution(graph, group, options);
   }
   return EmitMm(graph, group, options);

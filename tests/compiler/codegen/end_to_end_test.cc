@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <ostream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -124,31 +125,39 @@ void ExpectPlan(const ir::Graph& graph, const passes::FusionPlan& plan, const Pl
   EXPECT_EQ(attention, expected.attention_groups);
 }
 
+// The task file `name` names: "levelN/..." a project task; "codegen/..." one of this test's own
+// (tests/compiler/codegen/tasks).
+fs::path TaskPath(const std::string& name) {
+  const fs::path source_dir = KFORGE_SOURCE_DIR;
+  return name.rfind("codegen/", 0) == 0 ? source_dir / "tests" / "compiler" / "codegen" / "tasks" / (name.substr(8) + ".py")
+                                        : source_dir / "tasks" / (name + ".py");
+}
+
+// The task captured on the CPU by the kforge binary (its graph JSON written in `dir`) and planned.
+Result<passes::PipelineResult> CaptureAndPlan(const fs::path& binary, const fs::path& task, const fs::path& dir) {
+  const fs::path json = dir / "graph.json";
+  std::string capture = "'" + binary.string() + "' -q --device cpu --workspace '" + (dir / "ws").string() + "' ir --json '" +
+                        task.string() + "' > '" + json.string() + "'";
+  if (std::system(capture.c_str()) != 0) return Status::Internal("capture failed: " + capture);
+  ASSIGN_OR_RETURN(std::string text, ReadFile(json));
+  ASSIGN_OR_RETURN(ir::Graph graph, ir::ImportGraphText(text, json.string()));
+  return passes::RunPipeline(std::move(graph), passes::PipelineOptions{});
+}
+
 // Writes ModelNew for the task `name` with `options`, checks that its source holds each of
 // `fragments`, and runs the driver on it with `tolerance`.
 void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& options,
                           const std::vector<std::string>& fragments = {}, double tolerance = kTolerance,
                           const PlanExpectations& expected = {}) {
-  const fs::path source_dir = KFORGE_SOURCE_DIR;
-  const fs::path binary = source_dir / "build" / "kforge";
+  const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
   if (!fs::exists(binary)) GTEST_SKIP() << "no kforge binary at " << binary;
   if (!fs::exists(kPython)) GTEST_SKIP() << "no python at " << kPython;
-  // "levelN/..." names a project task; "codegen/..." one of this test's own (tests/compiler/codegen/tasks).
-  const fs::path task = name.rfind("codegen/", 0) == 0
-                            ? source_dir / "tests" / "compiler" / "codegen" / "tasks" / (name.substr(8) + ".py")
-                            : source_dir / "tasks" / (name + ".py");
+  const fs::path task = TaskPath(name);
   ASSERT_TRUE(fs::exists(task)) << task;
 
   Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_codegen_e2e");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
-  const fs::path json = *dir / "graph.json";
-  std::string capture = "'" + binary.string() + "' -q --device cpu --workspace '" + (*dir / "ws").string() +
-                        "' ir --json '" + task.string() + "' > '" + json.string() + "'";
-  ASSERT_EQ(std::system(capture.c_str()), 0) << capture;
-
-  Result<ir::Graph> graph = ir::ImportGraphText(ReadFile(json).value(), json.string());
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  Result<passes::PipelineResult> planned = passes::RunPipeline(std::move(graph).value(), passes::PipelineOptions{});
+  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, task, *dir);
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   ExpectPlan(planned->graph, planned->plan, expected);
   Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
@@ -196,6 +205,46 @@ TEST_P(EndToEndTest, MatchesPyTorchUnderTheInterpreter) {
 TEST(DirectConvolutionEndToEndTest, MatchesPyTorchUnderTheInterpreter) {
   ExpectMatchesPyTorch("codegen/conv_direct", ModelWriterOptions{},
                        {"# Direct convolution", "# Direct transposed convolution", "# Implicit GEMM"});
+}
+
+// A convolution that offers the tuner both forms runs its direct one without autotuning: forced
+// on at every size (on a GPU only those over 2^20 output positions offer it).
+TEST(DirectConvolutionEndToEndTest, EitherFormKernelsRunDirectlyUnderTheInterpreter) {
+  ModelWriterOptions options;
+  options.kernel.direct_min_positions = 0;
+  ExpectMatchesPyTorch("codegen/conv_fma_or_dot", options, {"if DIRECT:", "DIRECT=1", "# Implicit GEMM: 112 x 20 x 288"});
+}
+
+// On a GPU the autotuner measures both forms, and a measured direct configuration is baked in
+// with DIRECT=1 in its launch.
+TEST(DirectConvolutionEndToEndTest, TheTunerMeasuresBothFormsAndBakesTheDirectOne) {
+  const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
+  if (!fs::exists(binary)) GTEST_SKIP() << "no kforge binary at " << binary;
+  Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_codegen_e2e");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath("codegen/conv_fma_or_dot"), *dir);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  ModelWriterOptions options;
+  options.kernel.autotune = true;
+  options.kernel.direct_min_positions = 0;
+  Result<std::string> autotuned = WriteModelNew(planned->graph, planned->plan, options);
+  ASSERT_TRUE(autotuned.ok()) << autotuned.status().ToString();
+  EXPECT_NE(autotuned->find("\"BLOCK_M\": 256, \"BLOCK_N\": 32, \"BLOCK_K\": 16, \"GROUP_M\": 8, \"DIRECT\": 1}, num_warps=8"),
+            std::string::npos) << *autotuned;
+  EXPECT_NE(autotuned->find("\"BLOCK_K\": 32, \"GROUP_M\": 8, \"DIRECT\": 0}"), std::string::npos);
+  TileChoice direct{256, 32, 16, 8, 8, 1};
+  direct.direct = true;
+  const std::regex key("# Tuning key of \\w+: ([0-9a-f]{64})");
+  for (auto it = std::sregex_iterator(autotuned->begin(), autotuned->end(), key); it != std::sregex_iterator(); ++it) {
+    options.kernel.tuned[(*it)[1].str()] = direct;
+  }
+  ASSERT_FALSE(options.kernel.tuned.empty()) << *autotuned;
+  Result<std::string> baked = WriteModelNew(planned->graph, planned->plan, options);
+  ASSERT_TRUE(baked.ok()) << baked.status().ToString();
+  EXPECT_EQ(baked->find("@triton.autotune"), std::string::npos) << *baked;
+  EXPECT_NE(baked->find("BLOCK_M=256, BLOCK_N=32, BLOCK_K=16, GROUP_M=8, num_warps=8, num_stages=1, DIRECT=1"), std::string::npos)
+      << *baked;
+  RemoveTreeQuietly(*dir);
 }
 
 ModelWriterOptions RelayoutAlways() {
