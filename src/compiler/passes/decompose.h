@@ -16,6 +16,8 @@
 //   mm by a column vector         -> a row reduction of products
 //   clone and same-type _to_copy  -> the input itself, unless the copy is a graph output
 //   scalar_tensor                 -> its number, inlined into the pointwise ops that read it
+// and one composition back:
+//   a * tanh(softplus(a)) captured -> mish(a), whose kernel takes one exponential and one division
 // An op whose form is not handled (a used statistics output, a half-precision softmax, an
 // unsupported norm order) is kept unchanged.
 #pragma once
