@@ -62,4 +62,39 @@ Status EmitConvolutionEpilogue(SourceWriter& out, const ir::Graph& graph, const 
   return EmitEpilogue(out, graph, group, conv.inputs, conv.outputs, conv.out_shape, index, kernel);
 }
 
+OutputPhases PhasesOf(const ConvolutionNode& conv) {
+  OutputPhases phases;
+  for (size_t d = 0; d < conv.spatial; ++d) {
+    const int64_t stride = conv.stride[d];
+    phases.count *= stride;
+    phases.tile_dims.push_back((conv.out_shape[2 + d] + stride - 1) / stride);
+    phases.reach.push_back((conv.w_type->shape[2 + d] + stride - 1) / stride);
+    phases.positions *= phases.tile_dims.back();
+    phases.taps *= phases.reach.back();
+  }
+  return phases;
+}
+
+void EmitPhase(SourceWriter& out, const ConvolutionNode& conv, const std::string& phase) {
+  out.Line(fmt::format("kf_prem = {}", phase));
+  for (size_t d = conv.spatial; d-- > 0;) {
+    out.Line(fmt::format("kf_r{} = kf_prem % {}", d, conv.stride[d]));
+    if (d > 0) out.Line(fmt::format("kf_prem = kf_prem // {}", conv.stride[d]));
+  }
+}
+
+void EmitPhasePositions(SourceWriter& out, const ConvolutionNode& conv) {
+  for (size_t d = 0; d < conv.spatial; ++d) {
+    out.Line(fmt::format("kf_o{0} = kf_q{0} * {1} + kf_r{0}", d, conv.stride[d]));
+    out.Line(fmt::format("kf_first{0} = (kf_r{0} + {1}) % {2}", d, conv.padding[d], conv.stride[d]));
+  }
+}
+
+std::string EmitPhaseTap(SourceWriter& out, const ConvolutionNode& conv, size_t d) {
+  out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0}", d, conv.padding[d]));
+  out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, conv.stride[d]));
+  return fmt::format(" & (kf_span{0} >= 0) & (kf_in{0} < {1}) & (kf_t{0} < {2})", d, conv.x_type->shape[2 + d],
+                     conv.w_type->shape[2 + d]);
+}
+
 }  // namespace kforge::codegen

@@ -230,11 +230,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   const std::string position = layout == ConvLayout::kSubpixel ? "kf_q" : "kf_o";
   if (layout == ConvLayout::kSubpixel) {
     out.Line("kf_group = 0");
-    out.Line("kf_prem = tl.program_id(1)");
-    for (size_t d = spatial; d-- > 0;) {
-      out.Line(fmt::format("kf_r{} = kf_prem % {}", d, stride[d]));
-      if (d > 0) out.Line(fmt::format("kf_prem = kf_prem // {}", stride[d]));
-    }
+    EmitPhase(out, conv, "tl.program_id(1)");
   } else {
     // One group: a constant the compiler folds into the operands' offsets (level2/71: 10% faster).
     out.Line(groups == 1 ? "kf_group = 0" : "kf_group = tl.program_id(1)");
@@ -247,9 +243,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
     out.Line(fmt::format("kf_rem = kf_rem // {}", tile_dims[d]));
   }
   out.Line("kf_img = kf_rem");
-  if (layout == ConvLayout::kSubpixel) {
-    for (size_t d = 0; d < spatial; ++d) out.Line(fmt::format("kf_o{0} = kf_q{0} * {1} + kf_r{0}", d, stride[d]));
-  }
+  if (layout == ConvLayout::kSubpixel) EmitPhasePositions(out, conv);
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
   // One BLOCK_K slice (kf_ci) of the tap's input channels into the accumulator; `tap_valid` masks
   // the weight too (a subpixel phase's last tap may lie past the kernel).
@@ -274,28 +268,19 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   auto dot_loop = [&] {
     const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
     if (layout == ConvLayout::kSubpixel) {
-      // Output o of phase r takes taps t = (r + padding) % stride + j * stride, from input (o + padding - t) / stride.
-      int64_t phase_taps = 1;
-      std::vector<int64_t> reach(spatial);
-      for (size_t d = 0; d < spatial; ++d) {
-        reach[d] = (w_type.shape[2 + d] + stride[d] - 1) / stride[d];
-        phase_taps *= reach[d];
-        out.Line(fmt::format("kf_first{0} = (kf_r{0} + {1}) % {2}", d, padding[d], stride[d]));
-      }
+      // One loop over (tap reaching the phase, channel block).
+      const OutputPhases phases_of = PhasesOf(conv);
       out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
-      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phase_taps));
+      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phases_of.taps));
       out.Line("kf_jrem = kf_kk // kf_ci_blocks");
       out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
       std::string valid = fmt::format("(kf_m < {})", m), tap_valid;
       for (size_t d = spatial; d-- > 0;) {
-        out.Line(fmt::format("kf_t{0} = kf_first{0} + (kf_jrem % {1}) * {2}", d, reach[d], stride[d]));
-        if (d > 0) out.Line(fmt::format("kf_jrem = kf_jrem // {}", reach[d]));
+        out.Line(fmt::format("kf_t{0} = kf_first{0} + (kf_jrem % {1}) * {2}", d, phases_of.reach[d], stride[d]));
+        if (d > 0) out.Line(fmt::format("kf_jrem = kf_jrem // {}", phases_of.reach[d]));
       }
       for (size_t d = 0; d < spatial; ++d) {
-        out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0}", d, padding[d]));
-        out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, stride[d]));
-        valid += fmt::format(" & (kf_o{0} < {1}) & (kf_span{0} >= 0) & (kf_in{0} < {2}) & (kf_t{0} < {3})", d, out_shape[2 + d],
-                             x_type.shape[2 + d], w_type.shape[2 + d]);
+        valid += fmt::format(" & (kf_o{0} < {1})", d, out_shape[2 + d]) + EmitPhaseTap(out, conv, d);
         tap_valid += fmt::format(" & (kf_t{} < {})", d, w_type.shape[2 + d]);
       }
       tap_rows(valid);

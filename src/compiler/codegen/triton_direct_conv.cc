@@ -102,15 +102,8 @@ Result<EmittedKernel> EmitDirectTransposedConvolution(const ir::Graph& graph, co
   const int64_t block_m = columns <= 8 ? 256 : 128;
   const std::vector<int64_t>& sx = x_type.stride;
   const std::vector<int64_t>& sw = w_type.stride;
-  int64_t phases = 1, phase_positions = 1;
-  std::vector<int64_t> tile_dims(spatial), reach(spatial);
-  for (size_t d = 0; d < spatial; ++d) {
-    phases *= conv.stride[d];
-    tile_dims[d] = (out_shape[2 + d] + conv.stride[d] - 1) / conv.stride[d];
-    reach[d] = PhaseTaps(w_type.shape[2 + d], conv.stride[d]);
-    phase_positions *= tile_dims[d];
-  }
-  const int64_t m = conv.images * phase_positions;
+  const OutputPhases phase_of = PhasesOf(conv);
+  const int64_t phases = phase_of.count, m = conv.images * phase_of.positions;
 
   EmittedKernel kernel;
   SourceWriter out;
@@ -119,37 +112,27 @@ Result<EmittedKernel> EmitDirectTransposedConvolution(const ir::Graph& graph, co
                                "BLOCK_M of {} positions of a phase x {} output channels per program; one fp32 FMA per input "
                                "channel ({}) and tap reaching the phase.", phases, conv.groups, m, co_g, ci_g));
   out.Line(fmt::format("kf_group = tl.program_id(1) // {}", phases));
-  out.Line(fmt::format("kf_prem = tl.program_id(1) % {}", phases));
-  for (size_t d = spatial; d-- > 0;) {
-    out.Line(fmt::format("kf_r{} = kf_prem % {}", d, conv.stride[d]));
-    if (d > 0) out.Line(fmt::format("kf_prem = kf_prem // {}", conv.stride[d]));
-  }
+  EmitPhase(out, conv, fmt::format("tl.program_id(1) % {}", phases));
   out.Line(fmt::format("kf_n = tl.arange(0, {})", columns));
   out.Line(fmt::format("kf_co = kf_group * {} + kf_n", co_g));
   out.Line("kf_rem = kf_m");
   for (size_t d = spatial; d-- > 0;) {
-    out.Line(fmt::format("kf_q{} = kf_rem % {}", d, tile_dims[d]));
-    out.Line(fmt::format("kf_rem = kf_rem // {}", tile_dims[d]));
+    out.Line(fmt::format("kf_q{} = kf_rem % {}", d, phase_of.tile_dims[d]));
+    out.Line(fmt::format("kf_rem = kf_rem // {}", phase_of.tile_dims[d]));
   }
   out.Line("kf_img = kf_rem");
+  EmitPhasePositions(out, conv);
   std::string inside = fmt::format("(kf_m < {})", m);
-  for (size_t d = 0; d < spatial; ++d) {
-    out.Line(fmt::format("kf_o{0} = kf_q{0} * {1} + kf_r{0}", d, conv.stride[d]));
-    out.Line(fmt::format("kf_first{0} = (kf_r{0} + {1}) % {2}", d, conv.padding[d], conv.stride[d]));
-    inside += fmt::format(" & (kf_o{0} < {1})", d, out_shape[2 + d]);
-  }
+  for (size_t d = 0; d < spatial; ++d) inside += fmt::format(" & (kf_o{0} < {1})", d, out_shape[2 + d]);
   out.Line(fmt::format("kf_inside = {}", inside));
   out.Line(fmt::format("kf_acc = tl.zeros((BLOCK_M, {}), dtype=tl.float32)", columns));
-  for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_j{} in tl.static_range({}):", d, reach[d]));
+  for (size_t d = 0; d < spatial; ++d) out.Open(fmt::format("for kf_j{} in tl.static_range({}):", d, phase_of.reach[d]));
   std::string valid = "kf_inside", tap_valid;
   std::vector<std::string> x_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
   std::vector<std::string> w_terms = {Term("kf_n", sw[1]), Term("kf_group", ci_g * sw[0])};
   for (size_t d = 0; d < spatial; ++d) {
     out.Line(fmt::format("kf_t{0} = kf_first{0} + kf_j{0} * {1}", d, conv.stride[d]));
-    out.Line(fmt::format("kf_span{0} = kf_o{0} + {1} - kf_t{0}", d, conv.padding[d]));
-    out.Line(fmt::format("kf_in{0} = kf_span{0} // {1}", d, conv.stride[d]));
-    valid += fmt::format(" & (kf_span{0} >= 0) & (kf_in{0} < {1}) & (kf_t{0} < {2})", d, x_type.shape[2 + d],
-                         w_type.shape[2 + d]);
+    valid += EmitPhaseTap(out, conv, d);
     tap_valid += fmt::format(" & (kf_t{} < {})", d, w_type.shape[2 + d]);
     x_terms.push_back(Term(fmt::format("kf_in{}", d), sx[2 + d]));
     w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));

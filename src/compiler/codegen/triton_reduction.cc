@@ -661,7 +661,7 @@ class ReductionEmitter {
       out.Line(fmt::format("kf_d_{0} = tl.where(kf_rmask, {1} - {0}{2}, 0.0)", mean, x, cols_ ? "[None, :]" : ""));
       out.Line(fmt::format("{0} = tl.sum(kf_d_{1} * kf_d_{1}, axis=0) / {2}", Name(op.ref(0)), mean, VarianceDivisor(op)));
     } else if (passes::IsScan(op.op)) {
-      out.Line(fmt::format("{} = tl.{}({}, axis=0)", Name(op.ref()), op.op == "aten.cumsum.default" ? "cumsum" : "cumprod", masked));
+      out.Line(fmt::format("{} = tl.{}({}, axis=0)", Name(op.ref()), ScanOf(op).function, masked));
     } else if (op.op == "aten.argmax.default") {
       out.Line(fmt::format("{} = tl.argmax({}, axis=0).to(tl.int64)", Name(op.ref()), masked));
     } else if (op.op == "aten.max.dim") {
@@ -677,11 +677,11 @@ class ReductionEmitter {
   // then the carry advanced by the block's total (or product).
   void EmitScanStep(SourceWriter& out, EmittedKernel& kernel, const ir::OpNode& op) {
     const std::string name = Name(op.ref()), x = Name(passes::TensorInputs(op).front());
-    const bool sum = op.op == "aten.cumsum.default";
+    const Scan scan = ScanOf(op);
     const std::string carry = fmt::format("kf_carry_{}{}", name, cols_ ? "[None, :]" : "");
     out.Line(fmt::format("kf_block_{} = tl.where(kf_rmask, {}, {})", name, x, Identity(op)));
-    out.Line(fmt::format("{0} = tl.{1}(kf_block_{0}, axis=0) {2} {3}", name, sum ? "cumsum" : "cumprod", sum ? "+" : "*", carry));
-    if (sum) {
+    out.Line(fmt::format("{0} = tl.{1}(kf_block_{0}, axis=0) {2} {3}", name, scan.function, scan.combine, carry));
+    if (scan.sum) {
       out.Line(fmt::format("kf_carry_{0} = kf_carry_{0} + tl.sum(kf_block_{0}, axis=0)", name));
     } else {
       kernel.helpers.insert("_kf_multiply");
@@ -690,6 +690,16 @@ class ReductionEmitter {
   }
 
   static bool IsVarMean(const ir::OpNode& op) { return op.op == "aten.var_mean.correction"; }
+  // A scan's Triton function and how a block's scan combines with the carry of the blocks before.
+  struct Scan {
+    bool sum;              // cumsum; else cumprod
+    const char* function;  // tl.cumsum or tl.cumprod
+    const char* combine;   // "+" or "*"
+  };
+  static Scan ScanOf(const ir::OpNode& op) {
+    const bool sum = op.op == "aten.cumsum.default";
+    return {sum, sum ? "cumsum" : "cumprod", sum ? "+" : "*"};
+  }
 
   // The partial results a split program stores per reduction: one value, or var_mean's (mean, M2,
   // count) of its slice.
