@@ -14,6 +14,14 @@
 
 namespace kforge::codegen {
 
+// The smallest power of two that is at least `value` and `floor` (a Triton block dim is a power of
+// two; tl.dot's operand sides are at least 16).
+constexpr int64_t NextPowerOfTwo(int64_t value, int64_t floor = 1) {
+  int64_t power = floor;
+  while (power < value) power *= 2;
+  return power;
+}
+
 // One tile configuration of a GEMM-shaped kernel (a matmul, an implicit-GEMM convolution).
 struct TileChoice {
   int block_m = 32, block_n = 32, block_k = 32, group_m = 8, warps = 4, stages = 2;

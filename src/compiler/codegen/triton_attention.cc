@@ -18,9 +18,7 @@ namespace kforge::codegen {
 namespace {
 
 int64_t PaddedHeadDim(int64_t dim) {
-  int64_t padded = 16;  // tl.dot's smallest operand side
-  while (padded < dim) padded *= 2;
-  return padded;
+  return NextPowerOfTwo(dim, 16);  // tl.dot's smallest operand side is 16
 }
 
 // What the kernel computes, read off the attention node.

@@ -80,10 +80,11 @@ struct ConvForms {
 constexpr int64_t kMaxDirectOutputsBesideDot = 32;
 constexpr int64_t kMaxDirectReductionBesideDot = 128;
 
-ConvForms ChooseConvForms(const ir::Graph& graph, const passes::FusionGroup& group, const ConvolutionNode& conv,
-                          ConvLayout layout, int64_t m, const KernelOptions& options) {
+// `direct_only`: a plain convolution PrefersDirectConvolution takes.
+ConvForms ChooseConvForms(const ConvolutionNode& conv, bool direct_only, ConvLayout layout, int64_t m,
+                          const KernelOptions& options) {
+  if (direct_only) return {.dot = false, .direct = true};
   if (conv.transposed || layout != ConvLayout::kAsGiven) return {};
-  if (PrefersDirectConvolution(graph, graph.value(group.nodes.front()).As<ir::OpNode>())) return {.dot = false, .direct = true};
   const bool offered = conv.ci_g * conv.taps <= kMaxDirectReductionBesideDot && conv.co_g <= kMaxDirectOutputsBesideDot &&
                        m >= options.direct_min_positions;
   return {.dot = true, .direct = offered};
@@ -92,8 +93,7 @@ ConvForms ChooseConvForms(const ir::Graph& graph, const passes::FusionGroup& gro
 // The direct form's configurations: the whole group's output channels (a power of two) per
 // program; BLOCK_K and the stages are unused.
 std::vector<TileChoice> DirectTileConfigs(int64_t co_g, bool only) {
-  int columns = 1;
-  while (columns < co_g) columns *= 2;
+  const int columns = static_cast<int>(NextPowerOfTwo(co_g));
   auto direct = [&](int block_m, int warps) {
     TileChoice c{block_m, columns, 16, 8, warps, 1};
     c.direct = true;
@@ -182,21 +182,19 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   const ir::IntList &stride = conv.stride, &padding = conv.padding, &dilation = conv.dilation;
   const int64_t groups = conv.groups, images = conv.images, co_g = conv.co_g, ci_g = conv.ci_g, taps = conv.taps;
   const bool transposed = conv.transposed;
-  int64_t phases = 1;
-  for (size_t d = 0; d < spatial && transposed; ++d) phases *= stride[d];
+  const OutputPhases phase_of = PhasesOf(conv);  // of a transposed convolution
+  const int64_t phases = transposed ? phase_of.count : 1;
   const double flops = 2.0 * static_cast<double>(images * conv.positions) * static_cast<double>(co_g * ci_g * taps) *
                        static_cast<double>(groups) / static_cast<double>(phases);
   const bool direct_only = !transposed && PrefersDirectConvolution(graph, graph.value(group.nodes.front()).As<ir::OpNode>());
   const ConvLayout layout = direct_only ? ConvLayout::kAsGiven : ChooseConvLayout(conv, flops, options);
   // The output positions one program tile walks: all of them, or one phase's (rounded up).
   std::vector<int64_t> tile_dims(out_shape.begin() + 2, out_shape.end());
-  if (layout == ConvLayout::kSubpixel) {
-    for (size_t d = 0; d < spatial; ++d) tile_dims[d] = (out_shape[2 + d] + stride[d] - 1) / stride[d];
-  }
+  if (layout == ConvLayout::kSubpixel) tile_dims = phase_of.tile_dims;
   int64_t tile_positions = 1;
   for (int64_t size : tile_dims) tile_positions *= size;
   const int64_t m = images * tile_positions, n = co_g, k = ci_g * taps;
-  const ConvForms forms = ChooseConvForms(graph, group, conv, layout, m, options);
+  const ConvForms forms = ChooseConvForms(conv, direct_only, layout, m, options);
   const TileParameters parameters = forms.dot && forms.direct ? TileParameters::kConvolution : TileParameters::kGemm;
   // The strides the kernel reads its operands with: in place, or those of the relayout buffers.
   const std::vector<int64_t> sx = layout == ConvLayout::kAsGiven ? x_type.stride : ChannelsLastStrides(x_type.shape);
@@ -269,15 +267,14 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
     const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
     if (layout == ConvLayout::kSubpixel) {
       // One loop over (tap reaching the phase, channel block).
-      const OutputPhases phases_of = PhasesOf(conv);
       out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
-      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phases_of.taps));
+      out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phase_of.taps));
       out.Line("kf_jrem = kf_kk // kf_ci_blocks");
       out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
       std::string valid = fmt::format("(kf_m < {})", m), tap_valid;
       for (size_t d = spatial; d-- > 0;) {
-        out.Line(fmt::format("kf_t{0} = kf_first{0} + (kf_jrem % {1}) * {2}", d, phases_of.reach[d], stride[d]));
-        if (d > 0) out.Line(fmt::format("kf_jrem = kf_jrem // {}", phases_of.reach[d]));
+        out.Line(fmt::format("kf_t{0} = kf_first{0} + (kf_jrem % {1}) * {2}", d, phase_of.reach[d], stride[d]));
+        if (d > 0) out.Line(fmt::format("kf_jrem = kf_jrem // {}", phase_of.reach[d]));
       }
       for (size_t d = 0; d < spatial; ++d) {
         valid += fmt::format(" & (kf_o{0} < {1})", d, out_shape[2 + d]) + EmitPhaseTap(out, conv, d);
@@ -338,7 +335,8 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
       for (size_t d = 0; d < spatial; ++d) row_terms.push_back(Term(fmt::format("kf_o{}", d), stride[d] * sx[2 + d]));
       out.Line(fmt::format("kf_x_rows = kf_x_ptr + {}", Sum(row_terms)));
       out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
-      out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");    out.Line("kf_krem = kf_k");
+      out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");
+      out.Line("kf_krem = kf_k");
       for (size_t d = spatial; d-- > 0;) {
         out.Line(fmt::format("kf_t{} = kf_krem % {}", d, w_type.shape[2 + d]));
         out.Line(fmt::format("kf_krem = kf_krem // {}", w_type.shape[2 + d]));

@@ -13,12 +13,6 @@
 namespace kforge::codegen {
 namespace {
 
-int64_t NextPowerOfTwo(int64_t value) {
-  int64_t power = 1;
-  while (power < value) power *= 2;
-  return power;
-}
-
 // The taps of a transposed convolution that reach one output phase (position modulo the stride)
 // along dim d: ceil(kernel / stride).
 int64_t PhaseTaps(int64_t kernel, int64_t stride) { return (kernel + stride - 1) / stride; }

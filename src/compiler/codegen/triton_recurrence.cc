@@ -14,12 +14,6 @@
 namespace kforge::codegen {
 namespace {
 
-int64_t PowerOfTwoAtLeast(int64_t n, int64_t floor) {
-  int64_t p = floor;
-  while (p < n) p *= 2;
-  return p;
-}
-
 // What the kernel computes, read off the scan node.
 struct Scan {
   const ir::OpNode* node = nullptr;
@@ -182,9 +176,9 @@ Result<EmittedKernel> EmitRecurrenceKernel(const ir::Graph& graph, const passes:
 
   // Programs: batch tiles of at least 16 rows (tl.dot's smallest side) and 16 hidden units each, so
   // that a small batch still spreads the step over H / 16 programs, each streaming its w_hh rows.
-  const int64_t block_b = std::min<int64_t>(PowerOfTwoAtLeast(s.batch, 16), 64);
+  const int64_t block_b = std::min<int64_t>(NextPowerOfTwo(s.batch, 16), 64);
   const int64_t block_h = s.hidden >= 2048 ? 32 : 16;
-  const int64_t block_k = std::min<int64_t>(PowerOfTwoAtLeast(s.hidden, 16), 64);
+  const int64_t block_k = std::min<int64_t>(NextPowerOfTwo(s.hidden, 16), 64);
   const std::string h0 = VarName(graph, s.h0), seq = VarName(graph, node.ref(0));
   const std::vector<int64_t>& h0_stride = graph.TypeOf(s.h0)->stride;
   for (int32_t i = 0; i < node.num_outputs(); ++i) kernel.launch.push_back(EmptyLike(VarName(graph, node.ref(i)), node.outputs[i]));

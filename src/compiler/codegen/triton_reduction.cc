@@ -20,12 +20,6 @@ using passes::ReductionSpace;
 
 enum class Space { kFull, kKept };
 
-int64_t NextPowerOfTwo(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 bool Contains(const std::vector<int64_t>& list, int64_t x) { return std::find(list.begin(), list.end(), x) != list.end(); }
 
 // "a * 3 + b * 7" from index variables and strides, skipping zero strides; "0" when empty.

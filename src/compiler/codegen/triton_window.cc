@@ -36,12 +36,6 @@ void EmitTaps(SourceWriter& out, int64_t window_h, int64_t window_w, const ir::I
   out.Close();
 }
 
-int64_t NextPowerOfTwo(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 struct PoolRows {
   bool adaptive, count_include_pad;
   int64_t divisor;  // an average's constant divisor (every window whole), else 0: windows are counted

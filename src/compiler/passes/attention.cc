@@ -22,12 +22,6 @@ constexpr double kMinusInf = -std::numeric_limits<double>::infinity();
 // The attention kernel holds a head's whole (power-of-two padded) row of q, k and v.
 constexpr int64_t kMaxHeadDim = 256;
 
-const ir::OpNode* OpAt(const ir::Graph& graph, NodeRef ref) { return graph.value(ref.value).TryAs<ir::OpNode>(); }
-const ir::OpNode* OpAt(const ir::Graph& graph, const ir::Argument& arg) {
-  const auto* ref = arg.TryAs<NodeRef>();
-  return ref ? OpAt(graph, *ref) : nullptr;
-}
-
 bool IsFloat32(const ir::Graph& graph, NodeRef ref) { return graph.TypeOf(ref)->dtype == ir::DType::kFloat32; }
 
 // A number: an int or float argument, a 0-d scalar_tensor, or a 0-d constant whose value is known.

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "compiler/passes/fusion_rules.h"
+
 namespace kforge::passes {
 namespace {
 
@@ -10,8 +12,6 @@ namespace {
 struct Affine {
   int64_t ci = 0, cj = 0, c = 0;
 };
-
-const ir::OpNode* OpOf(const ir::Graph& graph, ir::NodeRef ref) { return graph.value(ref.value).TryAs<ir::OpNode>(); }
 
 std::optional<int64_t> IntArg(const ir::OpNode& op, ir::ArgSlot slot, std::optional<int64_t> fallback) {
   const ir::Argument* arg = op.FindArgument(slot);
@@ -59,7 +59,7 @@ std::optional<Affine> Combine(const ir::Graph& graph, const ir::OpNode& op, int6
 std::optional<Affine> AffineOf(const ir::Graph& graph, const ir::Argument& arg) {
   if (const auto* number = arg.TryAs<int64_t>()) return Affine{0, 0, *number};
   const auto* ref = arg.TryAs<ir::NodeRef>();
-  const ir::OpNode* op = ref ? OpOf(graph, *ref) : nullptr;
+  const ir::OpNode* op = ref ? OpAt(graph, *ref) : nullptr;
   if (op == nullptr || ir::IsFloatingPoint(op->type().dtype) || op->type().dtype == ir::DType::kBool) return std::nullopt;
   const std::string& name = op->op;
   if (name.rfind("aten.arange.", 0) == 0 && op->type().rank() == 1) return Arange(*op);
@@ -94,7 +94,7 @@ std::optional<CausalBand> Comparison(const ir::Graph& graph, const ir::OpNode& o
 
 bool AllTrue(const ir::Graph& graph, const ir::Argument& arg) {
   const auto* ref = arg.TryAs<ir::NodeRef>();
-  const ir::OpNode* op = ref ? OpOf(graph, *ref) : nullptr;
+  const ir::OpNode* op = ref ? OpAt(graph, *ref) : nullptr;
   if (op == nullptr || op->op != "aten.full.default" || op->type().dtype != ir::DType::kBool) return false;
   const ir::Argument* fill = op->FindArgument({1, "fill_value"});
   const auto* value = fill ? fill->TryAs<bool>() : nullptr;
@@ -104,7 +104,7 @@ bool AllTrue(const ir::Graph& graph, const ir::Argument& arg) {
 }  // namespace
 
 std::optional<CausalBand> FindCausalBand(const ir::Graph& graph, ir::NodeRef mask) {
-  const ir::OpNode* op = OpOf(graph, mask);
+  const ir::OpNode* op = OpAt(graph, mask);
   if (op == nullptr || op->type().dtype != ir::DType::kBool || op->args.empty()) return std::nullopt;
   const std::string& name = op->op;
   if (name == "aten.logical_not.default") {

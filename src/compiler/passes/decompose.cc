@@ -465,8 +465,7 @@ class Decomposer : public ir::GraphRewriter {
   // The source graph's op producing `ref`, when it is `op`.
   const ir::OpNode* Producer(const Argument& arg, const char* op) const {
     const auto* ref = arg.TryAs<NodeRef>();
-    if (ref == nullptr || ref->output != 0) return nullptr;
-    const auto* node = source_.value(ref->value).TryAs<ir::OpNode>();
+    const ir::OpNode* node = ref != nullptr && ref->output == 0 ? OpAt(source_, *ref) : nullptr;
     return node != nullptr && node->op == op ? node : nullptr;
   }
   static bool SameTensor(const Argument& arg, NodeRef ref) {

@@ -4,6 +4,12 @@
 
 namespace kforge::passes {
 
+const ir::OpNode* OpAt(const ir::Graph& graph, ir::NodeRef ref) { return graph.value(ref.value).TryAs<ir::OpNode>(); }
+const ir::OpNode* OpAt(const ir::Graph& graph, const ir::Argument& arg) {
+  const auto* ref = arg.TryAs<ir::NodeRef>();
+  return ref ? OpAt(graph, *ref) : nullptr;
+}
+
 std::vector<ir::NodeRef> TensorInputs(const ir::Value& value) {
   std::vector<ir::NodeRef> refs;
   const auto* op = value.TryAs<ir::OpNode>();

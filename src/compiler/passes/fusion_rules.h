@@ -12,6 +12,10 @@ namespace kforge::passes {
 
 // A tensor input of a value: every reference among its positional and keyword arguments.
 std::vector<ir::NodeRef> TensorInputs(const ir::Value& value);
+// The op node that `ref` (or `arg`, when it is a reference) names; null for a graph input, a
+// constant, or an argument that is not a reference.
+const ir::OpNode* OpAt(const ir::Graph& graph, ir::NodeRef ref);
+const ir::OpNode* OpAt(const ir::Graph& graph, const ir::Argument& arg);
 
 // Fusable pointwise: a known pointwise op with exactly one output whose every tensor input broadcasts to it,
 // or a 1-D arange (each element a function of its index).
