@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/triton_attention.h"
 #include "core/clock.h"
 #include "search/kernel_tuning.h"
 
@@ -65,10 +66,11 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
     }
     chosen.tuning["baked"] = TuningKeys(source).empty() && autotuned > 0;
     const bool uses_dot = UsesDot(source);
-    chosen.attempts.push_back({{"dot_precision", uses_dot ? step.Label() : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});
+    const std::string label = step.Label(codegen::HasAttentionKernel(source));
+    chosen.attempts.push_back({{"dot_precision", uses_dot ? label : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});
     chosen.source = std::move(source);
     if (!WorthTheNextStep(evaluation->verdict.kind, uses_dot, &step == &ladder.front())) break;
-    log(fmt::format("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), step.Label()));
+    log(fmt::format("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), label));
   }
   if (!evaluation) return Status::Internal("the precision ladder has no step");
   chosen.evaluation = std::move(*evaluation);

@@ -4,14 +4,14 @@
 
 namespace kforge {
 
-std::string DotPrecisionStep::Label() const {
-  return gemm == attention ? gemm : gemm + ", attention " + attention;
+std::string DotPrecisionStep::Label(bool with_attention) const {
+  return gemm == attention || !with_attention ? gemm : gemm + ", attention " + attention;
 }
 
 std::vector<DotPrecisionStep> DotPrecisionLadder(Precision precision, bool on_cpu) {
   if (precision == Precision::kTf32) return {{"tf32", "tf32"}};
   if (on_cpu) return {{"ieee", "ieee"}};
-  return {{"tf32x3", "tf32x3"}, {"tf32x3", "ieee"}, {"bf16x6", "bf16x6"}, {"ieee", "ieee"}};
+  return {{"tf32x3", "tf32x3"}, {"tf32x3", "ieee"}, {"bf16x6", "ieee"}, {"ieee", "ieee"}};
 }
 
 bool WorthTheNextStep(VerdictKind verdict, bool uses_dot, bool first_step) {

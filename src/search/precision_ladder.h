@@ -1,14 +1,17 @@
 // The input precisions of tl.dot a compiled candidate is tried in, in order, until one is not
-// wrong. Under the fp32 policy on a GPU the first try is three-pass TF32 (each operand split into
-// a TF32 head and tail, the tail-by-tail product dropped): tensor cores at an error of fp32's
-// order, judged by the evaluator at the fp32 tolerance like any candidate. Attention is where that
-// error shows first (scores of order 1e5 on inputs scaled by 1000, whose rounding alone moves the
+// wrong; each step at least as precise as the one before, for every dot. Under the fp32 policy on
+// a GPU the first try is three-pass TF32 (each operand split into a TF32 head and tail, the
+// tail-by-tail product dropped: 22 of fp32's 24 bits): tensor cores at an error of fp32's order,
+// judged by the evaluator at the fp32 tolerance like any candidate. Attention is where that error
+// shows first (scores of order 1e5 on inputs scaled by 1000, whose rounding alone moves the
 // probabilities), so the second try keeps the GEMMs in three-pass TF32 and runs only the attention
-// kernels' dots in IEEE fp32. The third runs every dot in six-pass BF16 (each operand split into
-// three BF16 parts, 24 bits in all, the three smallest cross products dropped: about a quarter of
-// three-pass TF32's error, on tensor cores of twice TF32's rate), the last in IEEE
-// (FMAs, several times slower). The interpreter computes every dot exactly (one step); a declared
-// tf32 policy has one step.
+// kernels' dots in IEEE fp32. The third runs every other dot in six-pass BF16 (each operand split
+// into three BF16 parts, 24 bits in all, the three smallest cross products dropped: about a
+// quarter of three-pass TF32's error, on tensor cores of twice TF32's rate), the last every dot in
+// IEEE (FMAs, several times slower). Six-pass BF16 is not offered for attention: on the H200 its
+// kernel for minGPT's attention made an illegal memory access (level3/43, fourteenth session).
+// A step that changes nothing in a candidate's source is skipped. The interpreter computes every
+// dot exactly (one step); a declared tf32 policy has one step.
 #pragma once
 
 #include <string>
@@ -22,8 +25,9 @@ namespace kforge {
 struct DotPrecisionStep {
   std::string gemm;       // matmuls and convolutions ("tf32x3", "bf16x6", "ieee", "tf32")
   std::string attention;  // the attention kernels' two dots
-  // "tf32x3", "ieee", or "tf32x3, attention ieee" for a step that differs by kind.
-  std::string Label() const;
+  // "tf32x3", "ieee", or "tf32x3, attention ieee" for a step that differs by kind in a candidate
+  // with an attention kernel.
+  std::string Label(bool with_attention = true) const;
   bool operator==(const DotPrecisionStep&) const = default;
 };
 

@@ -26,8 +26,10 @@ Evaluation Judged(VerdictKind kind, Json evidence = Json::object()) {
 
 // A source for `step`: a dot in that precision; autotuned (one tuning key) unless a configuration
 // is baked in.
-std::string Source(const DotPrecisionStep& step, const std::map<std::string, codegen::TileChoice>& tuned, bool dot = true) {
+std::string Source(const DotPrecisionStep& step, const std::map<std::string, codegen::TileChoice>& tuned, bool dot = true,
+                   bool attention = false) {
   std::string text = dot ? "tl.dot(a, b, input_precision=\"" + step.gemm + "\")\n" : "x + 1\n";
+  if (attention) text += "def attention_g2(q, k):\n    tl.dot(q, k, input_precision=\"" + step.attention + "\")\n";
   if (tuned.count(kKey)) return text + "# matmul_g1: tile configuration measured on this GPU (tuning key " + kKey + ").\n";
   return text + "# Tuning key of matmul_g1: " + kKey + " (the configuration measured best is stored under it).\n@triton.autotune(\n";
 }
@@ -36,13 +38,14 @@ struct Recorder {
   std::vector<std::string> evaluated, kept;
   std::vector<VerdictKind> verdicts;  // given in turn
   bool dot = true;
+  bool attention = false;
 
   CompilerCandidateHooks Hooks() {
     CompilerCandidateHooks hooks;
     hooks.write = [this](const DotPrecisionStep& step, const std::map<std::string, codegen::TileChoice>& tuned,
                          codegen::NoKernelReasons* no_kernel) -> Result<std::string> {
       if (no_kernel != nullptr) (*no_kernel)["sort"] = "no kernel form";
-      return Source(step, tuned, dot);
+      return Source(step, tuned, dot, attention);
     };
     hooks.evaluate = [this](const std::string& source) -> Result<Evaluation> {
       evaluated.push_back(source);
@@ -119,6 +122,22 @@ TEST_F(CompilerCandidateTest, WrongOutputClimbsTheLadderSkippingStepsThatChangeN
   EXPECT_EQ(chosen->attempts, Json::parse(R"([{"dot_precision": "tf32x3", "verdict": "wrong_output"},
                                                {"baked": true, "verdict": "accepted"},
                                                {"dot_precision": "bf16x6", "verdict": "accepted"}])"));
+}
+
+// With an attention kernel, its dots alone go IEEE first, the GEMMs staying three-pass TF32; then
+// the GEMMs go six-pass BF16, named with the attention's precision.
+TEST_F(CompilerCandidateTest, AnAttentionKernelRaisesItsOwnDotsFirst) {
+  Recorder recorder;
+  recorder.attention = true;
+  recorder.verdicts = {VerdictKind::kWrongOutput, VerdictKind::kWrongOutput, VerdictKind::kAccepted, VerdictKind::kAccepted};
+  Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, nullptr, "H200", recorder.Hooks());
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->precision, (DotPrecisionStep{"bf16x6", "ieee"}));
+  EXPECT_NE(chosen->source.find("input_precision=\"bf16x6\""), std::string::npos);
+  EXPECT_EQ(chosen->attempts, Json::parse(R"([{"dot_precision": "tf32x3", "verdict": "wrong_output"},
+                                               {"dot_precision": "tf32x3, attention ieee", "verdict": "wrong_output"},
+                                               {"baked": true, "verdict": "accepted"},
+                                               {"dot_precision": "bf16x6, attention ieee", "verdict": "accepted"}])"));
 }
 
 // A later precision that does not build hands on to IEEE.

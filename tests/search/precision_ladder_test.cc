@@ -6,15 +6,22 @@
 namespace kforge {
 namespace {
 
-TEST(PrecisionLadderTest, Fp32OnAGpuTriesAttentionInIeeeThenSixPassBf16ThenIeee) {
+TEST(PrecisionLadderTest, Fp32OnAGpuRaisesAttentionFirstThenTheGemms) {
   std::vector<DotPrecisionStep> ladder = DotPrecisionLadder(Precision::kFp32, /*on_cpu=*/false);
   ASSERT_EQ(ladder.size(), 4u);
   EXPECT_EQ(ladder[0], (DotPrecisionStep{"tf32x3", "tf32x3"}));
   EXPECT_EQ(ladder[1], (DotPrecisionStep{"tf32x3", "ieee"}));
-  EXPECT_EQ(ladder[2], (DotPrecisionStep{"bf16x6", "bf16x6"}));
+  EXPECT_EQ(ladder[2], (DotPrecisionStep{"bf16x6", "ieee"}));
   EXPECT_EQ(ladder[3], (DotPrecisionStep{"ieee", "ieee"}));
   EXPECT_EQ(ladder[0].Label(), "tf32x3");
   EXPECT_EQ(ladder[1].Label(), "tf32x3, attention ieee");
+  EXPECT_EQ(ladder[2].Label(/*with_attention=*/false), "bf16x6");
+  // No step is less precise than the one before it, for either kind of dot.
+  auto rank = [](const std::string& precision) { return precision == "tf32x3" ? 0 : precision == "bf16x6" ? 1 : 2; };
+  for (size_t i = 1; i < ladder.size(); ++i) {
+    EXPECT_GE(rank(ladder[i].gemm), rank(ladder[i - 1].gemm));
+    EXPECT_GE(rank(ladder[i].attention), rank(ladder[i - 1].attention));
+  }
 }
 
 TEST(PrecisionLadderTest, TheInterpreterAndADeclaredTf32PolicyHaveOneStep) {

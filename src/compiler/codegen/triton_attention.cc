@@ -17,8 +17,29 @@
 namespace kforge::codegen {
 namespace {
 
-int64_t PaddedHeadDim(int64_t dim) {
-  return NextPowerOfTwo(dim, 16);  // tl.dot's smallest operand side is 16
+constexpr char kKernelPrefix[] = "attention_";
+
+// A head dim's columns as power-of-two parts (tl.arange's and tl.dot's sizes), largest first:
+// 96 = 64 + 32 loads and multiplies 96 columns where one padded part would take 128. The dim is
+// rounded up to tl.dot's smallest side (16), so a last part may reach past it (masked); more than
+// three parts would be more dots than the padding costs, so those take one padded part.
+struct HeadPart {
+  int64_t offset = 0, size = 0;
+  bool masked = false;  // reaches past the dim
+};
+
+std::vector<HeadPart> HeadParts(int64_t dim) {
+  const int64_t padded = NextPowerOfTwo(dim, 16);
+  const int64_t rounded = (dim + 15) / 16 * 16;
+  std::vector<HeadPart> parts;
+  int64_t offset = 0;
+  for (int64_t size = padded; offset < rounded; size /= 2) {
+    if (offset + size > rounded) continue;
+    parts.push_back({offset, size, offset + size > dim});
+    offset += size;
+  }
+  if (parts.size() > 3) return {{0, padded, padded > dim}};
+  return parts;
 }
 
 // What the kernel computes, read off the attention node.
@@ -82,7 +103,9 @@ class AttentionWriter {
     WriteQueries();
     out_.Line("kf_row_max = tl.full([BLOCK_M], float(\"-inf\"), tl.float32)");
     out_.Line("kf_row_sum = tl.zeros([BLOCK_M], dtype=tl.float32)");
-    out_.Line("kf_acc = tl.zeros([BLOCK_M, BLOCK_DV], dtype=tl.float32)");
+    for (size_t i = 0; i < v_parts_.size(); ++i) {
+      out_.Line(fmt::format("kf_acc{} = tl.zeros([BLOCK_M, {}], dtype=tl.float32)", i, v_parts_[i].size));
+    }
     if (a_.causal) {
       out_.Line("# Keys past the block's last diagonal are masked for every row: the loop stops before them.");
       out_.Line(fmt::format("kf_keys_end = tl.minimum({}, tl.maximum((kf_pid_m + 1) * BLOCK_M + {}, 0))", a_.tk, *a_.causal));
@@ -110,8 +133,12 @@ class AttentionWriter {
  private:
   std::string Ptr(ir::NodeRef ref) const { return VarName(graph_, ref) + "_ptr"; }
   const ir::TensorType& Type(ir::NodeRef ref) const { return *graph_.TypeOf(ref); }
-  std::string HeadMask(const char* index, int64_t dim, int64_t padded) const {
-    return dim == padded ? "" : fmt::format("({} < {})", index, dim);
+  // "kf_d1[None, :]" with its mask "(kf_d1[None, :] < 100)" when the part reaches past `dim`.
+  static std::string Columns(const char* name, size_t part, const char* broadcast) {
+    return fmt::format("{}{}{}", name, part, broadcast);
+  }
+  static std::string HeadMask(const std::string& index, const HeadPart& part, int64_t dim) {
+    return part.masked ? fmt::format("({} < {})", index, dim) : "";
   }
   std::string Dot(const std::string& a, const std::string& b) const {
     return fmt::format("tl.dot({}, {}, input_precision=\"{}\")", a, b, options_.attention_precision());
@@ -129,12 +156,21 @@ class AttentionWriter {
     }
     out_.Line("kf_m = kf_pid_m * BLOCK_M + tl.arange(0, BLOCK_M)");
     out_.Line(fmt::format("kf_m_valid = kf_m < {}", a_.tq));
-    out_.Line("kf_d = tl.arange(0, BLOCK_D)");
-    out_.Line("kf_e = tl.arange(0, BLOCK_DV)");
+    for (size_t i = 0; i < q_parts_.size(); ++i) {
+      out_.Line(fmt::format("kf_d{} = {}tl.arange(0, {})", i, q_parts_[i].offset ? fmt::format("{} + ", q_parts_[i].offset) : "",
+                            q_parts_[i].size));
+    }
+    for (size_t i = 0; i < v_parts_.size(); ++i) {
+      out_.Line(fmt::format("kf_e{} = {}tl.arange(0, {})", i, v_parts_[i].offset ? fmt::format("{} + ", v_parts_[i].offset) : "",
+                            v_parts_[i].size));
+    }
     const ir::TensorType& q = Type(a_.q);
-    out_.Line(fmt::format("kf_q = tl.load({} + {}, mask={}, other=0.0)", Ptr(a_.q),
-                          Sum({BatchOffset(q, a_.rank), Term("kf_m[:, None]", q.stride[r]), Term("kf_d[None, :]", q.stride[r + 1])}),
-                          Mask({"kf_m_valid[:, None]", HeadMask("kf_d[None, :]", a_.d, PaddedHeadDim(a_.d))})));
+    for (size_t i = 0; i < q_parts_.size(); ++i) {
+      const std::string d = Columns("kf_d", i, "[None, :]");
+      out_.Line(fmt::format("kf_q{} = tl.load({} + {}, mask={}, other=0.0)", i, Ptr(a_.q),
+                            Sum({BatchOffset(q, a_.rank), Term("kf_m[:, None]", q.stride[r]), Term(d, q.stride[r + 1])}),
+                            Mask({"kf_m_valid[:, None]", HeadMask(d, q_parts_[i], a_.d)})));
+    }
   }
 
   // The bias at this tile (its producers computed here), or nullopt without one.
@@ -171,10 +207,16 @@ class AttentionWriter {
   void WriteStep(const std::optional<std::string>& bias) {
     const size_t r = a_.rank - 2;
     const ir::TensorType &k = Type(a_.k), &v = Type(a_.v);
-    out_.Line(fmt::format("kf_kt = tl.load({} + {}, mask={}, other=0.0)", Ptr(a_.k),
-                          Sum({BatchOffset(k, a_.rank), Term("kf_n[None, :]", k.stride[r]), Term("kf_d[:, None]", k.stride[r + 1])}),
-                          Mask({HeadMask("kf_d[:, None]", a_.d, PaddedHeadDim(a_.d)), "kf_n_valid[None, :]"})));
-    std::string scores = fmt::format("{} * {}", Dot("kf_q", "kf_kt"), FloatLiteral(a_.scale));
+    std::vector<std::string> products;
+    for (size_t i = 0; i < q_parts_.size(); ++i) {
+      const std::string d = Columns("kf_d", i, "[:, None]");
+      out_.Line(fmt::format("kf_kt{} = tl.load({} + {}, mask={}, other=0.0)", i, Ptr(a_.k),
+                            Sum({BatchOffset(k, a_.rank), Term("kf_n[None, :]", k.stride[r]), Term(d, k.stride[r + 1])}),
+                            Mask({HeadMask(d, q_parts_[i], a_.d), "kf_n_valid[None, :]"})));
+      products.push_back(Dot(fmt::format("kf_q{}", i), fmt::format("kf_kt{}", i)));
+    }
+    std::string scores = fmt::format("{} * {}", products.size() == 1 ? products[0] : "(" + fmt::format("{}", fmt::join(products, " + ")) + ")",
+                                     FloatLiteral(a_.scale));
     if (bias) scores += " + " + *bias;
     out_.Line(fmt::format("kf_scores = tl.where(kf_keep, {}, float(\"-inf\"))", scores));
     out_.Line("kf_new_max = tl.maximum(kf_row_max, tl.max(kf_scores, 1))");
@@ -183,33 +225,41 @@ class AttentionWriter {
     out_.Line("kf_p = tl.exp(kf_scores - kf_shift[:, None])");
     out_.Line("kf_rescale = tl.exp(kf_row_max - kf_shift)");
     out_.Line("kf_row_sum = kf_row_sum * kf_rescale + tl.sum(kf_p, 1)");
-    out_.Line(fmt::format("kf_v = tl.load({} + {}, mask={}, other=0.0)", Ptr(a_.v),
-                          Sum({BatchOffset(v, a_.rank), Term("kf_n[:, None]", v.stride[r]), Term("kf_e[None, :]", v.stride[r + 1])}),
-                          Mask({"kf_n_valid[:, None]", HeadMask("kf_e[None, :]", a_.dv, PaddedHeadDim(a_.dv))})));
-    out_.Line(fmt::format("kf_acc = kf_acc * kf_rescale[:, None] + {}", Dot("kf_p", "kf_v")));
+    for (size_t i = 0; i < v_parts_.size(); ++i) {
+      const std::string e = Columns("kf_e", i, "[None, :]");
+      out_.Line(fmt::format("kf_v{} = tl.load({} + {}, mask={}, other=0.0)", i, Ptr(a_.v),
+                            Sum({BatchOffset(v, a_.rank), Term("kf_n[:, None]", v.stride[r]), Term(e, v.stride[r + 1])}),
+                            Mask({"kf_n_valid[:, None]", HeadMask(e, v_parts_[i], a_.dv)})));
+      out_.Line(fmt::format("kf_acc{0} = kf_acc{0} * kf_rescale[:, None] + {1}", i, Dot("kf_p", fmt::format("kf_v{}", i))));
+    }
     out_.Line("kf_row_max = kf_new_max");
   }
 
   void WriteOutput() {
     const size_t r = a_.rank - 2;
-    if (a_.zero_empty_rows) {
-      out_.Line("# A row whose every score is masked gives zeros (SDPA's fix-up of softmax's NaN).");
-      out_.Line("kf_out = tl.where(kf_row_max[:, None] == float(\"-inf\"), 0.0, kf_acc / kf_row_sum[:, None])");
-    } else {
-      out_.Line("# A row whose every score is masked gives 0 / 0 = NaN, as softmax does.");
-      out_.Line("kf_out = kf_acc / kf_row_sum[:, None]");
-    }
     const ir::NodeRef out = a_.node->ref();
     const ir::TensorType& type = Type(out);
-    out_.Line(fmt::format("tl.store({} + {}, kf_out, mask={})", Ptr(out),
-                          Sum({BatchOffset(type, a_.rank), Term("kf_m[:, None]", type.stride[r]), Term("kf_e[None, :]", type.stride[r + 1])}),
-                          Mask({"kf_m_valid[:, None]", HeadMask("kf_e[None, :]", a_.dv, PaddedHeadDim(a_.dv))})));
+    if (a_.zero_empty_rows) {
+      out_.Line("# A row whose every score is masked gives zeros (SDPA's fix-up of softmax's NaN).");
+      out_.Line("kf_empty = kf_row_max == float(\"-inf\")");
+    } else {
+      out_.Line("# A row whose every score is masked gives 0 / 0 = NaN, as softmax does.");
+    }
+    for (size_t i = 0; i < v_parts_.size(); ++i) {
+      const std::string e = Columns("kf_e", i, "[None, :]");
+      const std::string value = fmt::format("kf_acc{} / kf_row_sum[:, None]", i);
+      out_.Line(fmt::format("tl.store({} + {}, {}, mask={})", Ptr(out),
+                            Sum({BatchOffset(type, a_.rank), Term("kf_m[:, None]", type.stride[r]), Term(e, type.stride[r + 1])}),
+                            a_.zero_empty_rows ? fmt::format("tl.where(kf_empty[:, None], 0.0, {})", value) : value,
+                            Mask({"kf_m_valid[:, None]", HeadMask(e, v_parts_[i], a_.dv)})));
+    }
   }
 
   const ir::Graph& graph_;
   const passes::FusionGroup& group_;
   const Attention& a_;
   const KernelOptions& options_;
+  const std::vector<HeadPart> q_parts_ = HeadParts(a_.d), v_parts_ = HeadParts(a_.dv);
   SourceWriter& out_;
   std::set<std::string>& helpers_;
 };
@@ -220,7 +270,7 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
   const auto& node = graph.value(group.nodes.back()).As<ir::OpNode>();
   ASSIGN_OR_RETURN(Attention a, ReadAttention(graph, node));
   EmittedKernel kernel;
-  kernel.name = "attention_" + group.name;
+  kernel.name = kKernelPrefix + group.name;
   const std::vector<ir::NodeRef> inputs = passes::GroupInputs(graph, group);
   std::vector<std::string> params;
   for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
@@ -235,8 +285,6 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
   out.Line(fmt::format("# {}online softmax over key blocks; tl.dot with input_precision=\"{}\".",
                        a.causal ? fmt::format("causal (key j kept for query i when j - i <= {}); ", *a.causal) : "",
                        options.attention_precision()));
-  out.Line(fmt::format("BLOCK_D: tl.constexpr = {}", PaddedHeadDim(a.d)));
-  out.Line(fmt::format("BLOCK_DV: tl.constexpr = {}", PaddedHeadDim(a.dv)));
   AttentionWriter writer(graph, group, a, options, out, kernel.helpers);
   RETURN_IF_ERROR(writer.Write());
   out.Close();
@@ -259,5 +307,7 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
                                       fmt::join(args, ", ")));
   return kernel;
 }
+
+bool HasAttentionKernel(const std::string& source) { return source.find(std::string("def ") + kKernelPrefix) != std::string::npos; }
 
 }  // namespace kforge::codegen

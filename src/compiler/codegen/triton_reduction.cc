@@ -222,10 +222,20 @@ class ReductionEmitter {
       }
       if (level_.at(Key(passes::TensorInputs(op).front())) != 0) return false;
     }
+    // A full-space output is stored by the partial programs, each over its slice, when it needs
+    // no reduction's result (batch norm's centered values beside their sum of squares).
     for (const ir::NodeRef& ref : outputs_) {
-      if (SpaceOf(ref) == Space::kFull) return false;
+      if (SpaceOf(ref) == Space::kFull && level_.at(Key(ref)) != 0) return false;
     }
     return true;
+  }
+
+  std::vector<ir::NodeRef> FullOutputs() const {
+    std::vector<ir::NodeRef> full;
+    for (const ir::NodeRef& ref : outputs_) {
+      if (SpaceOf(ref) == Space::kFull) full.push_back(ref);
+    }
+    return full;
   }
 
   std::vector<const ir::OpNode*> Reductions() const {
@@ -253,6 +263,7 @@ class ReductionEmitter {
     SourceWriter out;
     std::vector<std::string> params;
     for (const auto& input : inputs_) params.push_back(Name(input.ref) + "_ptr");
+    for (const ir::NodeRef& ref : FullOutputs()) params.push_back(Name(ref) + "_ptr");
     AddPartialParams(params);
     params.push_back("R_BLOCK: tl.constexpr");
     out.Line("@triton.jit");
@@ -266,9 +277,13 @@ class ReductionEmitter {
     for (const auto& input : inputs_) {
       if (input.space == Space::kFull) out.Line(fmt::format("{}_base = {}", Name(input.ref), KeptOffset(input.strides)));
     }
+    const std::vector<ir::NodeRef> full_outputs = FullOutputs();
+    for (const ir::NodeRef& ref : full_outputs) {
+      out.Line(fmt::format("{}_base = {}", Name(ref), KeptOffset(graph_.TypeOf(ref)->stride)));
+    }
     EmitKeptInputs(out);
     RETURN_IF_ERROR(EmitKeptNodes(out, kernel));
-    RETURN_IF_ERROR(EmitPass(out, kernel, 0, false));
+    RETURN_IF_ERROR(EmitPass(out, kernel, 0, /*last=*/!full_outputs.empty()));
     out.Close();
     out.Blank();
     out.Blank();
@@ -279,7 +294,9 @@ class ReductionEmitter {
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) params.push_back(Name(input.ref) + "_ptr");
     }
-    for (const auto& output : outputs_) params.push_back(Name(output) + "_ptr");
+    for (const auto& output : outputs_) {
+      if (SpaceOf(output) == Space::kKept) params.push_back(Name(output) + "_ptr");
+    }
     params.push_back("S_BLOCK: tl.constexpr");
     OpenKernel(out, kernel.name, params, graph_, group_);
     out.Line(fmt::format("# Reduces dims [{}] of {}: combines the {} partial results of each of the {} row(s).",
@@ -304,12 +321,18 @@ class ReductionEmitter {
       for (int32_t i = 0; i < op->num_outputs(); ++i) available_.insert(Key(op->ref(i)));
     }
     RETURN_IF_ERROR(EmitKeptNodes(out, kernel));
-    for (const ir::NodeRef& ref : outputs_) out.Line(fmt::format("tl.store({}_ptr + kf_pid, {})", Name(ref), Name(ref)));
+    for (const ir::NodeRef& ref : outputs_) {
+      if (SpaceOf(ref) == Space::kKept) out.Line(fmt::format("tl.store({}_ptr + kf_pid, {})", Name(ref), Name(ref)));
+    }
     out.Close();
     kernel.source = out.text();
 
     std::vector<std::string> args, parts;
     for (const auto& input : inputs_) args.push_back(Name(input.ref));
+    for (const ir::NodeRef& ref : full_outputs) {
+      kernel.launch.push_back(EmptyLike(Name(ref), Allocated(ref)));
+      args.push_back(Name(ref));
+    }
     for (const ir::OpNode* op : Reductions()) {
       for (const char* suffix : PartialSuffixes(*op)) {
         std::string part = fmt::format("{}_part{}", Name(op->ref()), suffix);
@@ -325,6 +348,7 @@ class ReductionEmitter {
       if (input.space == Space::kKept) parts.push_back(Name(input.ref));
     }
     for (const ir::NodeRef& ref : outputs_) {
+      if (SpaceOf(ref) == Space::kFull) continue;
       kernel.launch.push_back(EmptyLike(Name(ref), Allocated(ref)));
       parts.push_back(Name(ref));
     }

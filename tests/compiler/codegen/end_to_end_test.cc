@@ -277,6 +277,14 @@ TEST(SplitStatisticsEndToEndTest, GroupNorm) {
                        {"_kf_welford_combine", "_partial[(32,)]", "if 32768 % BLOCK_SIZE == 0:"});
 }
 
+// A training batch norm over few channels and many rows (NetVLAD's): the centered values are
+// stored by the variance's partial programs, each over its slice, so that reduction is split too
+// rather than one program folding every row.
+TEST(SplitStatisticsEndToEndTest, BatchNormStoringCenteredValues) {
+  ExpectMatchesPyTorch("codegen/split_batch_norm", ModelWriterOptions{},
+                       {"_centered_to__native_batch_norm_legit_functional_updated_1_partial[(", "_centered_ptr + "});
+}
+
 TEST(SplitStatisticsEndToEndTest, LayerNorm) {
   ExpectMatchesPyTorch("codegen/split_layer_norm", ModelWriterOptions{}, {"_kf_welford_combine", "_partial[(32,)]"});
 }
@@ -300,6 +308,19 @@ INSTANTIATE_TEST_SUITE_P(Forms, AttentionEndToEndTest,
                                            "attention_sdpa_float_mask", "attention_sdpa_bool_mask", "attention_bias_div",
                                            "attention_relpos_buffer", "attention_relpos_clamp", "attention_cross"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
+
+// A head dim that is not a power of two is taken in power-of-two parts, one dot each: 100 as
+// 64 + 32 + 16 (the last masked past 100), 96 as 64 + 32 with no mask and no padded column.
+TEST(AttentionEndToEndTest, HeadDimsInPowerOfTwoParts) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.attention_groups = 1;
+  expected.absent_fragments = {"kf_e2", "kf_e1[None, :] < 96"};
+  ExpectMatchesPyTorch("codegen/attention_head_parts", ModelWriterOptions{},
+                       {"kf_d1 = 64 + tl.arange(0, 32)", "kf_d2 = 96 + tl.arange(0, 16)", "(kf_d2[None, :] < 100)",
+                        "kf_e1 = 64 + tl.arange(0, 32)", "tl.dot(kf_q2, kf_kt2"},
+                       kTolerance, expected);
+}
 
 // A one-element parameter is one scalar load in every kernel kind: Triton's compiler (not the
 // interpreter) refuses a block mask on a scalar pointer.
