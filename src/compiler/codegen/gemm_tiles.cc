@@ -1,5 +1,7 @@
 #include "compiler/codegen/gemm_tiles.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "compiler/codegen/kernel_identity.h"
@@ -14,6 +16,18 @@ const std::vector<TileChoice> kNarrowTileConfigs = {
 
 const std::vector<TileChoice> kAttentionTileConfigs = {
     {128, 64, 32, 8, 8, 2}, {128, 32, 32, 8, 8, 2}, {64, 64, 32, 8, 4, 3}, {64, 32, 32, 8, 4, 3}, {32, 32, 32, 8, 4, 2}};
+
+std::vector<TileChoice> MatmulTileSpace(int64_t m, const std::string& dot_precision) {
+  std::vector<TileChoice> space =
+      dot_precision == "ieee"
+          ? std::vector<TileChoice>{{128, 128, 16, 8, 4, 3}, {128, 256, 16, 8, 8, 3}, {64, 128, 32, 8, 4, 4}, {64, 64, 32, 8, 2, 3}, {32, 32, 32, 8, 4, 2}}
+          : kTileConfigs;
+  if (m <= kMaxShortM) {
+    std::erase_if(space, [](const TileChoice& c) { return c.block_m > kMaxShortM; });
+    for (int block_n : {64, 128, 256}) space.push_back({32, block_n, 32, 8, 4, 3});
+  }
+  return space;
+}
 
 void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
                     const ir::Graph& graph, const passes::FusionGroup& group, TileParameters parameters) {

@@ -26,12 +26,19 @@ constexpr int64_t kMaxNarrowN = 32;
 // tiles of a whole head dim are held in registers).
 extern const std::vector<TileChoice> kAttentionTileConfigs;
 
+// A matmul's space: with IEEE dots (FMA units, not tensor cores) the tiles the H200 ran them
+// fastest in (bench/ieee_dot_probe.py: 128 x 128 x 16 with 4 warps 28 TFLOP/s, the tensor-core
+// space's best 22); with at most kMaxShortM rows, tiles of 32 rows and up to 256 columns, so a
+// program does not compute masked rows (NetVLAD's 2048 products of 32 x 100 by 100 x 512).
+std::vector<TileChoice> MatmulTileSpace(int64_t m, const std::string& dot_precision);
+constexpr int64_t kMaxShortM = 32;
+
 // The configuration used without autotuning (the CPU interpreter), unless an emitter names another.
 constexpr TileChoice kFixedTile = {32, 32, 32, 8, 4, 2};
 
 // The meta-parameters a tiled kernel declares: a GEMM's BLOCK_M, BLOCK_N, BLOCK_K and GROUP_M; a
 // convolution that may also run by FMAs those and DIRECT (TileChoice::direct); attention's
-// BLOCK_M and BLOCK_N (its head dim is one padded block; programs are not grouped).
+// BLOCK_M and BLOCK_N (its head dim is whole in each program; programs are not grouped).
 enum class TileParameters { kGemm, kConvolution, kAttention };
 
 // Writes "@triton.jit", the signature with the tile meta-parameters, and the comment.

@@ -75,7 +75,7 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   if (batched) index.insert(index.begin(), "kf_batch");
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
   out.Close();
-  const std::optional<TileChoice> config = FinishGemmKernel(kernel, out.text(), kTileConfigs, options);
+  const std::optional<TileChoice> config = FinishGemmKernel(kernel, out.text(), MatmulTileSpace(m, options.dot_precision), options);
 
   std::vector<std::string> args = {VarName(graph, a), VarName(graph, b)};
   for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));

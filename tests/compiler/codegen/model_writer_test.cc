@@ -1,8 +1,11 @@
 // Golden source for a few graphs (golden/*.py; KFORGE_UPDATE_GOLDEN=1 rewrites them) and the
 // reporting of ops the pointwise emitter cannot translate.
 #include "compiler/codegen/model_writer.h"
+#include "compiler/codegen/gemm_tiles.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <regex>
 #include <string>
@@ -147,6 +150,31 @@ TEST(ModelWriterTest, MeasuredConfigurationIsBakedIn) {
 
   options.kernel.tuned = {{std::string(64, '0'), TileChoice{}}};  // another kernel's: changes nothing
   EXPECT_EQ(WriteModelNew(compiled->graph, compiled->plan, options).value(), *autotuned);
+}
+
+// A matmul's autotuned space follows its dots and its shape: IEEE dots (FMA units) get the tiles
+// the H200 ran them fastest in; a product of at most 32 rows gets 32-row tiles, wide ones.
+TEST(ModelWriterTest, MatmulTileSpaceFollowsDotPrecisionAndRows) {
+  ModelWriterOptions options;
+  options.kernel.autotune = true;
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("linear_relu"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  // linear_relu's product has 8 rows.
+  options.kernel.dot_precision = "tf32x3";
+  const std::string source = WriteModelNew(compiled->graph, compiled->plan, options).value();
+  EXPECT_NE(source.find(R"("BLOCK_M": 32, "BLOCK_N": 256)"), std::string::npos) << source;
+  EXPECT_EQ(source.find(R"("BLOCK_M": 64)"), std::string::npos) << source;
+  const TileChoice fma = {128, 128, 16, 8, 4, 3};
+  const std::vector<TileChoice> ieee = MatmulTileSpace(4096, "ieee"), tf32x3 = MatmulTileSpace(4096, "tf32x3");
+  EXPECT_NE(std::find(ieee.begin(), ieee.end(), fma), ieee.end());
+  EXPECT_EQ(std::find(tf32x3.begin(), tf32x3.end(), fma), tf32x3.end());
+  for (const std::string precision : {"ieee", "tf32x3"}) {
+    const std::vector<TileChoice> short_m = MatmulTileSpace(32, precision);
+    EXPECT_TRUE(std::all_of(short_m.begin(), short_m.end(), [](const TileChoice& c) { return c.block_m <= 32; })) << precision;
+    EXPECT_TRUE(std::any_of(short_m.begin(), short_m.end(), [](const TileChoice& c) { return c.block_n == 256; })) << precision;
+    const std::vector<TileChoice> tall = MatmulTileSpace(4096, precision);
+    EXPECT_TRUE(std::any_of(tall.begin(), tall.end(), [](const TileChoice& c) { return c.block_m == 128; })) << precision;
+  }
 }
 
 // The attention kernels' dots can run in another precision than the GEMMs' (the precision ladder's
