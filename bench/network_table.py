@@ -2,13 +2,20 @@
 replays as a CUDA graph, the GPU time in kernels (profiler), the time per call, eager and
 torch.compile timed beside it, and the speedups; markdown on stdout, JSON with --json.
 
-  python3 bench/network_table.py bench/runs/kb3 [--json FILE]
+With --base TABLE.json (an earlier --json table of the whole level), the tasks the run folder
+lacks keep that table's rows (their "run" says which table), so a level rerun in part gives a
+table of the whole level; --summary then prints the level's line as `kforge bench` computes it
+(accepted, fast_1 over eager and over torch.compile as shares of all tasks, geometric means over
+the accepted ones).
+
+  python3 bench/network_table.py bench/runs/kb3 [--json FILE] [--base TABLE.json] [--summary]
 """
 from __future__ import annotations
 
 import argparse
 import glob
 import json
+import math
 import os
 from typing import Any
 
@@ -51,12 +58,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_folder")
     parser.add_argument("--json")
+    parser.add_argument("--base", help="an earlier --json table: its rows for the tasks the run folder lacks")
+    parser.add_argument("--summary", action="store_true", help="print the level's summary line")
     args = parser.parse_args()
     rows = []
     for path in sorted(glob.glob(os.path.join(args.run_folder, "**", "report.json"), recursive=True),
                        key=lambda p: (len(p.split(os.sep)), [int(t) if t.isdigit() else t for t in p.replace("_", "/").split("/")])):
         with open(path, encoding="utf-8") as handle:
-            rows.append(row(json.load(handle), os.path.relpath(os.path.dirname(path), args.run_folder)))
+            rows.append(dict(row(json.load(handle), os.path.relpath(os.path.dirname(path), args.run_folder)), run=args.run_folder))
+    if args.base:
+        with open(args.base, encoding="utf-8") as handle:
+            base = json.load(handle)
+        have = {r["task"] for r in rows}
+        rows += [dict(r, run=r.get("run", args.base)) for r in base if r["task"] not in have]
+        rows.sort(key=lambda r: [int(t) if t.isdigit() else t for t in r["task"].replace("_", "/").split("/")])
     print("| task | verdict | graph | launches | GPU time in kernels | time per call | eager | torch.compile | vs eager | vs torch.compile |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
@@ -66,7 +81,29 @@ def main() -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)
+    if args.summary:
+        print(summary(rows))
     return 0
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """The level's line: accepted and fast_1 (vs eager, vs torch.compile) as shares of all tasks,
+    geometric means of the speedups and of torch.compile over eager over the accepted timed ones."""
+    accepted = [r for r in rows if r["verdict"] == "accepted" and r["vs_eager"] and r["vs_compile"]]
+    if not rows or not accepted:
+        return "no accepted timed task"
+
+    def geomean(values: list[float]) -> float:
+        return math.exp(sum(math.log(v) for v in values) / len(values))
+
+    share = lambda count: f"{100 * count / len(rows):.0f}%"
+    return (f"tasks {len(rows)}, accepted {sum(r['verdict'] == 'accepted' for r in rows)} "
+            f"({share(sum(r['verdict'] == 'accepted' for r in rows))}), "
+            f"fast_1 {share(sum(r['vs_eager'] > 1 for r in accepted))}, "
+            f"fast_1 vs torch.compile {share(sum(r['vs_compile'] > 1 for r in accepted))}, "
+            f"geomean vs eager {geomean([r['vs_eager'] for r in accepted]):.2f}x, "
+            f"torch.compile vs eager {geomean([r['eager_ms'] / r['compile_ms'] for r in accepted]):.2f}x, "
+            f"kforge vs torch.compile {geomean([r['vs_compile'] for r in accepted]):.2f}x")
 
 
 if __name__ == "__main__":
