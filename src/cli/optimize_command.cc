@@ -121,7 +121,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   Evaluation& evaluation = chosen.evaluation;
   compiled.summary["codegen_s"] = chosen.codegen_s;
   compiled.summary["left_to_pytorch"] = LeftToPyTorch(compiled, chosen.no_kernel);
-  compiled.summary["tuning"] = chosen.tuning;
+  compiled.summary["tuning"] = chosen.tuning.ToJson();
   compiled.summary["attempts"] = chosen.attempts;
   compiled.summary["graph_replay"] = source.find("self.kf_replay(") != std::string::npos;
   Json report = {{"task", task.name},          {"model_new", (folder / "model_new.py").string()},
@@ -167,14 +167,11 @@ void PrintPartial(const Json& partial) {
 }
 
 // How the GEMM-shaped kernels got their tile configurations (nothing without any).
-void PrintTuning(const Json& tuning) {
-  const int64_t kernels = JsonGet<int64_t>(tuning, "kernels", 0);
-  if (kernels == 0) return;
-  std::printf("tuning       %lld kernel(s): %lld from the store, %lld measured in %.1f s; %s\n", static_cast<long long>(kernels),
-              static_cast<long long>(JsonGet<int64_t>(tuning, "from_store", 0)),
-              static_cast<long long>(JsonGet<int64_t>(tuning, "measured", 0)), JsonGet<double>(tuning, "tuning_s", 0),
-              JsonGet<bool>(tuning, "baked", false) ? "configurations baked into model_new.py"
-                                                    : "model_new.py still autotunes on its first call");
+void PrintTuning(const TuningSummary& tuning) {
+  if (tuning.kernels == 0) return;
+  std::printf("tuning       %lld kernel(s): %lld from the store, %lld measured in %.1f s; %s\n", static_cast<long long>(tuning.kernels),
+              static_cast<long long>(tuning.from_store), static_cast<long long>(tuning.measured), tuning.tuning_s,
+              tuning.baked ? "configurations baked into model_new.py" : "model_new.py still autotunes on its first call");
 }
 
 // Prints the report (or its JSON) and returns the exit status of its verdict.
@@ -190,7 +187,7 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
                 JsonGet<double>(compile, "capture_s", 0),
                 JsonGet<double>(compile, "passes_s", 0) + JsonGet<double>(compile, "codegen_s", 0));
     if (compile.contains("partial")) PrintPartial(compile["partial"]);
-    PrintTuning(JsonField(compile, "tuning"));
+    PrintTuning(TuningSummary::FromJson(JsonField(compile, "tuning")));
     if (report.contains("llm")) {
       const Json& usage = report["llm"]["usage"];
       std::printf("llm          %s; %lld call(s), %lld tokens, $%.4f\n", JsonGet<std::string>(report["llm"], "summary", "").c_str(),

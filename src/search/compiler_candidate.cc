@@ -15,6 +15,20 @@ bool UsesDot(const std::string& source) { return source.find("tl.dot(") != std::
 
 }  // namespace
 
+Json TuningSummary::ToJson() const {
+  return {{"kernels", kernels}, {"from_store", from_store}, {"measured", measured}, {"tuning_s", tuning_s}, {"baked", baked}};
+}
+
+TuningSummary TuningSummary::FromJson(const Json& json) {
+  TuningSummary summary;
+  summary.kernels = JsonGet<int64_t>(json, "kernels", 0);
+  summary.from_store = JsonGet<int64_t>(json, "from_store", 0);
+  summary.measured = JsonGet<int64_t>(json, "measured", 0);
+  summary.tuning_s = JsonGet<double>(json, "tuning_s", 0);
+  summary.baked = JsonGet<bool>(json, "baked", false);
+  return summary;
+}
+
 Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecisionStep>& ladder, Store* store,
                                                   const std::string& gpu, const CompilerCandidateHooks& hooks) {
   const Clock& clock = RealClock();
@@ -42,14 +56,14 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
       ASSIGN_OR_RETURN(source, hooks.write(step, tuned, nullptr));
     }
     chosen.codegen_s = clock.NowSeconds() - started;
-    chosen.tuning = {{"kernels", autotuned}, {"from_store", tuned.size()}, {"measured", 0}, {"tuning_s", 0.0}};
+    chosen.tuning = {.kernels = static_cast<int64_t>(autotuned), .from_store = static_cast<int64_t>(tuned.size())};
     ASSIGN_OR_RETURN(evaluation, hooks.evaluate(source));
     // The kernels still autotuned were measured in that evaluation: bake in what they chose and
     // verify that source in turn, keeping the autotuned one if it does not pass.
     if (evaluation->verdict.accepted() && !TuningKeys(source).empty()) {
-      chosen.tuning["tuning_s"] = evaluation->duration_s;
+      chosen.tuning.tuning_s = evaluation->duration_s;
       auto measured = MeasuredTunings(store, gpu, source, JsonField(evaluation->evidence, "tuning"));
-      chosen.tuning["measured"] = measured.size();
+      chosen.tuning.measured = static_cast<int64_t>(measured.size());
       tuned.insert(measured.begin(), measured.end());
       ASSIGN_OR_RETURN(std::string baked, hooks.write(step, tuned, nullptr));
       if (!measured.empty() && baked != source) {
@@ -64,7 +78,7 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
         }
       }
     }
-    chosen.tuning["baked"] = TuningKeys(source).empty() && autotuned > 0;
+    chosen.tuning.baked = TuningKeys(source).empty() && autotuned > 0;
     const bool uses_dot = UsesDot(source);
     const std::string label = step.Label(codegen::HasAttentionKernel(source));
     chosen.attempts.push_back({{"dot_precision", uses_dot ? label : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});

@@ -33,6 +33,20 @@ struct CompilerCandidateHooks {
   std::function<void(const std::string& line)> log;       // progress; may be empty
 };
 
+// How a candidate's autotuned kernels got their tile configurations; written to report.json's
+// compile.tuning by ToJson and read back (by the optimize summary) only through FromJson.
+struct TuningSummary {
+  int64_t kernels = 0;     // autotuned kernels of the source before any configuration was baked in
+  int64_t from_store = 0;  // configurations taken from the store (measured earlier on this GPU)
+  int64_t measured = 0;    // configurations measured by this evaluation and stored
+  double tuning_s = 0;     // the evaluation that measured them
+  bool baked = false;      // the chosen source autotunes nothing
+
+  Json ToJson() const;
+  static TuningSummary FromJson(const Json& json);  // absent fields keep their defaults
+  bool operator==(const TuningSummary&) const = default;
+};
+
 struct CompilerCandidate {
   std::string source;
   Evaluation evaluation;
@@ -40,8 +54,7 @@ struct CompilerCandidate {
   codegen::NoKernelReasons no_kernel;  // of that source
   // [{"dot_precision", "verdict"} | {"baked": true, "verdict"}], in the order they were judged.
   Json attempts = Json::array();
-  // {"kernels" (autotuned before baking), "from_store", "measured", "tuning_s", "baked"}
-  Json tuning = Json::object();
+  TuningSummary tuning;
   double codegen_s = 0;  // writing the last step's source
 };
 

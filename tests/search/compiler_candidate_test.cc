@@ -83,9 +83,8 @@ TEST_F(CompilerCandidateTest, TheMeasuredConfigurationIsBakedInVerifiedAndStored
   EXPECT_EQ(chosen->source.find("@triton.autotune"), std::string::npos);
   EXPECT_EQ(chosen->attempts, Json::parse(R"([{"baked": true, "verdict": "accepted"},
                                                {"dot_precision": "tf32x3", "verdict": "accepted"}])"));
-  EXPECT_EQ(chosen->tuning["measured"], 1);
-  EXPECT_EQ(chosen->tuning["baked"], true);
-  EXPECT_EQ(chosen->tuning["tuning_s"], 2.5);
+  EXPECT_EQ(chosen->tuning, (TuningSummary{.kernels = 1, .from_store = 0, .measured = 1, .tuning_s = 2.5, .baked = true}));
+  EXPECT_EQ(TuningSummary::FromJson(chosen->tuning.ToJson()), chosen->tuning);
   EXPECT_EQ(chosen->no_kernel.at("sort"), "no kernel form");
   EXPECT_TRUE(recorder.kept.empty());
 
@@ -93,9 +92,9 @@ TEST_F(CompilerCandidateTest, TheMeasuredConfigurationIsBakedInVerifiedAndStored
   Result<CompilerCandidate> second = ChooseCompilerCandidate(ladder_, store_.get(), "H200", again.Hooks());
   ASSERT_TRUE(second.ok());
   ASSERT_EQ(again.evaluated.size(), 1u);  // from the store: nothing left to tune
-  EXPECT_EQ(second->tuning["from_store"], 1);
-  EXPECT_EQ(second->tuning["measured"], 0);
-  EXPECT_EQ(second->tuning["baked"], true);  // baked in from the store
+  EXPECT_EQ(second->tuning.from_store, 1);
+  EXPECT_EQ(second->tuning.measured, 0);
+  EXPECT_TRUE(second->tuning.baked);  // baked in from the store
 }
 
 // A baked source that fails leaves the autotuned one, written back by `keep`.
