@@ -41,6 +41,21 @@ class Tolerance:
         return Tolerance(rtol=float(data["rtol"]), atol=float(data["atol"]))
 
 
+@dataclass
+class Noise:
+    """The reference's own rounding noise on one call, |fp32 - fp64| per output and per buffer its
+    forward mutates (None where unknown: not floating point, another shape, buffers not asked)."""
+    outputs: list[torch.Tensor | None]
+    buffers: list[torch.Tensor | None] | None = None
+
+
+def rounding_noise(fp32: torch.Tensor, fp64: Any) -> torch.Tensor | None:
+    """|fp32 - fp64| per element, for a floating fp32 value and an fp64 one of its shape."""
+    if not (isinstance(fp64, torch.Tensor) and fp32.is_floating_point() and fp64.shape == fp32.shape):
+        return None
+    return (fp32.double() - fp64.double()).abs().float()
+
+
 def _index_of(flat_index: int, shape: torch.Size | list[int]) -> list[int]:
     index = []
     for size in reversed(list(shape)):

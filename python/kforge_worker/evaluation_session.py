@@ -33,7 +33,7 @@ from typing import Any, Callable
 import torch
 
 from . import output_sample
-from .compare import Tolerance, compare_outputs
+from .compare import Noise, Tolerance, compare_outputs
 from .fingerprint import Fingerprinter
 from .input_sets import InputSets
 from .inputs import call_seed, rolled_inputs, seeded
@@ -99,7 +99,7 @@ class Reference:
     mutates (batch norm's running statistics) evolve in lockstep with the candidate's."""
 
     def __init__(self, model: torch.nn.Module, call: Callable[[list], list[torch.Tensor]],
-                 mutated_buffers: list[str], noise: Callable[[list, list], list | None]):
+                 mutated_buffers: list[str], noise: Callable[..., Noise | None]):
         self.model, self.call, self.mutated_buffers, self.noise = model, call, mutated_buffers, noise
 
     def buffers(self) -> list[torch.Tensor]:
@@ -138,7 +138,13 @@ class EvaluationSession:
         self.profile_source = "seed0"
         self.answered_at: float | None = None  # when the last answer went out
         self.resized_expected: list | None = None
+        self.resized_start: list = []  # the mutated buffers before the reference's call at the second size
         self._slot_described: list[dict[str, Any]] = []
+        # The mutated buffers before the first checked call, and the input sets of the checked
+        # calls made since (in order): a candidate's buffers carry every call's rounding, so their
+        # noise comes from an fp64 copy taken through the same calls.
+        self.buffers_at_start = reference.snapshot()
+        self.checked_sources: list[str] = []
 
     # -- life ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -273,6 +279,7 @@ class EvaluationSession:
             return {"inputs": None}
         inputs = self.sets.make("resized")
         seed = self._seed("set:resized")
+        self.resized_start = self.reference.snapshot()
         with torch.no_grad(), seeded(seed):
             expected = self.reference.call(inputs)
         self.resized_expected = expected
@@ -290,7 +297,8 @@ class EvaluationSession:
             self.report.resized = {"checked": True, "refused": message["refused"][:2000], "expected_shapes": shapes}
         else:
             outputs = self._outputs(message.get("outputs"), allow_unsent=True)
-            report = compare_outputs(outputs, expected, self.tolerance, self._noise("resized", expected))
+            noise = self._noise("resized", expected, self.resized_start)
+            report = compare_outputs(outputs, expected, self.tolerance, noise.outputs)
             self.report.resized = {"checked": True, **report, "seed": grown.seed}
         self.resized_expected = None
         return {"ok": True}
@@ -325,8 +333,9 @@ class EvaluationSession:
                 continue
             described = self._fill_slot(inputs)
             self.pending = {"index": index, "step": step, "expected": expected,
-                            "buffers": self.reference.snapshot(),
+                            "buffers": self.reference.snapshot(), "earlier": list(self.checked_sources),
                             "inputs": self.fingerprints.of_all(inputs)}
+            self.checked_sources.append(step.source)
             return {"name": step.name, "fresh": step.fresh, "inputs": described,
                     "buffers": self.reference.mutated_buffers, "seed": seed}
         return None
@@ -340,11 +349,14 @@ class EvaluationSession:
             self.report.input_mutations.append({"call": step.name, "inputs": changed})
         outputs = self._outputs(message.get("outputs"))
         expected = pending["expected"]
-        report = compare_outputs(outputs, expected, self.tolerance, self._noise(step.source, expected))
+        stateful = bool(self.reference.mutated_buffers)
+        noise = self._noise(step.source, expected, self.buffers_at_start if stateful else [],
+                            earlier=pending["earlier"] if stateful else None, after=pending["buffers"])
+        report = compare_outputs(outputs, expected, self.tolerance, noise.outputs)
         buffers = self._outputs(message.get("buffers", []))
         if pending["buffers"] or buffers:
             report["buffers"] = {"names": self.reference.mutated_buffers,
-                                 **compare_outputs(buffers, pending["buffers"], self.tolerance)}
+                                 **compare_outputs(buffers, pending["buffers"], self.tolerance, noise.buffers)}
         prints = self.fingerprints.of_all(outputs)
         if step.name == "seed0":
             self.first_outputs, self.first_reference = prints, self.fingerprints.of_all(expected)
@@ -360,19 +372,24 @@ class EvaluationSession:
         else:
             self.report.sets[step.name] = report
 
-    def _noise(self, source: str, expected: list, label: str | None = None) -> Callable[[], list | None]:
+    def _noise(self, source: str, expected: list, start: list, label: str | None = None,
+               earlier: list[str] | None = None, after: list | None = None) -> "_NoiseOnDemand":
         """The reference's own noise on set `source`, computed only if a comparison needs it (the
-        set is made again: nothing is kept for the rare failure), from the RNG state of the call
-        labelled `label` (the set's by default)."""
+        sets are made again: nothing is kept for the rare failure), from the RNG state of the call
+        labelled `label` (the set's by default). The fp64 copy starts from the mutated buffers
+        `start` and first goes through the sets `earlier`, as the fp32 reference did; given the
+        buffers `after` the call, their noise comes too."""
         seed = self._seed(label or f"set:{source}")
-        return lambda: self._seeded_noise(seed, self.sets.make(source), expected)
+        history = lambda: (self.sets.make(s) for s in earlier or [])  # noqa: E731
+        return _NoiseOnDemand(lambda: self._seeded_noise(seed, self.sets.make(source), expected,
+                                                         (start, history(), after)))
 
-    def _seeded_noise(self, seed: int | None, inputs: list, expected: list) -> list | None:
+    def _seeded_noise(self, seed: int | None, inputs: list, expected: list, buffers: tuple[list, Any, Any]) -> Noise | None:
         """None for a forward that draws random numbers: its fp64 copy draws other numbers, so
         their difference is not rounding noise and must not widen the tolerance."""
         if seed is not None:
             return None
-        return self.reference.noise(inputs, expected)
+        return self.reference.noise(inputs, expected, buffers)
 
     # -- slots ----------------------------------------------------------------------------------
     def _fill_slot(self, inputs: list) -> list[dict[str, Any]]:
@@ -417,20 +434,45 @@ class EvaluationSession:
         for sample in sorted(self.report.timed, key=lambda s: s.call):
             rolled = rolled_inputs(base, sample.shift)
             seed = self._seed(f"shift:{sample.shift}")
+            start = self.reference.snapshot()
             with torch.no_grad(), seeded(seed):
                 expected = self.reference.call(rolled)
-            noise = lambda rolled=rolled, expected=expected, seed=seed: self._seeded_noise(seed, rolled, expected)  # noqa: E731
+            noise = _NoiseOnDemand(lambda rolled=rolled, expected=expected, seed=seed, start=start:
+                                   self._seeded_noise(seed, rolled, expected, (start, [], None)))
             judged.append({"call": sample.call, "shift": sample.shift,
-                           **compare_outputs(sample.outputs, expected, self.tolerance, noise)})
+                           **compare_outputs(sample.outputs, expected, self.tolerance, noise.outputs)})
             del rolled, expected
         if self.report.profiled is not None:
             inputs = self.sets.make(self.profile_source)  # before seeding: making a set seeds the RNG
+            start = self.reference.snapshot()
             with torch.no_grad(), seeded(self._seed("profile")):
                 expected = self.reference.call(inputs)
             del inputs
-            judged.append({"call": "profiled", "shift": 0, **compare_outputs(
-                self.report.profiled, expected, self.tolerance, self._noise(self.profile_source, expected, "profile"))})
+            noise = self._noise(self.profile_source, expected, start, "profile")
+            judged.append({"call": "profiled", "shift": 0,
+                           **compare_outputs(self.report.profiled, expected, self.tolerance, noise.outputs)})
         return judged
+
+
+class _NoiseOnDemand:
+    """One call's reference noise, computed the first time an output or a buffer comparison asks
+    for it (the fp64 forward runs at most once) and never when every comparison passes."""
+
+    def __init__(self, compute: Callable[[], Noise | None]):
+        self._compute, self._done, self._value = compute, False, None
+
+    def _get(self) -> Noise | None:
+        if not self._done:
+            self._value, self._done = self._compute(), True
+        return self._value
+
+    def outputs(self) -> list | None:
+        noise = self._get()
+        return None if noise is None else noise.outputs
+
+    def buffers(self) -> list | None:
+        noise = self._get()
+        return None if noise is None else noise.buffers
 
 
 def _finite(tensors: list[torch.Tensor]) -> bool:

@@ -18,13 +18,13 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from . import memory_plan, timing
-from .compare import Tolerance
+from .compare import Noise, Tolerance, rounding_noise
 from .errors import UserError
 from .evaluation_session import EvaluationSession, Reference, SessionReport
 from .harness import apply_precision
@@ -133,23 +133,41 @@ class ReferenceWorker:
                 raise UserError(f"the reference Model's forward failed on {where}: {type(error).__name__}: {error}") from None
         return [t.detach().contiguous().clone() for t in flatten_outputs(output, "the reference Model")]
 
-    def _noise(self, session: Session, inputs: list, outputs: list[torch.Tensor]) -> list | None:
-        """|fp32 reference - fp64 reference| per floating output (None for the others), or None
-        when the reference cannot run in fp64 (a dtype fixed inside its forward, or no memory)."""
+    def _noise(self, session: Session, buffer_names: list[str], inputs: list, outputs: list[torch.Tensor],
+               buffers: tuple[list[torch.Tensor], Iterable[list], list[torch.Tensor] | None]) -> Noise | None:
+        """|fp32 reference - fp64 reference| per floating output and, given the buffers after this
+        call, per floating mutated buffer (None for the others); None when the reference cannot
+        run in fp64 (a dtype fixed inside its forward, or no memory). `buffers` is (the mutated
+        buffers the fp32 reference started from, the inputs of its calls since, its buffers after
+        this call or None): the fp64 copy starts from the same buffers and goes through the same
+        calls, so the state a forward reads and the running statistics it updates differ only by
+        the rounding of those calls."""
         try:
             if session.model64 is None:
                 session.model64 = copy.deepcopy(session.model).double()
-            doubled = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                       for v in move_inputs(inputs, self.device)]
+            model64 = session.model64
+
+            def call64(values: list) -> list[torch.Tensor]:
+                doubled = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                           for v in move_inputs(values, self.device)]
+                with torch.no_grad():
+                    return flatten_outputs(model64(*doubled), "the reference Model")
+
+            start, earlier_calls, after = buffers
             with torch.no_grad():
-                exact = flatten_outputs(session.model64(*doubled), "the reference Model")
-            del doubled
+                for name, value in zip(buffer_names, start):
+                    model64.get_buffer(name).copy_(value)
+            for earlier in earlier_calls:
+                call64(earlier)
+            exact = call64(inputs)
         except Exception:
             return None
         if len(exact) != len(outputs):
             return None
-        return [(o.double() - e).abs().float() if o.is_floating_point() and e.shape == o.shape else None
-                for o, e in zip(outputs, exact)]
+        noise = Noise(outputs=[rounding_noise(o, e) for o, e in zip(outputs, exact)])
+        if after is not None:
+            noise.buffers = [rounding_noise(a, model64.get_buffer(name)) for name, a in zip(buffer_names, after)]
+        return noise
 
     def _on_device(self) -> Any:
         """Tensor factories in the task's code default to the GPU inside this context."""
@@ -256,7 +274,9 @@ class ReferenceWorker:
         state_described = dict(zip(state, put_values(inputs_arena, list(state.values()))))
         model = session.model
         reference = Reference(model, lambda inputs: self._reference_outputs(model, inputs, "a checked call"),
-                              measured["mutated_buffers"], lambda inputs, outputs: self._noise(session, inputs, outputs))
+                              measured["mutated_buffers"],
+                              lambda inputs, outputs, buffers: self._noise(
+                                  session, measured["mutated_buffers"], inputs, outputs, buffers))
         session.live = EvaluationSession(session.sets, reference, Tolerance.from_json(request["tolerance"]),
                                          session.exchange.arenas, inputs_arena.used,
                                          timing=request.get("timing_seed") is not None,

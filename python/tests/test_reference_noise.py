@@ -133,3 +133,120 @@ def test_exact_elements_do_not_dilute_the_noise_of_those_that_cancel():
     near the row maximum cancel and carry the reference's noise. An honest computation as noisy as
     the reference on those elements passes; ten times that error fails."""
     assert_honest_passes_and_tenfold_fails(1 << 20, 1 << 12, seed=1)
+
+
+BUFFER_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Keeps a running mean of (x * 1e4 + y) - x * 1e4, exactly y's, which fp32 gets to about 1e-4:
+    the buffer carries the reference's cancellation noise, the output none."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("running", torch.zeros(256))
+
+    def forward(self, x, y):
+        with torch.no_grad():
+            self.running.mul_(0.9).add_(0.1 * ((x * 1e4 + y) - x * 1e4).mean(0))
+        return x + y
+
+
+def get_inputs():
+    return [torch.randn(64, 256), torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+BUFFER_CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def update(y_ptr, running_ptr, ROWS: tl.constexpr, COLS: tl.constexpr, OFFSET: tl.constexpr):
+    rows, cols = tl.arange(0, ROWS), tl.arange(0, COLS)
+    mean = tl.sum(tl.load(y_ptr + rows[:, None] * COLS + cols[None, :]), axis=0) / ROWS
+    tl.store(running_ptr + cols, tl.load(running_ptr + cols) * 0.9 + 0.1 * mean + OFFSET)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("running", torch.zeros(256))
+
+    def forward(self, x, y):
+        out = torch.empty_like(x)
+        add[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+        update[(1,)](y, self.running, ROWS=64, COLS=256, OFFSET=OFFSET_VALUE)
+        return out
+'''
+
+
+def test_buffers_get_the_reference_noise_too(tmp_path):
+    """A running statistic the fp32 reference computes through cancellation: a candidate that
+    computes it exactly is accepted (its buffer differs from the reference's by the reference's
+    own noise), one that is off by more is not."""
+    def run(offset: float) -> dict:
+        task, candidate = tmp_path / "running.py", tmp_path / f"candidate_{len(os.listdir(tmp_path))}.py"
+        task.write_text(BUFFER_TASK)
+        candidate.write_text(BUFFER_CANDIDATE.replace("OFFSET_VALUE", repr(offset)))
+        done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "eval", "--json",
+                               "--no-timing", str(task), str(candidate)], capture_output=True, text=True, timeout=600)
+        assert done.stdout.strip(), done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    exact = run(0.0)
+    assert exact["verdict"] == "accepted", exact["message"]
+    wrong = run(0.001)
+    assert wrong["verdict"] == "wrong_output" and "running" in wrong["message"], wrong["message"]
+
+
+class Counter(torch.nn.Module):
+    """Counts its calls in a buffer its output reads, beside a cancellation fp32 gets to ~1e-3."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(()))
+
+    def forward(self, x, y):
+        with torch.no_grad():
+            self.count.add_(1.0)
+        return ((x * 1e4 + y) - x * 1e4) + self.count
+
+
+def test_the_fp64_copy_reads_the_state_the_reference_read():
+    """The fp64 copy that measures the reference's noise starts from the buffers the reference
+    started from (and goes through the same calls): an fp64 copy left at another count would call
+    a whole count of difference noise, and a candidate off by that much would pass."""
+    from kforge_worker.reference import ReferenceWorker, Session
+
+    torch.manual_seed(0)
+    model = Counter()
+    worker = ReferenceWorker("cpu")
+    session = Session("counter.py", torch.device("cpu"), "fp32", model, sets=None)
+    x, y = torch.randn(64, 256), torch.randn(64, 256)
+    at_start = [model.count.clone()]
+    for _ in range(3):
+        model(x, y)
+    before = [model.count.clone()]
+    out = model(x, y)
+    first = worker._noise(session, ["count"], [x, y], [out], (before, [], None))
+    assert first is not None and first.buffers is None
+    assert 0 < first.outputs[0].max().item() < 0.1  # the cancellation's noise, not a count
+    again = worker._noise(session, ["count"], [x, y], [out], (at_start, [[x, y]] * 3, [model.count.clone()]))
+    assert 0 < again.outputs[0].max().item() < 0.1
+    assert again.buffers[0].item() == 0.0  # four calls counted on both sides
+    stale = worker._noise(session, ["count"], [x, y], [out], (at_start, [], None))
+    assert stale.outputs[0].max().item() >= 2.9  # started three calls behind: what the sync prevents
