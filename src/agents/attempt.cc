@@ -50,11 +50,6 @@ Json AcceptedCandidate::ToJson() const {
           {"evaluation", evaluation.ToJson()}};
 }
 
-bool MeasurablyFaster(const Evaluation& candidate, const Evaluation& incumbent, double min_gain) {
-  auto timed = [](const Evaluation& e) { return e.speedup.has_value() && e.timings_meaningful; };
-  return timed(candidate) && timed(incumbent) && candidate.speedup->speedup > incumbent.speedup->speedup * (1 + min_gain);
-}
-
 bool IsBetter(const AcceptedCandidate& candidate, const std::optional<AcceptedCandidate>& best, double min_gain) {
   if (!best) return true;
   if (!candidate.evaluation.speedup || !candidate.evaluation.timings_meaningful) return false;

@@ -67,10 +67,6 @@ struct AcceptedCandidate {
   Json ToJson() const;  // path, writer, round, speedup and the evaluation; not the source
 };
 
-// Whether both were timed meaningfully and `candidate` is faster than `incumbent` by more than
-// `min_gain` (a fraction of the incumbent's speedup).
-bool MeasurablyFaster(const Evaluation& candidate, const Evaluation& incumbent, double min_gain);
-
 // Whether `candidate` should replace `best`: faster by more than `min_gain` (a fraction) when both
 // were timed; an untimed candidate never replaces an existing best.
 bool IsBetter(const AcceptedCandidate& candidate, const std::optional<AcceptedCandidate>& best, double min_gain);

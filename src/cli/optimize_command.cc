@@ -107,10 +107,11 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   };
   CompilerCandidateHooks hooks;
   hooks.write = [&](const DotPrecisionStep& step, const std::map<std::string, codegen::TileChoice>& tuned,
-                    codegen::NoKernelReasons* no_kernel) -> Result<std::string> {
+                    bool replay_undecided, codegen::WriteNotes* notes) -> Result<std::string> {
     codegen::ModelWriterOptions writer = WriterOptions(on_cpu, step, replay);
     writer.kernel.tuned = tuned;
-    return WriteCandidate(compiled, task, writer, no_kernel);
+    writer.replay_undecided = replay_undecided;
+    return WriteCandidate(compiled, task, writer, notes);
   };
   hooks.evaluate = evaluate;
   hooks.keep = [&](const std::string& candidate) { return WriteFile(folder / "model_new.py", candidate); };

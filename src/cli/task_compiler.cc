@@ -76,13 +76,13 @@ Json Summary(const CompiledTask& compiled, double capture_s, double passes_s) {
 }
 
 Result<std::string> WriteSource(const CompiledTask& compiled, const TaskFile& task, const codegen::ModelWriterOptions& options,
-                                codegen::NoKernelReasons* no_kernel) {
+                                codegen::WriteNotes* notes) {
   if (compiled.whole()) {
-    return codegen::WriteModelNew(compiled.graphs.front().graph, compiled.graphs.front().plan, options, no_kernel);
+    return codegen::WriteModelNew(compiled.graphs.front().graph, compiled.graphs.front().plan, options, notes);
   }
   codegen::PartialModel model{task.name, compiled.partial->forward_source, compiled.partial->forward_class, {}};
   for (const CompiledGraph& graph : compiled.graphs) model.submodules.push_back({graph.submodule, &graph.graph, &graph.plan});
-  return codegen::WritePartialModelNew(model, options, no_kernel);
+  return codegen::WritePartialModelNew(model, options, notes);
 }
 
 // Whether an op left to PyTorch computes (rather than viewing, moving or filling data).
@@ -149,8 +149,8 @@ Json LeftToPyTorch(const CompiledTask& compiled, const codegen::NoKernelReasons&
 }
 
 Result<std::string> WriteCandidate(const CompiledTask& compiled, const TaskFile& task,
-                                   const codegen::ModelWriterOptions& options, codegen::NoKernelReasons* no_kernel) {
-  Result<std::string> source = WriteSource(compiled, task, options, no_kernel);
+                                   const codegen::ModelWriterOptions& options, codegen::WriteNotes* notes) {
+  Result<std::string> source = WriteSource(compiled, task, options, notes);
   if (!source.ok()) return source.status().WithContext("generating code for " + task.name);
   return source;
 }

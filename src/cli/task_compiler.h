@@ -55,9 +55,10 @@ Result<Json> CaptureTask(WorkerClient& trusted, const TaskFile& task, bool cpu_s
 Result<CompiledTask> CompileTask(WorkerClient& trusted, const TaskFile& task, const CompileOptions& options);
 
 // model_new.py's source: WriteModelNew for a whole Model, WritePartialModelNew otherwise.
-// `no_kernel` (may be null) receives the groups left to ATen for want of a kernel, with the reason.
+// `notes` (may be null) receives the groups left to ATen for want of a kernel, with the reason, and
+// whether a forward's graph replay was left to measurement.
 Result<std::string> WriteCandidate(const CompiledTask& compiled, const TaskFile& task,
-                                   const codegen::ModelWriterOptions& options, codegen::NoKernelReasons* no_kernel = nullptr);
+                                   const codegen::ModelWriterOptions& options, codegen::WriteNotes* notes = nullptr);
 
 // The groups a candidate leaves to PyTorch that compute (library groups, and groups codegen could
 // not translate, with `no_kernel`'s reasons): [{"group", "ops", "reason"[, "submodule"]}], what

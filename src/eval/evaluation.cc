@@ -12,6 +12,11 @@ Json SpeedupToJson(const SpeedupEstimate& speedup) {
           {"significant", speedup.significant}};
 }
 
+bool MeasurablyFaster(const Evaluation& candidate, const Evaluation& incumbent, double min_gain) {
+  auto timed = [](const Evaluation& e) { return e.speedup.has_value() && e.timings_meaningful; };
+  return timed(candidate) && timed(incumbent) && candidate.speedup->speedup > incumbent.speedup->speedup * (1 + min_gain);
+}
+
 Json Evaluation::ToJson() const {
   Json json = {{"verdict", verdict.ToString()},
                {"verdict_kind", ToString(verdict.kind)},

@@ -25,6 +25,10 @@ struct Evaluation {
   Json ToJson() const;
 };
 
+// Whether both were timed meaningfully and `candidate` is faster than `incumbent` by more than
+// `min_gain` (a fraction of the incumbent's speedup).
+bool MeasurablyFaster(const Evaluation& candidate, const Evaluation& incumbent, double min_gain);
+
 Json SummaryToJson(const SampleSummary& summary);
 Json SpeedupToJson(const SpeedupEstimate& speedup);
 

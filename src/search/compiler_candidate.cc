@@ -29,6 +29,29 @@ TuningSummary TuningSummary::FromJson(const Json& json) {
   return summary;
 }
 
+namespace {
+
+// The undecided forward replayed as a CUDA graph, evaluated beside the chosen direct form; the
+// faster kept (the direct one at a tie).
+Status MeasureReplay(const CompilerCandidateHooks& hooks, const std::map<std::string, codegen::TileChoice>& tuned,
+                     CompilerCandidate& chosen, Evaluation& evaluation) {
+  ASSIGN_OR_RETURN(std::string replayed, hooks.write(chosen.precision, tuned, /*replay_undecided=*/true, nullptr));
+  if (replayed == chosen.source) return Status::Ok();
+  if (hooks.log) hooks.log("  a few launches with cheap copies: timing the forward replayed as a CUDA graph too");
+  ASSIGN_OR_RETURN(Evaluation measured, hooks.evaluate(replayed));
+  const bool faster = measured.verdict.accepted() && MeasurablyFaster(measured, evaluation, kReplayMinGain);
+  Json attempt = {{"graph_replay", true}, {"verdict", ToString(measured.verdict.kind)}, {"kept", faster}};
+  if (measured.speedup) attempt["speedup"] = measured.speedup->speedup;
+  if (evaluation.speedup) attempt["direct_speedup"] = evaluation.speedup->speedup;
+  chosen.attempts.push_back(std::move(attempt));
+  if (!faster) return hooks.keep(chosen.source);
+  chosen.source = std::move(replayed);
+  evaluation = std::move(measured);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecisionStep>& ladder, Store* store,
                                                   const std::string& gpu, const CompilerCandidateHooks& hooks) {
   const Clock& clock = RealClock();
@@ -38,23 +61,27 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
   CompilerCandidate chosen;
   std::optional<Evaluation> evaluation;
   std::string previous_source;
+  std::map<std::string, codegen::TileChoice> chosen_tuned;  // the configurations chosen.source was written with
+  bool replay_undecided = false;
   for (const DotPrecisionStep& step : ladder) {
     const double started = clock.NowSeconds();
-    codegen::NoKernelReasons no_kernel;
-    ASSIGN_OR_RETURN(std::string emitted, hooks.write(step, {}, &no_kernel));
+    codegen::WriteNotes notes;
+    ASSIGN_OR_RETURN(std::string emitted, hooks.write(step, {}, /*replay_undecided=*/false, &notes));
     // A step that changes nothing in this candidate (attention precision without an attention
     // kernel) would be judged the same: the next.
     if (evaluation && emitted == previous_source) continue;
     previous_source = emitted;
     std::string source = std::move(emitted);
     chosen.precision = step;
-    chosen.no_kernel = std::move(no_kernel);
+    chosen.no_kernel = std::move(notes.no_kernel);
+    replay_undecided = notes.replay_undecided;
     // Kernels measured earlier on this GPU get their configuration baked in: no tuning.
     const size_t autotuned = TuningKeys(source).size();
     std::map<std::string, codegen::TileChoice> tuned = StoredTunings(store, gpu, source);
     if (!tuned.empty()) {
-      ASSIGN_OR_RETURN(source, hooks.write(step, tuned, nullptr));
+      ASSIGN_OR_RETURN(source, hooks.write(step, tuned, /*replay_undecided=*/false, nullptr));
     }
+    chosen_tuned = tuned;
     chosen.codegen_s = clock.NowSeconds() - started;
     chosen.tuning = {.kernels = static_cast<int64_t>(autotuned), .from_store = static_cast<int64_t>(tuned.size())};
     ASSIGN_OR_RETURN(evaluation, hooks.evaluate(source));
@@ -65,7 +92,7 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
       auto measured = MeasuredTunings(store, gpu, source, JsonField(evaluation->evidence, "tuning"));
       chosen.tuning.measured = static_cast<int64_t>(measured.size());
       tuned.insert(measured.begin(), measured.end());
-      ASSIGN_OR_RETURN(std::string baked, hooks.write(step, tuned, nullptr));
+      ASSIGN_OR_RETURN(std::string baked, hooks.write(step, tuned, /*replay_undecided=*/false, nullptr));
       if (!measured.empty() && baked != source) {
         log(fmt::format("  baking the measured tile configurations of {} kernel(s) in", measured.size()));
         ASSIGN_OR_RETURN(Evaluation verified, hooks.evaluate(baked));
@@ -73,6 +100,7 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
         if (verified.verdict.accepted()) {
           source = std::move(baked);
           evaluation = std::move(verified);
+          chosen_tuned = tuned;
         } else {
           RETURN_IF_ERROR(hooks.keep(source));
         }
@@ -87,6 +115,9 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
     log(fmt::format("  {} with tl.dot in {}; trying the next precision", ToString(evaluation->verdict.kind), label));
   }
   if (!evaluation) return Status::Internal("the precision ladder has no step");
+  if (replay_undecided && evaluation->verdict.accepted() && evaluation->timings_meaningful) {
+    RETURN_IF_ERROR(MeasureReplay(hooks, chosen_tuned, chosen, *evaluation));
+  }
   chosen.evaluation = std::move(*evaluation);
   return chosen;
 }

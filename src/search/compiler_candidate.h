@@ -3,7 +3,9 @@
 // stored for this GPU baked in, is evaluated; the kernels it still autotunes are measured in that
 // evaluation, their configurations stored and baked in, and the baked source verified in turn
 // (the autotuned one is kept when it does not pass). The ladder goes on only while a candidate is
-// wrong for a dot's accuracy, and a step that changes nothing in the source is skipped.
+// wrong for a dot's accuracy, and a step that changes nothing in the source is skipped. A forward
+// whose graph replay the writer's rule leaves to measurement (a few launches, cheap copies) is
+// evaluated replayed too, and the replayed form kept when it is measurably faster.
 #pragma once
 
 #include <functional>
@@ -23,10 +25,11 @@ namespace kforge {
 
 // What the search needs from its caller: writing, judging and keeping a candidate.
 struct CompilerCandidateHooks {
-  // The candidate's source for a ladder step with these tile configurations baked in; `no_kernel`
-  // receives why groups stayed ATen calls.
+  // The candidate's source for a ladder step with these tile configurations baked in, its
+  // undecided forwards replayed as CUDA graphs or not (ModelWriterOptions::replay_undecided);
+  // `notes` (may be null) receives why groups stayed ATen calls and whether a replay was undecided.
   std::function<Result<std::string>(const DotPrecisionStep&, const std::map<std::string, codegen::TileChoice>& tuned,
-                                    codegen::NoKernelReasons* no_kernel)>
+                                    bool replay_undecided, codegen::WriteNotes* notes)>
       write;
   std::function<Result<Evaluation>(const std::string& source)> evaluate;  // also stores it
   std::function<Status(const std::string& source)> keep;  // the source that stays when a baked one fails
@@ -52,11 +55,16 @@ struct CompilerCandidate {
   Evaluation evaluation;
   DotPrecisionStep precision;         // the step the source was written for
   codegen::NoKernelReasons no_kernel;  // of that source
-  // [{"dot_precision", "verdict"} | {"baked": true, "verdict"}], in the order they were judged.
+  // [{"dot_precision", "verdict"} | {"baked": true, "verdict"} | {"graph_replay": true, "verdict",
+  // "speedup", "kept"}], in the order they were judged.
   Json attempts = Json::array();
   TuningSummary tuning;
   double codegen_s = 0;  // writing the last step's source
 };
+
+// How much faster (a fraction) the replayed form of an undecided forward must measure to be kept:
+// at a tie the direct form wins, as it copies nothing.
+inline constexpr double kReplayMinGain = 0.03;
 
 // Runs the ladder; `store` (may be null) keeps the measured configurations by tuning key and `gpu`.
 Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecisionStep>& ladder, Store* store,

@@ -1,11 +1,12 @@
 // The compiler's candidate chosen by measurement, with the writer and the evaluator replaced by
 // functions that record what they were asked: the precision ladder's steps, the tile
-// configurations baked in, and which source stays.
+// configurations baked in, the graph replay measured, and which source stays.
 #include "search/compiler_candidate.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,15 @@ namespace {
 
 const std::string kKey(64, 'a');
 
-Evaluation Judged(VerdictKind kind, Json evidence = Json::object()) {
+Evaluation Judged(VerdictKind kind, Json evidence = Json::object(), std::optional<double> speedup = std::nullopt) {
   Evaluation evaluation;
   evaluation.verdict = MakeVerdict(kind, "");
   evaluation.evidence = std::move(evidence);
   evaluation.duration_s = 2.5;
+  if (speedup) {
+    evaluation.timings_meaningful = true;
+    evaluation.speedup = SpeedupEstimate{.speedup = *speedup, .ci_low = *speedup, .ci_high = *speedup, .significant = true};
+  }
   return evaluation;
 }
 
@@ -39,13 +44,18 @@ struct Recorder {
   std::vector<VerdictKind> verdicts;  // given in turn
   bool dot = true;
   bool attention = false;
+  bool replay_undecided = false;  // the writer's rule leaves the graph replay to measurement
+  std::optional<double> direct_speedup, replayed_speedup;  // timed, when set
 
   CompilerCandidateHooks Hooks() {
     CompilerCandidateHooks hooks;
     hooks.write = [this](const DotPrecisionStep& step, const std::map<std::string, codegen::TileChoice>& tuned,
-                         codegen::NoKernelReasons* no_kernel) -> Result<std::string> {
-      if (no_kernel != nullptr) (*no_kernel)["sort"] = "no kernel form";
-      return Source(step, tuned, dot, attention);
+                         bool replay, codegen::WriteNotes* notes) -> Result<std::string> {
+      if (notes != nullptr) {
+        notes->no_kernel["sort"] = "no kernel form";
+        notes->replay_undecided = replay_undecided;
+      }
+      return Source(step, tuned, dot, attention) + (replay && replay_undecided ? "return self.kf_replay(self, x)\n" : "");
     };
     hooks.evaluate = [this](const std::string& source) -> Result<Evaluation> {
       evaluated.push_back(source);
@@ -53,7 +63,8 @@ struct Recorder {
       if (!verdicts.empty()) verdicts.erase(verdicts.begin());
       Json chose = {{"matmul_g1", {{"kwargs", {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"GROUP_M", 8}}},
                                    {"num_warps", 4}, {"num_stages", 3}}}};
-      return Judged(kind, {{"tuning", chose}});
+      const bool replayed = source.find("kf_replay") != std::string::npos;
+      return Judged(kind, {{"tuning", chose}}, replayed ? replayed_speedup : direct_speedup);
     };
     hooks.keep = [this](const std::string& source) {
       kept.push_back(source);
@@ -163,6 +174,65 @@ TEST_F(CompilerCandidateTest, WrongOutputWithoutDotsStopsAtTheFirstStep) {
   EXPECT_EQ(recorder.evaluated.size(), 1u);
   EXPECT_EQ(chosen->evaluation.verdict.kind, VerdictKind::kWrongOutput);
   EXPECT_EQ(chosen->attempts, Json::parse(R"([{"dot_precision": "none", "verdict": "wrong_output"}])"));
+}
+
+// A forward the rule leaves undecided is evaluated replayed too, with the direct form's tile
+// configurations; the replayed form is kept when it is measurably faster.
+TEST_F(CompilerCandidateTest, AnUndecidedForwardKeepsTheReplayWhenItIsFaster) {
+  Recorder recorder;
+  recorder.replay_undecided = true;
+  recorder.direct_speedup = 0.9;
+  recorder.replayed_speedup = 1.4;
+  Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, nullptr, "H200", recorder.Hooks());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  ASSERT_EQ(recorder.evaluated.size(), 3u);  // autotuned, baked, baked and replayed
+  EXPECT_EQ(recorder.evaluated[2].find("@triton.autotune"), std::string::npos);
+  EXPECT_EQ(chosen->source, recorder.evaluated[2]);
+  EXPECT_NE(chosen->source.find("kf_replay"), std::string::npos);
+  EXPECT_DOUBLE_EQ(chosen->evaluation.speedup->speedup, 1.4);
+  EXPECT_EQ(chosen->attempts.back(), Json::parse(R"({"graph_replay": true, "verdict": "accepted", "kept": true,
+                                                     "speedup": 1.4, "direct_speedup": 0.9})"));
+  EXPECT_TRUE(recorder.kept.empty());
+}
+
+// At a tie (within kReplayMinGain) the direct form stays, written back by `keep`; a replay that
+// fails stays out too.
+TEST_F(CompilerCandidateTest, AnUndecidedForwardStaysDirectAtATieOrWhenTheReplayFails) {
+  Recorder tie;
+  tie.replay_undecided = true;
+  tie.direct_speedup = 1.0;
+  tie.replayed_speedup = 1.0 + kReplayMinGain / 2;
+  Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, nullptr, "H200", tie.Hooks());
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->source.find("kf_replay"), std::string::npos);
+  EXPECT_DOUBLE_EQ(chosen->evaluation.speedup->speedup, 1.0);
+  EXPECT_EQ(chosen->attempts.back()["kept"], false);
+  ASSERT_EQ(tie.kept.size(), 1u);
+  EXPECT_EQ(tie.kept[0], chosen->source);
+
+  Recorder broken;
+  broken.replay_undecided = true;
+  broken.direct_speedup = 1.0;
+  broken.replayed_speedup = 3.0;
+  broken.verdicts = {VerdictKind::kAccepted, VerdictKind::kAccepted, VerdictKind::kRuntimeError};
+  chosen = ChooseCompilerCandidate(ladder_, nullptr, "H200", broken.Hooks());
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->source.find("kf_replay"), std::string::npos);
+  EXPECT_TRUE(chosen->evaluation.verdict.accepted());
+  EXPECT_EQ(chosen->attempts.back()["verdict"], "runtime_error");
+}
+
+// Untimed evaluations (the CPU) or a decided rule measure no replay.
+TEST_F(CompilerCandidateTest, NoReplayIsMeasuredUntimedOrWhenTheRuleDecides) {
+  Recorder untimed;
+  untimed.replay_undecided = true;
+  ASSERT_TRUE(ChooseCompilerCandidate(ladder_, nullptr, "H200", untimed.Hooks()).ok());
+  EXPECT_EQ(untimed.evaluated.size(), 2u);
+
+  Recorder decided;
+  decided.direct_speedup = decided.replayed_speedup = 1.0;
+  ASSERT_TRUE(ChooseCompilerCandidate(ladder_, nullptr, "H200", decided.Hooks()).ok());
+  EXPECT_EQ(decided.evaluated.size(), 2u);
 }
 
 }  // namespace

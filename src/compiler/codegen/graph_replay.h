@@ -23,7 +23,14 @@ struct ForwardShape {
   int64_t copy_bytes = 0;
 };
 
-// Whether `mode` (kAuto: by the measured rule in the .cc) replays a forward of `shape` as a graph.
+// What the rule in the .cc says of a forward under kAuto: launch directly, replay, or measure both
+// (a few launches and cheap copies: a replay pays only when the host, not the GPU, bounds the
+// call, which the shape alone does not tell). kMeasure forwards are written with direct launches;
+// the caller may evaluate the replayed form too and keep the faster.
+enum class ReplayChoice { kDirect, kReplay, kMeasure };
+ReplayChoice ChooseReplay(GraphReplay mode, const ForwardShape& shape);
+
+// Whether `mode` replays a forward of `shape` as a graph (kAuto: only where the rule says kReplay).
 bool ReplaysAsGraph(GraphReplay mode, const ForwardShape& shape);
 
 // The helper name model writers record in GraphModule::helpers when a forward replays.

@@ -37,8 +37,11 @@ struct ModelWriterOptions {
   bool fallback_unsupported = false;
   // By group name.
   std::map<std::string, GroupSubstitute> substitutes;
-  // Whether forward() replays its kernels as one CUDA graph (kAuto: by ReplaysAsGraph's rule).
+  // Whether forward() replays its kernels as one CUDA graph (kAuto: by ChooseReplay's rule).
   GraphReplay graph_replay = GraphReplay::kNever;
+  // Under kAuto, whether the forwards the rule leaves to measurement (ReplayChoice::kMeasure)
+  // replay; they launch directly otherwise.
+  bool replay_undecided = false;
   // Whether forward() compiles every kernel at once before its first call on the GPU
   // (KfCompileAhead, compile_ahead.h), where it may run with its kernels switched off.
   bool compile_ahead = false;
@@ -48,11 +51,19 @@ struct ModelWriterOptions {
 // group name.
 using NoKernelReasons = std::map<std::string, std::string>;
 
+// What a writer tells beside the source.
+struct WriteNotes {
+  NoKernelReasons no_kernel;  // the groups left to ATen calls for want of a kernel
+  // A forward whose graph replay the rule leaves to measurement (ReplayChoice::kMeasure): written
+  // as options.replay_undecided says; the other form is worth evaluating too.
+  bool replay_undecided = false;
+};
+
 // Fails (InvalidArgument) on a group it cannot translate unless `fallback_unsupported`,
-// and on a constant it cannot inline (a non-scalar tensor). `no_kernel` (may be null) receives
-// the groups left to ATen calls that way.
+// and on a constant it cannot inline (a non-scalar tensor). `notes` (may be null) receives the
+// groups left to ATen calls that way and whether the graph replay was left to measurement.
 Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPlan& plan,
-                                  const ModelWriterOptions& options = {}, NoKernelReasons* no_kernel = nullptr);
+                                  const ModelWriterOptions& options = {}, WriteNotes* notes = nullptr);
 
 // One planned graph's share of a generated file, for writers that put several in one file: the
 // top-level definitions it needs (kernels, substitute modules; kernel names come from group
@@ -61,6 +72,7 @@ Result<std::string> WriteModelNew(const ir::Graph& graph, const passes::FusionPl
 struct GraphModule {
   std::set<std::string> helpers;  // written once per file by WriteFileHeader
   NoKernelReasons no_kernel;      // the groups left to ATen calls for want of a kernel
+  bool replay_undecided = false;  // the rule left its graph replay to measurement
   std::string definitions;
   std::string module_class;
 };

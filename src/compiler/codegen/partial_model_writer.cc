@@ -76,7 +76,7 @@ Result<std::vector<GeneratedClass>> WriteClasses(const PartialModel& model, cons
 }  // namespace
 
 Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelWriterOptions& options,
-                                         NoKernelReasons* no_kernel) {
+                                         WriteNotes* notes) {
   if (model.submodules.empty()) return Status::InvalidArgument("no captured submodule to generate code for");
   if (!IsPythonIdentifier(model.forward_class)) {
     return Status::InvalidArgument("\"" + model.forward_class + "\" is not a Python class name");
@@ -86,7 +86,10 @@ Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelW
   std::vector<std::string> captured;
   for (const GeneratedClass& generated : classes) {
     helpers.insert(generated.module.helpers.begin(), generated.module.helpers.end());
-    if (no_kernel != nullptr) no_kernel->insert(generated.module.no_kernel.begin(), generated.module.no_kernel.end());
+    if (notes != nullptr) {
+      notes->no_kernel.insert(generated.module.no_kernel.begin(), generated.module.no_kernel.end());
+      notes->replay_undecided = notes->replay_undecided || generated.module.replay_undecided;
+    }
     captured.insert(captured.end(), generated.submodules.begin(), generated.submodules.end());
   }
   SourceWriter out;

@@ -34,6 +34,6 @@ struct PartialModel {
 // kernels. InvalidArgument without a submodule, for a forward_class that is not a Python name,
 // and where WriteModelNew would fail.
 Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelWriterOptions& options,
-                                         NoKernelReasons* no_kernel = nullptr);
+                                         WriteNotes* notes = nullptr);
 
 }  // namespace kforge::codegen

@@ -110,10 +110,30 @@ TEST(ModelWriterGoldenTest, LinearReluReplayedAsAGraph) {
   Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("linear_relu"), {});
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
   ExpectGoldenSource(WriteModelNew(compiled->graph, compiled->plan, options), "linear_relu_graph_replay");
-  options.graph_replay = GraphReplay::kAuto;  // one launch: nothing to save
-  Result<std::string> plain = WriteModelNew(compiled->graph, compiled->plan, options);
+  options.graph_replay = GraphReplay::kAuto;  // one launch: nothing to save, nothing to measure
+  WriteNotes notes;
+  Result<std::string> plain = WriteModelNew(compiled->graph, compiled->plan, options, &notes);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->find("KfGraphReplay"), std::string::npos);
+  EXPECT_FALSE(notes.replay_undecided);
+}
+
+// A forward of a few launches with small inputs is left to measurement: written with direct
+// launches, and replayed when the caller asks for the undecided forwards replayed.
+TEST(ModelWriterTest, AFewLaunchesLeaveTheReplayToMeasurement) {
+  Result<passes::PipelineResult> compiled = passes::RunPipeline(Import("batch_norm_training"), {});
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  ModelWriterOptions options;
+  options.graph_replay = GraphReplay::kAuto;
+  WriteNotes notes;
+  Result<std::string> direct = WriteModelNew(compiled->graph, compiled->plan, options, &notes);
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  EXPECT_TRUE(notes.replay_undecided);
+  EXPECT_EQ(direct->find("KfGraphReplay"), std::string::npos);
+  options.replay_undecided = true;
+  Result<std::string> replayed = WriteModelNew(compiled->graph, compiled->plan, options);
+  ASSERT_TRUE(replayed.ok());
+  EXPECT_NE(replayed->find("return self.kf_replay("), std::string::npos) << *replayed;
 }
 
 // PyTorch's fused attention (as a capture on a GPU records SDPA) becomes one attention kernel:
@@ -259,8 +279,9 @@ TEST(ModelWriterTest, FallbackEmitsTheAtenCall) {
   ir::Graph graph = ErfinvGraph();
   ModelWriterOptions options;
   options.fallback_unsupported = true;
-  NoKernelReasons no_kernel;
-  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options, &no_kernel);
+  WriteNotes notes;
+  Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph), options, &notes);
+  const NoKernelReasons& no_kernel = notes.no_kernel;
   ASSERT_TRUE(source.ok()) << source.status().ToString();
   EXPECT_NE(source->find("erfinv = torch.ops.aten.erfinv.default(x)"), std::string::npos) << *source;
   EXPECT_EQ(source->find("@triton.jit"), std::string::npos);
