@@ -48,6 +48,7 @@ struct Attention {
   ir::NodeRef q, k, v;
   std::optional<ir::NodeRef> bias;
   double scale = 1.0;
+  double q_scale = 1.0;
   std::optional<int64_t> causal;
   bool zero_empty_rows = false;
   size_t rank = 4;
@@ -64,6 +65,7 @@ Result<Attention> ReadAttention(const ir::Graph& graph, const ir::OpNode& node) 
   if (node.args.size() > 3 && node.args[3].Is<ir::NodeRef>()) a.bias = node.args[3].As<ir::NodeRef>();
   const passes::AttentionAttributes attributes = passes::AttentionAttributes::Of(node);
   a.scale = attributes.scale;
+  a.q_scale = attributes.q_scale;
   a.causal = attributes.causal;
   a.zero_empty_rows = attributes.zero_empty_rows;
   const ir::Shape &q = graph.TypeOf(a.q)->shape, &k = graph.TypeOf(a.k)->shape, &v = graph.TypeOf(a.v)->shape;
@@ -167,9 +169,10 @@ class AttentionWriter {
     const ir::TensorType& q = Type(a_.q);
     for (size_t i = 0; i < q_parts_.size(); ++i) {
       const std::string d = Columns("kf_d", i, "[None, :]");
-      out_.Line(fmt::format("kf_q{} = tl.load({} + {}, mask={}, other=0.0)", i, Ptr(a_.q),
+      out_.Line(fmt::format("kf_q{} = tl.load({} + {}, mask={}, other=0.0){}", i, Ptr(a_.q),
                             Sum({BatchOffset(q, a_.rank), Term("kf_m[:, None]", q.stride[r]), Term(d, q.stride[r + 1])}),
-                            Mask({"kf_m_valid[:, None]", HeadMask(d, q_parts_[i], a_.d)})));
+                            Mask({"kf_m_valid[:, None]", HeadMask(d, q_parts_[i], a_.d)}),
+                            a_.q_scale != 1.0 ? " * " + FloatLiteral(a_.q_scale) : ""));
     }
   }
 
@@ -280,8 +283,9 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
 
   SourceWriter out;
   OpenKernel(out, kernel.name, params, graph, group);
-  out.Line(fmt::format("# softmax(q @ k^T * {}{}) @ v for {} heads of {} queries and {} keys, head dims {} (q, k) and {} (v);",
-                       FloatLiteral(a.scale), a.bias ? " + bias" : "", a.batch, a.tq, a.tk, a.d, a.dv));
+  out.Line(fmt::format("# softmax({} @ k^T * {}{}) @ v for {} heads of {} queries and {} keys, head dims {} (q, k) and {} (v);",
+                       a.q_scale != 1.0 ? "(q * " + FloatLiteral(a.q_scale) + ")" : "q", FloatLiteral(a.scale),
+                       a.bias ? " + bias" : "", a.batch, a.tq, a.tk, a.d, a.dv));
   out.Line(fmt::format("# {}online softmax over key blocks; tl.dot with input_precision=\"{}\".",
                        a.causal ? fmt::format("causal (key j kept for query i when j - i <= {}); ", *a.causal) : "",
                        options.attention_precision()));

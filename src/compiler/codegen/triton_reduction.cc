@@ -125,7 +125,12 @@ class ReductionEmitter {
         return Status::InvalidArgument(fmt::format("{}: unsupported input dtype {}", ir::PrintRef(graph_, ref), ToString(type.dtype)));
       }
       const std::vector<int64_t>& own = type.stride;
-      if (type.shape == space_->Kept(true) || (type.shape == space_->Kept(false) && type.shape != space_->full)) {
+      if (type.shape == space_->full) {
+        // The full space itself, also where every reduced dim has size 1 and its shape is the kept
+        // one too (batch norm after a 1x1 pool): it can be reduced.
+        space_of_[ref.value * 64 + ref.output] = Space::kFull;
+        inputs_.push_back({ref, Space::kFull, ir::BroadcastStrides(type, space_->full)});
+      } else if (type.shape == space_->Kept(true) || type.shape == space_->Kept(false)) {
         // One value per program, at the kept index.
         std::vector<int64_t> strides(space_->full.size(), 0);
         if (type.shape.size() == space_->full.size()) {
@@ -450,7 +455,10 @@ class ReductionEmitter {
   std::string ReducedOffset(const std::vector<int64_t>& strides) const {
     std::vector<std::pair<std::string, int64_t>> terms;
     for (int64_t d : space_->dims) terms.push_back({fmt::format("kf_i{}", d), strides[static_cast<size_t>(d)]});
-    return Offset(terms);
+    std::string offset = Offset(terms);
+    // Zero strides along every reduced dim (each of size 1): still a block, as the mask is one.
+    if (offset == "0" && !space_->dims.empty()) return fmt::format("kf_i{} * 0", space_->dims.front());
+    return offset;
   }
   std::string Cast(ir::NodeRef ref) const { return ComputeCast(graph_.TypeOf(ref)->dtype); }
 

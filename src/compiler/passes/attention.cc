@@ -112,7 +112,8 @@ struct ScoreTerm {
 struct Match {
   NodeRef q, k, v;
   bool k_transposed = true;  // false: `k` is k^T [..., D, Tk] and needs a permute
-  double scale = 1.0;
+  double scale = 1.0;    // applied to the scores
+  double q_scale = 1.0;  // applied to the operands (q's and k's multiples, on q)
   std::vector<ScoreTerm> terms;
   std::optional<int64_t> causal;
   bool zero_empty_rows = false;
@@ -142,10 +143,10 @@ class Matcher {
     const ir::OpNode* product = nullptr;
     if (!Scores(scores, 1.0, match, terms, product)) return std::nullopt;
     match.terms.assign(terms.rbegin(), terms.rend());
-    match.q = Strip(product->args[0].As<NodeRef>(), &match.scale);
-    match.k = Strip(product->args[1].As<NodeRef>(), &match.scale);
+    match.q = Strip(product->args[0].As<NodeRef>(), &match.q_scale);
+    match.k = Strip(product->args[1].As<NodeRef>(), &match.q_scale);
     if (std::optional<NodeRef> k = Untransposed(match.k)) {
-      match.k = Strip(*k, &match.scale);
+      match.k = Strip(*k, &match.q_scale);
     } else {
       match.k_transposed = false;
     }
@@ -528,7 +529,8 @@ class AttentionRewriter : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(k, Transposed(k));
     }
     ASSIGN_OR_RETURN(std::optional<NodeRef> bias, Bias(match));
-    AttentionAttributes attributes{.scale = match.scale, .causal = match.causal, .zero_empty_rows = match.zero_empty_rows};
+    AttentionAttributes attributes{
+        .scale = match.scale, .q_scale = match.q_scale, .causal = match.causal, .zero_empty_rows = match.zero_empty_rows};
     ASSIGN_OR_RETURN(NodeRef attention, AddAttention(Map(match.q), k, Map(match.v), bias, attributes, match.shape));
     attention_[bmm.id] = attention;
     if (match.shape == bmm.type().shape || !ReadFlat(bmm, match.shape)) {
@@ -571,15 +573,20 @@ class AttentionRewriter : public ir::GraphRewriter {
 }  // namespace
 
 std::vector<ir::NamedArgument> AttentionAttributes::ToKwargs() const {
-  return {{"scale", ir::Argument{scale}},
-          {"causal", causal ? ir::Argument{*causal} : ir::Argument{ir::NoneArg{}}},
-          {"empty_rows", ir::Argument{std::string(zero_empty_rows ? "zero" : "nan")}}};
+  std::vector<ir::NamedArgument> kwargs = {{"scale", ir::Argument{scale}}};
+  if (q_scale != 1.0) kwargs.push_back({"q_scale", ir::Argument{q_scale}});
+  kwargs.push_back({"causal", causal ? ir::Argument{*causal} : ir::Argument{ir::NoneArg{}}});
+  kwargs.push_back({"empty_rows", ir::Argument{std::string(zero_empty_rows ? "zero" : "nan")}});
+  return kwargs;
 }
 
 AttentionAttributes AttentionAttributes::Of(const ir::OpNode& node) {
   AttentionAttributes attributes;
   if (const ir::Argument* scale = node.FindArgument({-1, "scale"}); scale != nullptr && scale->Is<double>()) {
     attributes.scale = scale->As<double>();
+  }
+  if (const ir::Argument* q_scale = node.FindArgument({-1, "q_scale"}); q_scale != nullptr && q_scale->Is<double>()) {
+    attributes.q_scale = q_scale->As<double>();
   }
   if (const ir::Argument* causal = node.FindArgument({-1, "causal"}); causal != nullptr && causal->Is<int64_t>()) {
     attributes.causal = causal->As<int64_t>();

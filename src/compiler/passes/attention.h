@@ -25,7 +25,11 @@ namespace kforge::passes {
 
 // A kforge.attention node's keyword arguments, read and written only here.
 struct AttentionAttributes {
-  double scale = 1.0;
+  double scale = 1.0;    // multiplies the scores q @ k^T
+  // Multiplies q before the product, where the source scaled its operands (multi-head attention
+  // scales q): each element rounded as the source rounds it, so that scores of order 1e5 (inputs
+  // scaled by 1000) round alike and the softmax sees the same values.
+  double q_scale = 1.0;
   std::optional<int64_t> causal;  // key j kept for query i when j - i <= *causal
   bool zero_empty_rows = false;   // a row whose every score is -inf gives zeros (else NaN)
 

@@ -285,6 +285,12 @@ TEST(SplitStatisticsEndToEndTest, BatchNormStoringCenteredValues) {
                        {"_centered_to__native_batch_norm_legit_functional_updated_1_partial[(", "_centered_ptr + "});
 }
 
+// A training batch norm after a 1x1 pool reduces dims of size 1 beside the batch: its input is
+// in the full space though its shape is the kept one too, and the statistics are a kernel.
+TEST(SplitStatisticsEndToEndTest, BatchNormAfterAOneByOnePool) {
+  ExpectMatchesPyTorch("codegen/batch_norm_after_pool", ModelWriterOptions{}, {"kf_i2 * 0"});
+}
+
 TEST(SplitStatisticsEndToEndTest, LayerNorm) {
   ExpectMatchesPyTorch("codegen/split_layer_norm", ModelWriterOptions{}, {"_kf_welford_combine", "_partial[(32,)]"});
 }
