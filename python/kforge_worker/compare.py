@@ -6,7 +6,10 @@ of tiny values cannot pass as zeros, and a zero reference is judged absolutely. 
 the reference is finite fails. Integer and boolean outputs must match exactly.
 
 Where the reference's own fp32 result is inexact (cancellation: x - max(x) of values near 1e6),
-the caller may pass its noise, |ref - ref computed in fp64| per element: the allowance then grows
+the caller may pass its noise, |ref - ref computed in fp64| per element (reference.py: for a model
+with 4-D tensors, the larger of that and the same distance of the reference run in channels-last
+layout, another honest fp32 computation; for the buffers a forward mutates, both taken through
+the same calls as the reference): the allowance then grows
 by 2 * noise + spread * rms(noise), so a candidate is not failed for digits the reference itself
 lacks. spread = 2 * sqrt(2 ln n) over n elements: another honest fp32 computation (a different
 summation order) differs from the reference by noise of the same size, and the largest of n such

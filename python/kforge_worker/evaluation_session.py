@@ -382,7 +382,7 @@ class EvaluationSession:
         seed = self._seed(label or f"set:{source}")
         history = lambda: (self.sets.make(s) for s in earlier or [])  # noqa: E731
         return _NoiseOnDemand(lambda: self._seeded_noise(seed, self.sets.make(source), expected,
-                                                         (start, history(), after)))
+                                                         (start, history, after)))
 
     def _seeded_noise(self, seed: int | None, inputs: list, expected: list, buffers: tuple[list, Any, Any]) -> Noise | None:
         """None for a forward that draws random numbers: its fp64 copy draws other numbers, so
@@ -438,7 +438,7 @@ class EvaluationSession:
             with torch.no_grad(), seeded(seed):
                 expected = self.reference.call(rolled)
             noise = _NoiseOnDemand(lambda rolled=rolled, expected=expected, seed=seed, start=start:
-                                   self._seeded_noise(seed, rolled, expected, (start, [], None)))
+                                   self._seeded_noise(seed, rolled, expected, (start, list, None)))
             judged.append({"call": sample.call, "shift": sample.shift,
                            **compare_outputs(sample.outputs, expected, self.tolerance, noise.outputs)})
             del rolled, expected

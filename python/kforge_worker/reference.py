@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -45,6 +45,7 @@ class Session:
     live: EvaluationSession | None = None
     exchange: "SharedExchange | None" = None
     model64: torch.nn.Module | None = None  # the reference in fp64, made when first needed
+    model_channels_last: torch.nn.Module | None = None  # the fp32 reference in channels-last layout, likewise
     random_forward: bool = False  # its forward draws random numbers: every call is seeded alike
 
 
@@ -119,6 +120,25 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(a, b))
 
 
+def _doubled(values: list) -> list:
+    return [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+
+
+def _channels_last(values: list) -> list:
+    return [v.contiguous(memory_format=torch.channels_last) if isinstance(v, torch.Tensor) and v.dim() == 4 else v
+            for v in values]
+
+
+def _has_4d_tensors(model: torch.nn.Module, inputs: list) -> bool:
+    """Whether the channels-last layout changes anything: a 4-D input, parameter or buffer."""
+    return any(isinstance(v, torch.Tensor) and v.dim() == 4 for v in inputs) or \
+        any(t.dim() == 4 for t in list(model.parameters()) + list(model.buffers()))
+
+
+def _larger(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
+    return b if a is None else a if b is None else torch.maximum(a, b)
+
+
 class ReferenceWorker:
     def __init__(self, device: str):
         self.device = torch.device(device)
@@ -134,40 +154,59 @@ class ReferenceWorker:
         return [t.detach().contiguous().clone() for t in flatten_outputs(output, "the reference Model")]
 
     def _noise(self, session: Session, buffer_names: list[str], inputs: list, outputs: list[torch.Tensor],
-               buffers: tuple[list[torch.Tensor], Iterable[list], list[torch.Tensor] | None]) -> Noise | None:
-        """|fp32 reference - fp64 reference| per floating output and, given the buffers after this
-        call, per floating mutated buffer (None for the others); None when the reference cannot
-        run in fp64 (a dtype fixed inside its forward, or no memory). `buffers` is (the mutated
-        buffers the fp32 reference started from, the inputs of its calls since, its buffers after
-        this call or None): the fp64 copy starts from the same buffers and goes through the same
-        calls, so the state a forward reads and the running statistics it updates differ only by
-        the rounding of those calls."""
+               buffers: tuple[list[torch.Tensor], Callable[[], Iterable[list]], list[torch.Tensor] | None]) -> Noise | None:
+        """How far honest fp32 computations of this call stray from the exact result, per floating
+        output and, given the buffers after the call, per floating mutated buffer (None for the
+        others): |fp32 reference - fp64 reference|, and where the model has 4-D tensors the larger
+        of that and |the reference in channels-last layout - fp64| (other convolution and
+        normalization kernels: an honest fp32 candidate may round as either does). None when the
+        reference cannot run in fp64 (a dtype fixed inside its forward, or no memory).
+        `buffers` is (the mutated buffers the fp32 reference started from, the inputs of its calls
+        since, its buffers after this call or None): each copy starts from the same buffers and
+        goes through the same calls, so the state a forward reads and the running statistics it
+        updates differ only by the rounding of those calls."""
+        start, earlier, after = buffers
         try:
             if session.model64 is None:
                 session.model64 = copy.deepcopy(session.model).double()
-            model64 = session.model64
-
-            def call64(values: list) -> list[torch.Tensor]:
-                doubled = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                           for v in move_inputs(values, self.device)]
-                with torch.no_grad():
-                    return flatten_outputs(model64(*doubled), "the reference Model")
-
-            start, earlier_calls, after = buffers
-            with torch.no_grad():
-                for name, value in zip(buffer_names, start):
-                    model64.get_buffer(name).copy_(value)
-            for earlier in earlier_calls:
-                call64(earlier)
-            exact = call64(inputs)
+            exact = self._replayed(session.model64, buffer_names, start, earlier, inputs, _doubled)
         except Exception:
             return None
         if len(exact) != len(outputs):
             return None
         noise = Noise(outputs=[rounding_noise(o, e) for o, e in zip(outputs, exact)])
         if after is not None:
-            noise.buffers = [rounding_noise(a, model64.get_buffer(name)) for name, a in zip(buffer_names, after)]
+            noise.buffers = [rounding_noise(a, session.model64.get_buffer(name)) for name, a in zip(buffer_names, after)]
+        if not _has_4d_tensors(session.model, inputs):
+            return noise
+        try:
+            if session.model_channels_last is None:
+                session.model_channels_last = copy.deepcopy(session.model).to(memory_format=torch.channels_last)
+            other = self._replayed(session.model_channels_last, buffer_names, start, earlier, inputs, _channels_last)
+        except Exception:  # the layout is only a second opinion: without it, the fp64 noise alone
+            return noise
+        if len(other) != len(exact):
+            return noise
+        noise.outputs = [_larger(n, rounding_noise(o, e)) for n, o, e in zip(noise.outputs, other, exact)]
+        if after is not None:
+            noise.buffers = [_larger(n, rounding_noise(session.model_channels_last.get_buffer(name), session.model64.get_buffer(name)))
+                             for n, name in zip(noise.buffers, buffer_names)]
         return noise
+
+    def _replayed(self, model: torch.nn.Module, buffer_names: list[str], start: list[torch.Tensor],
+                  earlier: Callable[[], Iterable[list]], inputs: list, prepare: Callable[[list], list]) -> list[torch.Tensor]:
+        """`model`'s outputs on `inputs`, its mutated buffers set to `start` and taken through the
+        calls on `earlier` first; `prepare` makes each call's inputs (moved to the device)."""
+        def call(values: list) -> list[torch.Tensor]:
+            with torch.no_grad():
+                return flatten_outputs(model(*prepare(move_inputs(values, self.device))), "the reference Model")
+
+        with torch.no_grad():
+            for name, value in zip(buffer_names, start):
+                model.get_buffer(name).copy_(value)
+        for values in earlier():
+            call(values)
+        return call(inputs)
 
     def _on_device(self) -> Any:
         """Tensor factories in the task's code default to the GPU inside this context."""

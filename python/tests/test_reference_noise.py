@@ -242,11 +242,48 @@ def test_the_fp64_copy_reads_the_state_the_reference_read():
         model(x, y)
     before = [model.count.clone()]
     out = model(x, y)
-    first = worker._noise(session, ["count"], [x, y], [out], (before, [], None))
+    first = worker._noise(session, ["count"], [x, y], [out], (before, list, None))
     assert first is not None and first.buffers is None
     assert 0 < first.outputs[0].max().item() < 0.1  # the cancellation's noise, not a count
-    again = worker._noise(session, ["count"], [x, y], [out], (at_start, [[x, y]] * 3, [model.count.clone()]))
+    again = worker._noise(session, ["count"], [x, y], [out], (at_start, lambda: [[x, y]] * 3, [model.count.clone()]))
     assert 0 < again.outputs[0].max().item() < 0.1
     assert again.buffers[0].item() == 0.0  # four calls counted on both sides
-    stale = worker._noise(session, ["count"], [x, y], [out], (at_start, [], None))
+    stale = worker._noise(session, ["count"], [x, y], [out], (at_start, list, None))
     assert stale.outputs[0].max().item() >= 2.9  # started three calls behind: what the sync prevents
+
+
+def test_a_model_with_4d_tensors_gets_the_channels_last_layouts_noise_too():
+    """Where the model has 4-D tensors, the reference in channels-last layout (other convolution
+    and batch-norm kernels, fp32 all the same) is a second honest computation: the noise of each
+    output and buffer is the larger of the two computations' distances from fp64."""
+    from kforge_worker.reference import ReferenceWorker, Session
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3), torch.nn.BatchNorm2d(16), torch.nn.ReLU())
+    worker = ReferenceWorker("cpu")
+    session = Session("conv.py", torch.device("cpu"), "fp32", model, sets=None)
+    x = torch.randn(4, 8, 12, 12) * 3 + 1
+    names = ["1.running_mean", "1.running_var"]
+    start = [model.get_buffer(n).clone() for n in names]
+    with torch.no_grad():
+        out = model(x)
+    after = [model.get_buffer(n).clone() for n in names]
+    noise = worker._noise(session, names, [x], [out], (start, list, after))
+    exact, other = session.model64, session.model_channels_last
+    assert other is not None
+    for n, name in enumerate(names):
+        gap = (other.get_buffer(name).double() - exact.get_buffer(name)).abs().float()
+        own = (after[n].double() - exact.get_buffer(name)).abs().float()
+        assert torch.equal(noise.buffers[n], torch.maximum(own, gap))
+    with torch.no_grad():
+        exact_out = exact(x.double())
+        other_out = other(x.contiguous(memory_format=torch.channels_last))
+    assert torch.all(noise.outputs[0] >= (other_out.double() - exact_out).abs().float())
+    assert torch.all(noise.outputs[0] >= (out.double() - exact_out).abs().float())
+
+    flat = torch.nn.Linear(8, 4)  # no 4-D tensor: no second layout
+    session = Session("linear.py", torch.device("cpu"), "fp32", flat, sets=None)
+    y = torch.randn(5, 8)
+    with torch.no_grad():
+        worker._noise(session, [], [y], [flat(y)], ([], list, None))
+    assert session.model_channels_last is None
