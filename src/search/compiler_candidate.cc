@@ -101,6 +101,11 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
           source = std::move(baked);
           evaluation = std::move(verified);
           chosen_tuned = tuned;
+        } else if (verified.verdict.kind == VerdictKind::kWrongOutput) {
+          // Wrong on other fresh inputs with the configuration the autotuned source chose: that
+          // source passed by luck, and the step's precision is not enough (the ladder goes on).
+          source = std::move(baked);
+          evaluation = std::move(verified);
         } else {
           RETURN_IF_ERROR(hooks.keep(source));
         }

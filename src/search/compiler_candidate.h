@@ -2,7 +2,8 @@
 // dot-precision ladder (precision_ladder.h) the generated source, with the tile configurations
 // stored for this GPU baked in, is evaluated; the kernels it still autotunes are measured in that
 // evaluation, their configurations stored and baked in, and the baked source verified in turn
-// (the autotuned one is kept when it does not pass). The ladder goes on only while a candidate is
+// on other fresh inputs: wrong there, the step is judged wrong (the autotuned source passed by
+// luck); failing otherwise, the autotuned one is kept. The ladder goes on only while a candidate is
 // wrong for a dot's accuracy, and a step that changes nothing in the source is skipped. A forward
 // whose graph replay the writer's rule leaves to measurement (a few launches, cheap copies) is
 // evaluated replayed too, and the replayed form kept when it is measurably faster.

@@ -120,6 +120,22 @@ TEST_F(CompilerCandidateTest, ABakedSourceThatFailsKeepsTheAutotunedOne) {
   EXPECT_EQ(recorder.kept[0], recorder.evaluated[0]);
 }
 
+// A baked source wrong on its own fresh inputs, with the configuration the autotuned source
+// chose, shows that source passed by luck: the step is judged wrong and the ladder goes on.
+TEST_F(CompilerCandidateTest, ABakedSourceWrongOnOtherInputsClimbsTheLadder) {
+  Recorder recorder;
+  recorder.verdicts = {VerdictKind::kAccepted, VerdictKind::kWrongOutput, VerdictKind::kAccepted, VerdictKind::kAccepted};
+  Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, nullptr, "H200", recorder.Hooks());
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->precision.gemm, "bf16x6");
+  EXPECT_TRUE(chosen->evaluation.verdict.accepted());
+  EXPECT_TRUE(recorder.kept.empty());
+  EXPECT_EQ(chosen->attempts, Json::parse(R"([{"baked": true, "verdict": "wrong_output"},
+                                               {"dot_precision": "tf32x3", "verdict": "wrong_output"},
+                                               {"baked": true, "verdict": "accepted"},
+                                               {"dot_precision": "bf16x6", "verdict": "accepted"}])"));
+}
+
 // Wrong output with dots climbs the ladder to six-pass BF16; the attention step, which changes
 // nothing without an attention kernel, is skipped.
 TEST_F(CompilerCandidateTest, WrongOutputClimbsTheLadderSkippingStepsThatChangeNothing) {
