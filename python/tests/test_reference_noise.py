@@ -56,10 +56,11 @@ class ModelNew(nn.Module):
 '''
 
 
-def evaluate(tmp_path, offset: float) -> dict:
-    task, candidate = tmp_path / "cancellation.py", tmp_path / f"candidate_{len(os.listdir(tmp_path))}.py"
-    task.write_text(TASK)
-    candidate.write_text(CANDIDATE.replace("OFFSET_VALUE", repr(offset)))
+def evaluate(tmp_path, offset: float, task_text: str = TASK, candidate_text: str = CANDIDATE) -> dict:
+    """The verdict of `candidate_text` (its OFFSET_VALUE replaced by `offset`) on `task_text`."""
+    task, candidate = tmp_path / "task.py", tmp_path / f"candidate_{len(os.listdir(tmp_path))}.py"
+    task.write_text(task_text)
+    candidate.write_text(candidate_text.replace("OFFSET_VALUE", repr(offset)))
     done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "eval", "--json",
                            "--no-timing", str(task), str(candidate)], capture_output=True, text=True, timeout=600)
     assert done.stdout.strip(), done.stderr[-3000:]
@@ -198,18 +199,9 @@ def test_buffers_get_the_reference_noise_too(tmp_path):
     """A running statistic the fp32 reference computes through cancellation: a candidate that
     computes it exactly is accepted (its buffer differs from the reference's by the reference's
     own noise), one that is off by more is not."""
-    def run(offset: float) -> dict:
-        task, candidate = tmp_path / "running.py", tmp_path / f"candidate_{len(os.listdir(tmp_path))}.py"
-        task.write_text(BUFFER_TASK)
-        candidate.write_text(BUFFER_CANDIDATE.replace("OFFSET_VALUE", repr(offset)))
-        done = subprocess.run([BINARY, "-q", "--workspace", str(tmp_path / "ws"), "--device", "cpu", "eval", "--json",
-                               "--no-timing", str(task), str(candidate)], capture_output=True, text=True, timeout=600)
-        assert done.stdout.strip(), done.stderr[-3000:]
-        return json.loads(done.stdout.strip().splitlines()[-1])
-
-    exact = run(0.0)
+    exact = evaluate(tmp_path, 0.0, BUFFER_TASK, BUFFER_CANDIDATE)
     assert exact["verdict"] == "accepted", exact["message"]
-    wrong = run(0.001)
+    wrong = evaluate(tmp_path, 0.001, BUFFER_TASK, BUFFER_CANDIDATE)
     assert wrong["verdict"] == "wrong_output" and "running" in wrong["message"], wrong["message"]
 
 
