@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "agents/attempt.h"
 #include "cli/commands.h"
 #include "cli/optimize.h"
 #include "cli/task_compiler.h"
@@ -55,13 +54,6 @@ void DumpIr(const CompiledTask& compiled, const std::filesystem::path& folder) {
       (void)WriteFile(dir / fmt::format("{:02d}_{}.txt", ++index, record.name), record.dump);
     }
   }
-}
-
-// Whether the LLM stage's best should replace the compiler's candidate: it is accepted, and the
-// compiler's is not or is measurably slower (timings that mean nothing, on the CPU, decide nothing).
-bool AgentsWin(const Evaluation& agents, const Evaluation& compiler) {
-  if (!agents.verdict.accepted()) return false;
-  return !compiler.verdict.accepted() || MeasurablyFaster(agents, compiler, /*min_gain=*/0);
 }
 
 }  // namespace
@@ -140,7 +132,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
     report["llm"] = agents.report;
     report["compiler_evaluation"] = evaluation.ToJson();
-    if (agents.best_evaluation && AgentsWin(*agents.best_evaluation, evaluation)) {
+    if (agents.best_evaluation && ReplacesCompilerCandidate(*agents.best_evaluation, evaluation)) {
       RETURN_IF_ERROR(WriteFile(folder / "model_new.py", *agents.best_source));
       evaluation = *agents.best_evaluation;
       report["source"] = "llm";

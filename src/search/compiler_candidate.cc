@@ -127,4 +127,9 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
   return chosen;
 }
 
+bool ReplacesCompilerCandidate(const Evaluation& challenger, const Evaluation& compiler) {
+  if (!challenger.verdict.accepted()) return false;
+  return !compiler.verdict.accepted() || MeasurablyFaster(challenger, compiler, /*min_gain=*/0);
+}
+
 }  // namespace kforge

@@ -71,4 +71,8 @@ inline constexpr double kReplayMinGain = 0.03;
 Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecisionStep>& ladder, Store* store,
                                                   const std::string& gpu, const CompilerCandidateHooks& hooks);
 
+// Whether another candidate (the LLM stage's best) replaces the compiler's: it is accepted, and the
+// compiler's is not or is measurably slower (timings that mean nothing, on the CPU, decide nothing).
+bool ReplacesCompilerCandidate(const Evaluation& challenger, const Evaluation& compiler);
+
 }  // namespace kforge

@@ -251,5 +251,20 @@ TEST_F(CompilerCandidateTest, NoReplayIsMeasuredUntimedOrWhenTheRuleDecides) {
   EXPECT_EQ(decided.evaluated.size(), 2u);
 }
 
+// Another candidate replaces the compiler's only when accepted, and faster or facing a rejected one;
+// untimed (CPU) evaluations decide nothing between two accepted candidates.
+TEST(ReplacesCompilerCandidateTest, AcceptedAndFasterOrFacingARejectedOne) {
+  const Evaluation fast = Judged(VerdictKind::kAccepted, Json::object(), 2.0);
+  const Evaluation slow = Judged(VerdictKind::kAccepted, Json::object(), 1.5);
+  const Evaluation wrong = Judged(VerdictKind::kWrongOutput);
+  const Evaluation untimed = Judged(VerdictKind::kAccepted);
+  EXPECT_TRUE(ReplacesCompilerCandidate(fast, slow));
+  EXPECT_FALSE(ReplacesCompilerCandidate(slow, fast));
+  EXPECT_TRUE(ReplacesCompilerCandidate(slow, wrong));
+  EXPECT_FALSE(ReplacesCompilerCandidate(wrong, slow));
+  EXPECT_FALSE(ReplacesCompilerCandidate(untimed, untimed));
+  EXPECT_TRUE(ReplacesCompilerCandidate(untimed, wrong));
+}
+
 }  // namespace
 }  // namespace kforge
