@@ -11,8 +11,9 @@ namespace {
 // replays when it launches at least kMinLaunches times and its copies cost less than a quarter
 // of the host time the graph saves. Below kMinLaunches, down to kMinMeasuredLaunches, whether a
 // replay pays depends on whether the host or the GPU bounds the call: relpos attention at T = 256
-// (four launches, 0.115 ms of kernels) took 0.302 ms a call with direct launches; a forward whose
-// kernels take milliseconds hides the same host work behind them. Those are measured (kMeasure).
+// (four launches, 0.115 ms of kernels) took 0.302 ms a call with direct launches and 0.129 ms
+// replayed (bench/RESULTS.md, fifteenth session); a forward whose kernels take milliseconds hides
+// the same host work behind them. Those are measured (kMeasure).
 constexpr int kMinLaunches = 6;
 constexpr int kMinMeasuredLaunches = 2;
 constexpr double kHostLaunchUs = 30.0;
