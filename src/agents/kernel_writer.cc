@@ -49,20 +49,6 @@ std::optional<Completion> RecordedReply(const std::filesystem::path& folder) {
 
 }  // namespace
 
-bool IsTransientCallFailure(CallOutcome outcome) {
-  switch (outcome) {
-    case CallOutcome::kRateLimited:
-    case CallOutcome::kServerError:
-    case CallOutcome::kTimeout:
-    case CallOutcome::kNetworkError:
-    case CallOutcome::kMalformedReply:
-    case CallOutcome::kCommandFailed:
-      return true;
-    default:
-      return false;
-  }
-}
-
 KernelWriter::KernelWriter(WriterSettings settings, const WriterBrief& brief, const PromptLibrary& prompts,
                            Provider& provider, CandidateJudge& judge, WriterBudget& budget,
                            std::filesystem::path run_dir, AttemptObserver on_attempt, const Clock& clock)
@@ -135,7 +121,7 @@ Result<Completion> KernelWriter::AskModel(const RoundContext& context, AttemptRe
     return *recorded;
   }
   RETURN_IF_ERROR(Save(record, "prompt.md", RenderPrompt(messages)));
-  Completion completion = provider_.Complete(Request(std::move(messages)));
+  Completion completion = provider_.Complete(Request(std::move(messages), record));
   record.call_outcome = completion.outcome;
   record.prompt_tokens = completion.prompt_tokens;
   record.completion_tokens = completion.completion_tokens;
@@ -168,8 +154,9 @@ RoundContext KernelWriter::ContextFor(int round) const {
   return context;
 }
 
-CompletionRequest KernelWriter::Request(std::vector<Message> messages) const {
+CompletionRequest KernelWriter::Request(std::vector<Message> messages, const AttemptRecord& record) const {
   CompletionRequest request;
+  request.tag = {"writer", settings_.scope, record.writer, record.round, ToString(record.prompt)};
   request.model = settings_.model;
   request.messages = std::move(messages);
   request.temperature = settings_.temperature;
@@ -253,8 +240,7 @@ std::optional<std::string> KernelWriter::StopAfter(const AttemptRecord& record) 
   if (memory_.best && memory_.rounds_without_gain >= settings_.speedup_patience) {
     return fmt::format("accepted, and {} speedup rounds in a row brought no gain", memory_.rounds_without_gain);
   }
-  if (record.outcome == AttemptOutcome::kCallFailed && record.call_outcome != CallOutcome::kEmptyReply &&
-      !IsTransientCallFailure(record.call_outcome)) {
+  if (record.outcome == AttemptOutcome::kCallFailed && IsFatal(record.call_outcome)) {
     std::string reason = "the model call failed: " + record.verdict + ": " + record.message;
     budget_.Stop(reason);
     return reason;

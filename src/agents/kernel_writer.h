@@ -30,6 +30,7 @@ namespace kforge {
 
 struct WriterSettings {
   int index = 1;                // 1-based; names the writer's folder
+  std::string scope = "whole";  // the pool it writes in, as its calls are tagged
   int max_rounds = 4;
   double temperature = 0.7;
   int variant = 0;              // picks the approach hint of the prompts
@@ -75,7 +76,7 @@ class KernelWriter {
   Result<Completion> AskModel(const RoundContext& context, AttemptRecord& record);
   // feedback.md (what the next round is told) and verdict.json.
   Status SaveOutcome(const AttemptRecord& record) const;
-  CompletionRequest Request(std::vector<Message> messages) const;
+  CompletionRequest Request(std::vector<Message> messages, const AttemptRecord& record) const;
   // The program in a reply, or nullopt with the reason recorded (and remembered for the next
   // prompt when the model can do something about it).
   std::optional<std::string> ProgramFrom(const Completion& completion, AttemptRecord& record);
@@ -100,9 +101,5 @@ class KernelWriter {
   std::optional<Evaluation> last_evaluation_;  // of the round in progress
   Status fatal_;                               // set when the writer cannot go on
 };
-
-// Whether a failed call is worth retrying in a later round (rate limits, timeouts, server errors)
-// rather than ending the writer (a bad key, a bad request, a cassette without the call).
-bool IsTransientCallFailure(CallOutcome outcome);
 
 }  // namespace kforge

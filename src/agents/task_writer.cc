@@ -18,8 +18,9 @@ std::string MissingPieces(const std::string& source) {
   return missing;
 }
 
-CompletionRequest DescribeRequest(std::string prompt) {
+CompletionRequest DescribeRequest(std::string prompt, int attempt) {
   CompletionRequest request;
+  request.tag = {"describe", "task", 1, attempt, "describe"};
   request.messages = {{Role::kSystem, "You write small, correct PyTorch reference programs in the KernelBench format."},
                       {Role::kUser, std::move(prompt)}};
   request.temperature = 0.2;
@@ -37,9 +38,10 @@ Result<WrittenTask> WriteTaskFromDescription(const std::string& description, con
     ASSIGN_OR_RETURN(std::string prompt, prompts.Render("describe", {{"description", description},
                                                                      {"previous", previous},
                                                                      {"feedback", feedback}}));
-    Completion reply = provider.Complete(DescribeRequest(std::move(prompt)));
+    Completion reply = provider.Complete(DescribeRequest(std::move(prompt), attempt));
     if (!reply.ok() && reply.outcome != CallOutcome::kTruncatedReply) {
       last_problem = fmt::format("{}: {}", ToString(reply.outcome), reply.error);
+      if (IsFatal(reply.outcome)) break;  // every later call would fail alike
       continue;
     }
     reached = true;

@@ -49,6 +49,7 @@ Json PoolResult::ToJson() const {
           {"best", best ? best->ToJson() : Json()},
           {"status", status.ok() ? Json("ok") : Json(status.ToString())},
           {"stop_reason", stop_reason},
+          {"fatal_call", fatal_call},
           {"writer_stops", writer_stops},
           {"attempts", attempt_list},
           {"tokens", totals.tokens},
@@ -59,6 +60,7 @@ Json PoolResult::ToJson() const {
 WriterSettings WriterSettingsFor(const PoolOptions& options, int index) {
   WriterSettings settings;
   settings.index = index;
+  settings.scope = options.scope;
   settings.max_rounds = options.max_rounds;
   settings.variant = index - 1;
   double span = options.max_temperature - options.min_temperature;
@@ -104,6 +106,11 @@ PoolResult WriterPool::Run() {
     std::lock_guard<std::mutex> lock(mutex_);
     pool.attempts = attempts_;
     pool.totals = progress_;
+  }
+  for (const AttemptRecord& attempt : pool.attempts) {
+    if (attempt.outcome != AttemptOutcome::kCallFailed || !IsFatal(attempt.call_outcome)) continue;
+    pool.fatal_call = fmt::format("{}: {}", attempt.verdict, attempt.message);
+    break;
   }
   pool.stop_reason = budget_.stop_reason();
   pool.seconds = clock_.NowSeconds() - started;

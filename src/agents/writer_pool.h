@@ -26,6 +26,7 @@ namespace kforge {
 struct PoolOptions {
   int writers = 4;
   int max_rounds = 4;
+  std::string scope = "whole";  // which pool this is ("whole", or a fusion group's name), for call tags
   double min_temperature = 0.2;
   double max_temperature = 1.0;
   std::string model;           // "" = the provider's default
@@ -54,6 +55,7 @@ struct PoolResult {
   std::vector<std::string> writer_stops;  // why each writer stopped, by writer
   Status status;                          // the first writer's error that was not the model's
   std::string stop_reason;                // why the pool stopped early ("" when the writers ran out of rounds)
+  std::string fatal_call;                 // the first call failure that ends the stage (IsFatal), in words; "" when none
   PoolProgress totals;
   double seconds = 0;
 

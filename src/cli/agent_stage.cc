@@ -28,14 +28,6 @@
 namespace kforge {
 namespace {
 
-// The provider the writers share: the spec's, recorded to a cassette on request, behind the
-// configured concurrency limit, every call accounted in the store under `run_id`.
-Result<std::unique_ptr<LimitedProvider>> MakeStageProvider(const AgentSettings& settings, Store* store,
-                                                           const std::string& run_id) {
-  ASSIGN_OR_RETURN(LlmConfig config, LoadLlmConfig(settings.llm_config, ProcessEnvironment()));
-  return MakeLimitedProvider(settings.llm, config, store, run_id, settings.record);
-}
-
 // The prompt templates shipped with kforge (or KFORGE_PROMPTS's).
 Result<PromptLibrary> LoadShippedPrompts() {
   ASSIGN_OR_RETURN(std::filesystem::path prompt_dir, FindPromptDir(ProcessEnvironment()));
@@ -55,13 +47,30 @@ void PrintProgress(const std::string& label, const AttemptRecord& attempt, const
           progress.attempts, progress.accepted, best, progress.tokens, progress.cost_usd);
 }
 
-// A run id that names the task and the stage's folder, so a resumed stage keeps its calls together.
+}  // namespace
+
 std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder) {
   return fmt::format("llm-{}-{}", task.path.stem().string(),
                      Sha256Hex(std::filesystem::absolute(folder).lexically_normal().string()).substr(0, 12));
 }
 
-}  // namespace
+Result<std::unique_ptr<LimitedProvider>> ConnectStageProvider(const AgentSettings& settings, Store* store,
+                                                              const std::string& run_id, const std::string& command,
+                                                              const CommonOptions& common) {
+  ASSIGN_OR_RETURN(LlmConfig config, LoadLlmConfig(settings.llm_config, ProcessEnvironment()));
+  StartRunOnce(store, run_id, command, settings.ToJson());
+  ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider,
+                   MakeLimitedProvider(settings.llm, config, store, run_id, settings.record));
+  ProviderCheck check = provider->Check();
+  if (!check.status.ok()) {
+    if (store != nullptr) (void)store->FinishRun(run_id, "failed");
+    return check.status.WithContext("--llm " + settings.llm);
+  }
+  if (!common.quiet) {
+    for (const std::string& note : check.notes) LogInfo("note: {}", note);
+  }
+  return provider;
+}
 
 Json AgentSettings::ToJson() const {
   return {{"llm", llm},           {"llm_config", llm_config}, {"workers", workers}, {"rounds", rounds},
@@ -93,6 +102,7 @@ struct Stage {
   CandidateJudge& judge;
   const CommonOptions& common;
   double started_s = 0;
+  std::string fatal_call;  // set by the first pool that met a fatal call failure: nothing more is asked
 };
 
 struct Candidate {
@@ -123,6 +133,7 @@ Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::fi
   PoolOptions options;
   options.writers = stage.settings.workers;
   options.max_rounds = stage.settings.rounds;
+  options.scope = label;
   options.budget = RemainingBudget(stage);
   WriterPool pool(options, brief, stage.prompts, stage.provider, stage.judge, folder,
                   [&](const AttemptRecord& attempt, const PoolProgress& progress) {
@@ -130,6 +141,7 @@ Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::fi
                   });
   PoolResult result = pool.Run();
   RETURN_IF_ERROR(result.status);
+  if (stage.fatal_call.empty()) stage.fatal_call = result.fatal_call;
   return result;
 }
 
@@ -141,7 +153,7 @@ Result<std::optional<Candidate>> RunDecomposition(Stage& stage, const WriterBrie
   std::map<std::string, std::string> accepted;
   report["parts"] = Json::array();
   for (const DecompositionPart& part : parts) {
-    if (BudgetSpent(stage)) break;
+    if (BudgetSpent(stage) || !stage.fatal_call.empty()) break;
     const std::filesystem::path dir = folder / "parts" / part.task().group;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -158,7 +170,7 @@ Result<std::optional<Candidate>> RunDecomposition(Stage& stage, const WriterBrie
                                {"summary", result.Summary()}, {"accepted", result.best.has_value()},
                                {"attempts", result.ToJson()["attempts"]}});
   }
-  if (accepted.empty()) return std::optional<Candidate>();
+  if (accepted.empty() || !stage.fatal_call.empty()) return std::optional<Candidate>();
   ASSIGN_OR_RETURN(WorkerClient * trusted, stage.workspace.workers().Trusted());
   auto rename = [trusted](const std::string& source, const std::string& prefix) -> Result<std::string> {
     ASSIGN_OR_RETURN(Json renamed, trusted->Call("prefix_names", Json{{"source", source}, {"prefix", prefix}}, 60));
@@ -193,7 +205,8 @@ Result<std::vector<Route>> RouteOrder(const AgentSettings& settings, const Agent
 
 Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, const AgentSettings& settings,
                                    const AgentStart& start, const EvalOptions& eval_options,
-                                   const std::filesystem::path& folder, const CommonOptions& common) {
+                                   const std::filesystem::path& folder, LimitedProvider& provider,
+                                   const CommonOptions& common) {
   if (settings.workers < 1 || settings.rounds < 1) return Status::InvalidArgument("--workers and --rounds must be at least 1");
   ASSIGN_OR_RETURN(std::vector<Route> routes, RouteOrder(settings, start));
   ASSIGN_OR_RETURN(PromptLibrary prompts, LoadShippedPrompts());
@@ -207,8 +220,6 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
 
   const std::string run_id = StageRunId(task, folder);
   Store* store = workspace.store();
-  StartRunOnce(store, run_id, "optimize --llm", settings.ToJson());
-  ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider, MakeStageProvider(settings, store, run_id));
 
   WriterBrief brief;
   brief.task = task;
@@ -230,7 +241,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
     auto source = ReadFile(candidate);
     if (source.ok()) (void)workspace.Record(judged, *source, origin, evaluation, brief.precision, brief.mode);
   });
-  Stage stage{workspace, settings, start, prompts, *provider, judge, common, RealClock().NowSeconds()};
+  Stage stage{workspace, settings, start, prompts, provider, judge, common, RealClock().NowSeconds()};
   if (!common.quiet) {
     LogInfo("LLM stage: {} writer(s) x {} round(s) with {}; {} first; rounds in {}", settings.workers, settings.rounds,
             settings.llm, ToString(routes.front()), folder.string());
@@ -242,7 +253,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   std::vector<std::string> summaries;
   Status status = Status::Ok();
   for (Route route : routes) {
-    if (BudgetSpent(stage)) break;
+    if (BudgetSpent(stage) || !stage.fatal_call.empty()) break;
     outcome.report["routes"].push_back(ToString(route));
     if (route == Route::kWholeProgram) {
       auto result = RunPool(stage, brief, folder, "whole");
@@ -264,10 +275,15 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
     }
     if (best) break;  // the other route is the fallback, not a second try
   }
-  if (store != nullptr) (void)store->FinishRun(run_id, status.ok() ? "succeeded" : "failed");
+  outcome.fatal = stage.fatal_call;
+  if (!outcome.fatal.empty()) {
+    summaries.push_back("stopped: " + outcome.fatal);
+    outcome.report["fatal"] = outcome.fatal;
+  }
+  if (store != nullptr) (void)store->FinishRun(run_id, status.ok() && outcome.fatal.empty() ? "succeeded" : "failed");
   RETURN_IF_ERROR(status);
 
-  UsageTotals usage = provider->Totals();
+  UsageTotals usage = provider.Totals();
   outcome.report["summary"] = fmt::format("{}", fmt::join(summaries, "; "));
   outcome.report["usage"] = {{"calls", usage.calls}, {"failures", usage.failures}, {"prompt_tokens", usage.prompt_tokens},
                              {"completion_tokens", usage.completion_tokens}, {"cost_usd", usage.cost_usd},
@@ -290,8 +306,7 @@ Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std
   std::filesystem::create_directories(out_dir, ec);
   const std::string run_id = "describe-" + name;
   Store* store = workspace.store();
-  StartRunOnce(store, run_id, "optimize --describe", settings.ToJson());
-  ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider, MakeStageProvider(settings, store, run_id));
+  ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider, ConnectStageProvider(settings, store, run_id, "optimize --describe", common));
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
   // A version passes when the trusted worker can load, run and capture it like any task.
   auto check = [&](const std::string& source) -> Status {

@@ -19,6 +19,7 @@
 #include "core/json.h"
 #include "eval/evaluation.h"
 #include "eval/evaluator.h"
+#include "llm/limited_provider.h"
 #include "tasks/task.h"
 
 namespace kforge {
@@ -50,15 +51,34 @@ struct AgentStart {
 
 struct AgentOutcome {
   Json report;                         // settings, the pool's summary, attempts, usage, best
+  std::string fatal;                   // the call failure that ended the stage (see IsFatal); "" when none
   std::optional<std::string> best_source;
   std::optional<Evaluation> best_evaluation;
 };
 
-// Runs (or, when `folder` holds an interrupted stage, resumes) the stage. InvalidArgument for a
-// bad spec or config; failed model calls and rejected candidates are part of the outcome.
+// The store's run id of the stage whose folder is `folder`: it names the task and the folder, so
+// that a resumed stage keeps its calls together.
+std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder);
+
+// The provider a stage's writers share: the spec's, recorded to a cassette on request, behind the
+// configured concurrency limit, every call accounted in the store under `run_id` (started here as
+// `command`),
+// and checked before any paid call. InvalidArgument for a bad spec or config or a missing key;
+// Unavailable, with what to do, when the check shows that no call can succeed (an unreachable
+// server, a refused key). Its notes are printed unless quiet.
+Result<std::unique_ptr<LimitedProvider>> ConnectStageProvider(const AgentSettings& settings, Store* store,
+                                                              const std::string& run_id, const std::string& command,
+                                                              const CommonOptions& common);
+
+// Runs (or, when `folder` holds an interrupted stage, resumes) the stage with `provider` (from
+// ConnectStageProvider with StageRunId(task, folder)). InvalidArgument for a bad setting; failed
+// model calls and rejected candidates are part of the outcome, and a fatal call failure (a refused
+// key, an exhausted quota, an unknown model) ends the stage at once, with no fallback route, as
+// the outcome's `fatal`.
 Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, const AgentSettings& settings,
                                    const AgentStart& start, const EvalOptions& eval_options,
-                                   const std::filesystem::path& folder, const CommonOptions& common);
+                                   const std::filesystem::path& folder, LimitedProvider& provider,
+                                   const CommonOptions& common);
 
 // `optimize --describe`: the stage's model writes a task for `description`, each version saved
 // as <out_dir>/<name>.py and captured by the trusted worker until one loads; returns its path.

@@ -69,6 +69,14 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     return Status::InvalidArgument("--graph-replay must be auto, always or never");
   }
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
+  // The LLM stage's provider is made and checked first: a missing key, an unreachable server or a
+  // refused key end the run in seconds, not after the compiler's stage.
+  std::unique_ptr<LimitedProvider> provider;
+  const std::filesystem::path stage_folder = settings.folder / "llm";
+  if (!settings.agents.llm.empty()) {
+    ASSIGN_OR_RETURN(provider, ConnectStageProvider(settings.agents, workspace.store(), StageRunId(task, stage_folder),
+                                                    "optimize --llm", common));
+  }
   if (!common.quiet) LogInfo("compiling {}", task.name);
   bool on_cpu = workspace.device() == "cpu";
   CompileOptions compile_options;
@@ -129,7 +137,8 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
       start.plan = &compiled.graphs.front().plan;
     }
     start.writer_options = WriterOptions(on_cpu, chosen.precision, replay);
-    ASSIGN_OR_RETURN(AgentOutcome agents, RunAgentStage(workspace, task, settings.agents, start, options, folder / "llm", common));
+    ASSIGN_OR_RETURN(AgentOutcome agents,
+                     RunAgentStage(workspace, task, settings.agents, start, options, stage_folder, *provider, common));
     report["llm"] = agents.report;
     report["compiler_evaluation"] = evaluation.ToJson();
     if (agents.best_evaluation && ReplacesCompilerCandidate(*agents.best_evaluation, evaluation)) {
@@ -191,6 +200,13 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
                   JsonGet<std::string>(report, "source", "compiler") == "llm" ? "LLM stage" : "compiler");
     }
     std::printf("wrote        %s and report.json\n", (folder / "model_new.py").string().c_str());
+  }
+  // A fatal model call failure (a refused key, an exhausted quota) ends with status 2 even when the
+  // compiler's candidate was accepted: the user asked for an LLM stage that could not run.
+  std::string fatal = JsonGet<std::string>(JsonField(report, "llm"), "fatal", "");
+  if (!fatal.empty()) {
+    std::fprintf(stderr, "kforge: error: the LLM stage stopped: %s\n", fatal.c_str());
+    return 2;
   }
   std::string verdict = JsonGet<std::string>(report["evaluation"], "verdict_kind", "");
   return verdict == "accepted" ? 0 : (verdict == "infra_error" ? 2 : 1);

@@ -14,6 +14,7 @@ Completion Malformed(const std::string& what) {
 WireFormat AnthropicWireFormat() {
   WireFormat format;
   format.path = "v1/messages";
+  format.models_path = "v1/models";
   format.headers = [](const std::string& key) {
     std::vector<std::pair<std::string, std::string>> headers;
     if (!key.empty()) headers.emplace_back("x-api-key", key);

@@ -1,5 +1,7 @@
 #include "llm/api_call.h"
 
+#include <algorithm>
+
 namespace kforge {
 namespace {
 
@@ -28,7 +30,9 @@ std::string Advice(CallOutcome outcome, const ApiCall& call) {
       return call.key_variable.empty() ? "check the API key" : "check " + call.key_variable;
     case CallOutcome::kRateLimited: return "wait and resume, or lower the provider's max_concurrency";
     case CallOutcome::kTimeout: return "raise the timeout, or ask for fewer max_tokens";
-    case CallOutcome::kClientError: return "the server refused the request; check the model name and settings";
+    case CallOutcome::kQuotaExceeded: return "add credit or raise the quota with the provider, then `kforge resume` the run";
+    case CallOutcome::kUnknownModel: return "check the model name after the provider in --llm";
+    case CallOutcome::kClientError: return "the server refused the request; check the base URL, the model name and settings";
     default: return "";
   }
 }
@@ -65,6 +69,30 @@ Completion ParseReply(const HttpExchange& exchange, const ApiCall& call, const R
   return parse_reply(body);
 }
 
+constexpr double kCheckTimeoutS = 15;
+
+// The model ids of a listing ({"data": [{"id": ...}, ...]} in OpenAI's and Anthropic's formats).
+std::vector<std::string> ListedModels(const std::string& body) {
+  std::vector<std::string> ids;
+  Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  for (const Json& model : JsonField(parsed, "data")) {
+    std::string id = JsonGet<std::string>(model, "id", "");
+    if (!id.empty()) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::string ListingNote(const std::vector<std::string>& ids, const std::string& model, const std::string& where) {
+  if (ids.empty() || model.empty()) return "";
+  for (const std::string& id : ids) {
+    if (id == model) return "";
+  }
+  std::string some;
+  for (size_t i = 0; i < ids.size() && i < 5; ++i) some += (i ? ", " : "") + ids[i];
+  return where + " does not list the model \"" + model + "\" (it lists " + std::to_string(ids.size()) + ": " + some +
+         (ids.size() > 5 ? ", ..." : "") + "); if the first call finds it unknown, the run stops there";
+}
+
 }  // namespace
 
 Completion CallJsonApi(HttpTransport& transport, const RetryPolicy& retry, const Clock& clock,
@@ -95,6 +123,45 @@ Completion HostedApiProvider::Complete(const CompletionRequest& original) {
   completion.model = request.model;
   ApplyPrice(options_.prices, completion);
   return completion;
+}
+
+ProviderCheck HostedApiProvider::Check() {
+  ProviderCheck check;
+  if (format_.models_path.empty()) return check;
+  HttpRequest request;
+  request.url = JoinUrl(options_.base_url, format_.models_path);
+  request.headers = format_.headers(options_.api_key);
+  request.timeout_s = std::min(kCheckTimeoutS, options_.timeout_s.value_or(kCheckTimeoutS));
+  HttpResponse response = transport_->Get(request);
+  const std::string where = options_.name + " at " + options_.base_url;
+  const std::string said = response.status == 0 ? Redact(response.transport_error, options_.api_key)
+                                                 : "HTTP " + std::to_string(response.status) + ": " +
+                                                       Redact(ApiErrorMessage(response.body), options_.api_key);
+  switch (CallOutcome outcome = OutcomeOf(response)) {
+    case CallOutcome::kOk:
+      if (std::string note = ListingNote(ListedModels(response.body), options_.default_model, where); !note.empty()) {
+        check.notes.push_back(note);
+      }
+      break;
+    case CallOutcome::kNetworkError:
+    case CallOutcome::kTimeout:
+      check.status = Status::Unavailable("cannot reach " + where + " (" + said + "); check " +
+                                         (options_.url_variable.empty() ? "the base URL" : options_.url_variable) +
+                                         " and that the server is running");
+      break;
+    case CallOutcome::kAuthError:
+    case CallOutcome::kQuotaExceeded: {
+      ApiCall call;
+      call.key_variable = options_.key_variable;
+      check.status = Status::Unavailable(where + " refused to serve (" + said + "); " + Advice(outcome, call));
+      break;
+    }
+    default:
+      check.notes.push_back(where + " has no model listing at " + request.url + " (" + said +
+                            "); the first call will show whether the key and the model are good");
+      break;
+  }
+  return check;
 }
 
 std::string JoinUrl(const std::string& base_url, const std::string& path) {

@@ -28,6 +28,7 @@ struct ApiProviderOptions {
   std::string base_url;
   std::string api_key;        // may be empty for local OpenAI-compatible servers
   std::string key_variable;   // the setting named when the key is refused, e.g. "OPENAI_API_KEY"
+  std::string url_variable;   // the setting named when the server cannot be reached, e.g. "OPENAI_BASE_URL"
   std::string default_model;  // sent when a request names no model
   PriceTable prices;
   std::optional<double> timeout_s;  // per attempt; overrides the request's timeout when set
@@ -51,7 +52,8 @@ Completion CallJsonApi(HttpTransport& transport, const RetryPolicy& retry, const
 
 // What one hosted API looks like on the wire.
 struct WireFormat {
-  std::string path;  // appended to the base URL
+  std::string path;         // appended to the base URL
+  std::string models_path;  // the model listing (GET), appended to the base URL
   // The headers that carry the key (none when it is empty) and any the API requires.
   std::function<std::vector<std::pair<std::string, std::string>>(const std::string& api_key)> headers;
   std::function<Json(const CompletionRequest&)> body;
@@ -67,6 +69,9 @@ class HostedApiProvider : public Provider {
                     RetryPolicy retry, const Clock& clock);
 
   Completion Complete(const CompletionRequest& request) override;
+  // GETs the model listing once, without retries: an unreachable server or a refused key is an
+  // error; a listing that lacks the model, or a server without one, is a note.
+  ProviderCheck Check() override;
   std::string name() const override { return options_.name; }
   std::string default_model() const override { return options_.default_model; }
 

@@ -8,6 +8,7 @@ constexpr CallOutcome kAllOutcomes[] = {
     CallOutcome::kClientError,  CallOutcome::kAuthError,      CallOutcome::kTimeout,
     CallOutcome::kNetworkError, CallOutcome::kMalformedReply, CallOutcome::kEmptyReply,
     CallOutcome::kTruncatedReply, CallOutcome::kNoRecording,  CallOutcome::kCommandFailed,
+    CallOutcome::kQuotaExceeded, CallOutcome::kUnknownModel,
 };
 
 }  // namespace
@@ -19,6 +20,8 @@ const char* ToString(CallOutcome outcome) {
     case CallOutcome::kServerError: return "server_error";
     case CallOutcome::kClientError: return "client_error";
     case CallOutcome::kAuthError: return "auth_error";
+    case CallOutcome::kQuotaExceeded: return "quota_exceeded";
+    case CallOutcome::kUnknownModel: return "unknown_model";
     case CallOutcome::kTimeout: return "timeout";
     case CallOutcome::kNetworkError: return "network_error";
     case CallOutcome::kMalformedReply: return "malformed_reply";
@@ -37,6 +40,19 @@ Result<CallOutcome> ParseCallOutcome(const std::string& text) {
   std::string known;
   for (CallOutcome outcome : kAllOutcomes) known += std::string(known.empty() ? "" : ", ") + ToString(outcome);
   return Status::InvalidArgument("unknown call outcome '" + text + "'; expected one of " + known);
+}
+
+bool IsFatal(CallOutcome outcome) {
+  switch (outcome) {
+    case CallOutcome::kClientError:
+    case CallOutcome::kAuthError:
+    case CallOutcome::kQuotaExceeded:
+    case CallOutcome::kUnknownModel:
+    case CallOutcome::kNoRecording:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Completion FailedCompletion(CallOutcome outcome, std::string error) {

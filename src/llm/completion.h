@@ -15,6 +15,8 @@ enum class CallOutcome {
   kServerError,     // HTTP 5xx after every allowed attempt
   kClientError,     // HTTP 4xx other than 401/403/429: the request itself is wrong
   kAuthError,       // HTTP 401/403: missing, wrong or unauthorized key
+  kQuotaExceeded,   // out of credit or quota (HTTP 402, or a 429/400 that says so)
+  kUnknownModel,    // HTTP 404 naming the model: the server does not serve it
   kTimeout,         // no complete reply within the timeout
   kNetworkError,    // could not connect, or the connection broke
   kMalformedReply,  // the body is not the API's documented JSON
@@ -44,6 +46,11 @@ struct Completion {
 
   bool ok() const { return outcome == CallOutcome::kOk; }
 };
+
+// True for failures that every later call would repeat: a refused key, an exhausted quota, an
+// unknown model, a request the server refuses, a replay with no recording. The LLM stage ends at
+// the first instead of paying for more calls.
+bool IsFatal(CallOutcome outcome);
 
 // A failed Completion with `outcome` and `error`.
 Completion FailedCompletion(CallOutcome outcome, std::string error);

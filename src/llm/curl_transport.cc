@@ -65,13 +65,17 @@ struct HeaderList {
   ~HeaderList() { curl_slist_free_all(list); }
 };
 
-void ConfigureHandle(CURL* handle, const HttpRequest& request, const HeaderList& headers, Capture& capture,
+void ConfigureHandle(CURL* handle, const HttpRequest& request, bool post, const HeaderList& headers, Capture& capture,
                      char* error_buffer) {
   curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.list);
-  curl_easy_setopt(handle, CURLOPT_POST, 1L);
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  if (post) {
+    curl_easy_setopt(handle, CURLOPT_POST, 1L);
+    curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else {
+    curl_easy_setopt(handle, CURLOPT_HTTPGET, 1L);
+  }
   curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(request.timeout_s * 1000)));
   curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);  // timeouts must not raise SIGALRM in a threaded process
   curl_easy_setopt(handle, CURLOPT_ACCEPT_ENCODING, "");
@@ -93,7 +97,11 @@ HttpResponse NoReply(CallOutcome failure, std::string error) {
 
 CurlTransport::CurlTransport(size_t max_body_bytes) : max_body_bytes_(max_body_bytes) { InitCurlOnce(); }
 
-HttpResponse CurlTransport::Post(const HttpRequest& request) {
+HttpResponse CurlTransport::Post(const HttpRequest& request) { return Perform(request, /*post=*/true); }
+
+HttpResponse CurlTransport::Get(const HttpRequest& request) { return Perform(request, /*post=*/false); }
+
+HttpResponse CurlTransport::Perform(const HttpRequest& request, bool post) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
   if (!curl) return NoReply(CallOutcome::kNetworkError, "cannot start an HTTP client (curl_easy_init failed)");
   HeaderList headers;
@@ -104,13 +112,13 @@ HttpResponse CurlTransport::Post(const HttpRequest& request) {
   HttpResponse response;
   Capture capture{&response, max_body_bytes_};
   char error_buffer[CURL_ERROR_SIZE] = {0};
-  ConfigureHandle(curl.get(), request, headers, capture, error_buffer);
+  ConfigureHandle(curl.get(), request, post, headers, capture, error_buffer);
 
   CURLcode code = curl_easy_perform(curl.get());
   if (code != CURLE_OK) {
     std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
     if (capture.body_too_large) detail = "the reply exceeded " + std::to_string(max_body_bytes_) + " bytes";
-    return NoReply(FailureOf(code), "POST " + request.url + " failed: " + detail);
+    return NoReply(FailureOf(code), (post ? "POST " : "GET ") + request.url + " failed: " + detail);
   }
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);

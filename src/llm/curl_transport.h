@@ -14,8 +14,11 @@ class CurlTransport : public HttpTransport {
   // Replies larger than `max_body_bytes` are cut off and reported as a network error.
   explicit CurlTransport(size_t max_body_bytes = 64 << 20);
   HttpResponse Post(const HttpRequest& request) override;
+  HttpResponse Get(const HttpRequest& request) override;
 
  private:
+  HttpResponse Perform(const HttpRequest& request, bool post);
+
   size_t max_body_bytes_;
 };
 

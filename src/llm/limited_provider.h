@@ -38,6 +38,7 @@ class LimitedProvider : public Provider {
   Completion Complete(const CompletionRequest& request) override;
   std::string name() const override { return inner_->name(); }
   std::string default_model() const override { return inner_->default_model(); }
+  ProviderCheck Check() override { return inner_->Check(); }
 
   UsageTotals Totals() const;
   const ConcurrencyPool& pool() const { return *options_.pool; }

@@ -21,6 +21,21 @@ Result<Role> ParseRole(const std::string& text) {
   return Status::InvalidArgument("unknown message role '" + text + "'; expected system, user or assistant");
 }
 
+Json CallTag::ToJson() const {
+  return {{"agent", agent}, {"scope", scope}, {"writer", writer}, {"round", round}, {"kind", kind}};
+}
+
+CallTag CallTag::FromJson(const Json& json) {
+  CallTag tag;
+  if (!json.is_object()) return tag;
+  tag.agent = JsonGet<std::string>(json, "agent", "");
+  tag.scope = JsonGet<std::string>(json, "scope", "");
+  tag.writer = JsonGet<int>(json, "writer", 0);
+  tag.round = JsonGet<int>(json, "round", 0);
+  tag.kind = JsonGet<std::string>(json, "kind", "");
+  return tag;
+}
+
 std::string RequestHash(const CompletionRequest& request) {
   Json identity = {{"model", request.model},
                    {"messages", MessagesToJson(request.messages)},

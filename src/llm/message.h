@@ -23,12 +23,29 @@ struct Message {
   bool operator==(const Message&) const = default;
 };
 
+// Which call of a run a request is, so that a replay can find its recorded reply when the prompt
+// quotes numbers that differ from run to run: who asked ("writer", "describe"), in which pool
+// ("whole", or a fusion group's name), the writer and round numbers, and the prompt's kind.
+struct CallTag {
+  std::string agent;
+  std::string scope;
+  int writer = 0;
+  int round = 0;
+  std::string kind;  // "write", "repair", "speedup", ...
+
+  bool empty() const { return agent.empty(); }
+  bool operator==(const CallTag&) const = default;
+  Json ToJson() const;
+  static CallTag FromJson(const Json& json);  // an empty tag for anything that is not one
+};
+
 struct CompletionRequest {
   std::string model;  // empty: the provider's default model
   std::vector<Message> messages;
   double temperature = 0.7;
   int max_tokens = 8192;
   double timeout_s = 300;  // per attempt
+  CallTag tag;             // not sent; not part of the request's identity
 };
 
 // sha256 of the canonical JSON of model, messages, temperature and max_tokens (the timeout does

@@ -14,6 +14,7 @@ Completion Malformed(const std::string& what, const Json& body) {
 WireFormat OpenAiWireFormat() {
   WireFormat format;
   format.path = "chat/completions";
+  format.models_path = "models";
   format.headers = [](const std::string& key) {
     std::vector<std::pair<std::string, std::string>> headers;
     if (!key.empty()) headers.emplace_back("authorization", "Bearer " + key);

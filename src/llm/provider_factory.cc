@@ -24,12 +24,13 @@ RetryPolicy MakeRetryPolicy(const LlmConfig& config) {
 }
 
 ApiProviderOptions ApiOptions(const std::string& kind, const EndpointConfig& endpoint, const std::string& key_variable,
-                              const ProviderSpec& spec, const LlmConfig& config) {
+                              const std::string& url_variable, const ProviderSpec& spec, const LlmConfig& config) {
   ApiProviderOptions options;
   options.name = kind;
   options.base_url = endpoint.base_url;
   options.api_key = endpoint.api_key;
   options.key_variable = key_variable;
+  options.url_variable = url_variable;
   options.default_model = spec.argument;
   options.prices = config.prices;
   options.timeout_s = config.timeout_s;
@@ -49,20 +50,20 @@ Result<std::unique_ptr<Provider>> MakeApiProvider(const ProviderSpec& spec, cons
   if (spec.kind == "anthropic") {
     RETURN_IF_ERROR(RequireKey(config.anthropic, text, "ANTHROPIC_API_KEY", "anthropic.api_key"));
     return std::unique_ptr<Provider>(std::make_unique<AnthropicProvider>(
-        ApiOptions("anthropic", config.anthropic, "ANTHROPIC_API_KEY", spec, config), transport,
+        ApiOptions("anthropic", config.anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", spec, config), transport,
         MakeRetryPolicy(config)));
   }
   if (spec.kind == "openai") {
     RETURN_IF_ERROR(RequireKey(config.openai, text, "OPENAI_API_KEY", "openai.api_key"));
     return std::unique_ptr<Provider>(std::make_unique<OpenAiProvider>(
-        ApiOptions("openai", config.openai, "OPENAI_API_KEY", spec, config), transport, MakeRetryPolicy(config)));
+        ApiOptions("openai", config.openai, "OPENAI_API_KEY", "OPENAI_BASE_URL", spec, config), transport, MakeRetryPolicy(config)));
   }
   if (config.compat.base_url.empty()) {
     return Status::InvalidArgument(text + " needs the server's base URL: set KFORGE_LLM_BASE_URL (for example "
                                           "http://localhost:8000/v1) or compat.base_url in the LLM config file");
   }
   return std::unique_ptr<Provider>(std::make_unique<OpenAiProvider>(
-      ApiOptions("compat", config.compat, "KFORGE_LLM_API_KEY", spec, config), transport, MakeRetryPolicy(config)));
+      ApiOptions("compat", config.compat, "KFORGE_LLM_API_KEY", "KFORGE_LLM_BASE_URL", spec, config), transport, MakeRetryPolicy(config)));
 }
 
 }  // namespace

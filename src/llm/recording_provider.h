@@ -26,6 +26,7 @@ class RecordingProvider : public Provider {
   Completion Complete(const CompletionRequest& request) override;
   std::string name() const override { return inner_->name(); }
   std::string default_model() const override { return inner_->default_model(); }
+  ProviderCheck Check() override { return inner_->Check(); }
 
  private:
   std::unique_ptr<CassetteWriter> writer_;
@@ -41,6 +42,7 @@ class CachedProvider : public Provider {
   Completion Complete(const CompletionRequest& request) override;
   std::string name() const override { return recorder_->name(); }
   std::string default_model() const override { return recorder_->default_model(); }
+  ProviderCheck Check() override { return recorder_->Check(); }
   // How many calls were answered from the cassette.
   int64_t served_from_cassette() const { return served_.load(); }
 

@@ -175,5 +175,42 @@ TEST_F(WriterPoolTest, StopFromOutsideEndsEveryWriter) {
   EXPECT_LE(result.attempts.size(), 9u);  // at most one round more per other writer
 }
 
+TEST_F(WriterPoolTest, AFatalCallFailureStopsEveryWriterAndIsNamed) {
+  provider_.AnswerWith([](const CompletionRequest& request) {
+    if (request.tag.writer == 2) return FailedReply(CallOutcome::kQuotaExceeded, "HTTP 429: insufficient_quota");
+    return OkReply(ProgramReply("wrong_output"));
+  });
+  PoolOptions options;
+  options.writers = 2;
+  options.max_rounds = 20;
+  PoolResult result = Run(options);
+  EXPECT_EQ(result.fatal_call, "quota_exceeded: HTTP 429: insufficient_quota");
+  EXPECT_LE(result.attempts.size(), 4u);  // writer 1 finishes at most the round it is in
+  EXPECT_EQ(result.ToJson()["fatal_call"], result.fatal_call);
+}
+
+TEST_F(WriterPoolTest, TransientFailuresAreNotFatal) {
+  provider_.AnswerWith([](const CompletionRequest&) { return FailedReply(CallOutcome::kServerError, "HTTP 503"); });
+  PoolOptions options;
+  options.writers = 1;
+  options.max_rounds = 2;
+  PoolResult result = Run(options);
+  EXPECT_EQ(result.attempts.size(), 2u);
+  EXPECT_EQ(result.fatal_call, "");
+}
+
+TEST_F(WriterPoolTest, EveryCallIsTaggedWithItsPoolWriterRoundAndKind) {
+  provider_.AnswerWith([](const CompletionRequest&) { return OkReply(ProgramReply("compile_error")); });
+  PoolOptions options;
+  options.writers = 1;
+  options.max_rounds = 2;
+  options.scope = "group_3";
+  Run(options);
+  std::vector<CompletionRequest> requests = provider_.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].tag, (CallTag{"writer", "group_3", 1, 1, "write"}));
+  EXPECT_EQ(requests[1].tag, (CallTag{"writer", "group_3", 1, 2, "repair"}));
+}
+
 }  // namespace
 }  // namespace kforge

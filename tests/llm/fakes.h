@@ -35,6 +35,19 @@ class FakeTransport : public HttpTransport {
     Push(std::move(response));
   }
 
+  // A GET is answered from the same script; `gets()` counts them.
+  HttpResponse Get(const HttpRequest& request) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++gets_;
+    }
+    return Post(request);
+  }
+  int gets() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return gets_;
+  }
+
   HttpResponse Post(const HttpRequest& request) override {
     std::lock_guard<std::mutex> lock(mutex_);
     requests_.push_back(request);
@@ -63,6 +76,7 @@ class FakeTransport : public HttpTransport {
   mutable std::mutex mutex_;
   std::deque<HttpResponse> script_;
   std::vector<HttpRequest> requests_;
+  int gets_ = 0;
 };
 
 class FakeSleeper : public Sleeper {

@@ -30,13 +30,16 @@ void Answer(httplib::Response& response, int status, const std::string& body) {
 class OpenAiProviderTest : public ::testing::Test {
  protected:
   // The server answers every chat completion with `handler`; starts it and builds the provider.
-  void Serve(TestHttpServer::Handler handler, int max_attempts = 3, std::string key = kKey) {
+  void Serve(TestHttpServer::Handler handler, int max_attempts = 3, std::string key = kKey,
+             TestHttpServer::Handler models = {}) {
     server_.OnPost("/v1/chat/completions", std::move(handler));
+    if (models) server_.OnGet("/v1/models", std::move(models));
     ApiProviderOptions options;
     options.name = key.empty() ? "compat" : "openai";
     options.base_url = server_.Start() + "/v1/";
     options.api_key = key;
     options.key_variable = "OPENAI_API_KEY";
+    options.url_variable = "OPENAI_BASE_URL";
     options.default_model = "gpt-test";
     options.prices["gpt-test"] = {1.0, 2.0};
     provider_ = std::make_unique<OpenAiProvider>(options, std::make_shared<CurlTransport>(), FastRetryPolicy(max_attempts));
@@ -189,6 +192,80 @@ TEST_F(OpenAiProviderTest, NoServerIsANetworkError) {
   Completion completion = provider_->Complete(Request());
   EXPECT_EQ(completion.outcome, CallOutcome::kNetworkError) << completion.error;
   EXPECT_EQ(completion.attempts, 3);
+}
+
+TEST_F(OpenAiProviderTest, ExhaustedQuotaIsFatalAndNotRetried) {
+  Serve([](const auto&, auto& response, int) {
+    Answer(response, 429, R"({"error": {"message": "You exceeded your current quota", "type": "insufficient_quota",
+                                       "code": "insufficient_quota"}})");
+  });
+  Completion completion = provider_->Complete(Request());
+  EXPECT_EQ(completion.outcome, CallOutcome::kQuotaExceeded) << completion.error;
+  EXPECT_EQ(completion.attempts, 1);
+  EXPECT_TRUE(IsFatal(completion.outcome));
+  EXPECT_NE(completion.error.find("add credit"), std::string::npos) << completion.error;
+}
+
+TEST_F(OpenAiProviderTest, UnknownModelIsFatal) {
+  Serve([](const auto&, auto& response, int) {
+    Answer(response, 404, R"({"error": {"message": "The model `gpt-9` does not exist", "code": "model_not_found"}})");
+  });
+  Completion completion = provider_->Complete(Request());
+  EXPECT_EQ(completion.outcome, CallOutcome::kUnknownModel) << completion.error;
+  EXPECT_TRUE(IsFatal(completion.outcome));
+}
+
+TEST_F(OpenAiProviderTest, CheckListsModelsWithoutACompletion) {
+  Serve([](const auto&, auto& response, int) { Answer(response, 200, ChatReply("never")); }, 3, kKey,
+        [](const httplib::Request& request, auto& response, int) {
+          EXPECT_EQ(request.get_header_value("Authorization"), std::string("Bearer ") + kKey);
+          Answer(response, 200, R"({"object": "list", "data": [{"id": "gpt-test"}, {"id": "gpt-other"}]})");
+        });
+  ProviderCheck check = provider_->Check();
+  EXPECT_TRUE(check.status.ok()) << check.status.ToString();
+  EXPECT_TRUE(check.notes.empty());
+  ASSERT_EQ(server_.received().size(), 1u);
+  EXPECT_EQ(server_.received()[0].path, "/v1/models");
+}
+
+TEST_F(OpenAiProviderTest, CheckNotesAModelTheServerDoesNotList) {
+  Serve([](const auto&, auto& response, int) { Answer(response, 200, ChatReply("never")); }, 3, kKey,
+        [](const auto&, auto& response, int) { Answer(response, 200, R"({"data": [{"id": "llama-3"}]})"); });
+  ProviderCheck check = provider_->Check();
+  EXPECT_TRUE(check.status.ok());
+  ASSERT_EQ(check.notes.size(), 1u);
+  EXPECT_NE(check.notes[0].find("does not list the model \"gpt-test\""), std::string::npos) << check.notes[0];
+  EXPECT_NE(check.notes[0].find("llama-3"), std::string::npos) << check.notes[0];
+}
+
+TEST_F(OpenAiProviderTest, CheckFailsOnARefusedKeyWithoutRepeatingIt) {
+  Serve([](const auto&, auto& response, int) { Answer(response, 200, ChatReply("never")); }, 3, kKey,
+        [](const httplib::Request& request, auto& response, int) {
+          Answer(response, 401, Json{{"error", {{"message", "Incorrect API key provided: " +
+                                                                request.get_header_value("Authorization")}}}}.dump());
+        });
+  ProviderCheck check = provider_->Check();
+  ASSERT_FALSE(check.status.ok());
+  EXPECT_EQ(check.status.message().find(kKey), std::string::npos) << check.status.message();
+  EXPECT_NE(check.status.message().find("OPENAI_API_KEY"), std::string::npos) << check.status.message();
+  EXPECT_NE(check.status.message().find("HTTP 401"), std::string::npos) << check.status.message();
+}
+
+TEST_F(OpenAiProviderTest, CheckFailsWhenTheServerCannotBeReached) {
+  Serve([](const auto&, auto& response, int) { Answer(response, 200, ChatReply("never")); });
+  server_.Stop();
+  ProviderCheck check = provider_->Check();
+  ASSERT_FALSE(check.status.ok());
+  EXPECT_NE(check.status.message().find("cannot reach"), std::string::npos) << check.status.message();
+  EXPECT_NE(check.status.message().find("OPENAI_BASE_URL"), std::string::npos) << check.status.message();
+}
+
+TEST_F(OpenAiProviderTest, CheckOfAServerWithoutAListingIsANote) {
+  Serve([](const auto&, auto& response, int) { Answer(response, 200, ChatReply("never")); });  // GET /v1/models: 404
+  ProviderCheck check = provider_->Check();
+  EXPECT_TRUE(check.status.ok()) << check.status.ToString();
+  ASSERT_EQ(check.notes.size(), 1u);
+  EXPECT_NE(check.notes[0].find("no model listing"), std::string::npos) << check.notes[0];
 }
 
 }  // namespace

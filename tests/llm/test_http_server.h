@@ -41,6 +41,14 @@ class TestHttpServer {
     });
   }
 
+  // Every GET to `path` likewise.
+  void OnGet(const std::string& path, Handler handler) {
+    server_.Get(path, [this, path, handler](const httplib::Request& request, httplib::Response& response) {
+      int index = Remember(path, request);
+      handler(request, response, index);
+    });
+  }
+
   // Binds an ephemeral port and serves on a thread; the base URL, e.g. "http://127.0.0.1:40123".
   std::string Start() {
     port_ = server_.bind_to_any_port("127.0.0.1");

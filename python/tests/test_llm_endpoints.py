@@ -1,0 +1,106 @@
+"""`kforge optimize --llm` against a scripted local OpenAI-/Anthropic-compatible server, through the
+real binary on the CPU: fatal provider errors end the run in seconds with exit status 2 and words
+that say what to do, and nothing falls back into more paid calls after one."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+from fake_llm_server import FakeLlmServer, Reply, chat_reply, models
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BINARY = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
+RELU = os.path.join(REPO, "tasks", "level1", "01_relu.py")
+HONEST = open(os.path.join(REPO, "tests", "corpus", "candidates", "l1_01_relu", "honest_relu.py")).read()
+SECRET = "sk-test-secret-5f0c7e"
+PROVIDER_VARIABLES = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+                      "KFORGE_LLM_API_KEY", "KFORGE_LLM_BASE_URL")
+
+
+def optimize(tmp_path, spec: str, *extra: str, env: dict | None = None, timeout: float = 600):
+    clean = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    clean.update(env or {})
+    started = time.monotonic()
+    done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--json",
+                           "--out", str(tmp_path / "out"), "--llm", spec, *extra, RELU],
+                          capture_output=True, text=True, timeout=timeout, env=clean)
+    return done, time.monotonic() - started
+
+
+def compat(server: FakeLlmServer) -> dict:
+    return {"KFORGE_LLM_BASE_URL": server.url + "/v1", "KFORGE_LLM_API_KEY": SECRET}
+
+
+def report_of(done) -> dict:
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, done.stdout[-2000:] + done.stderr[-3000:]
+    return json.loads(lines[-1])
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_refused_key_ends_the_run_before_the_compiler_runs(tmp_path):
+    refuse = lambda request, index: Reply(401, {"error": {"message": "Incorrect API key provided: " +
+                                                          request.headers.get("authorization", "")}})
+    with FakeLlmServer({("GET", "/v1/models"): refuse}) as server:
+        done, seconds = optimize(tmp_path, "compat:coder", env=compat(server))
+        chat_calls = server.calls("POST", "/v1/chat/completions")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert seconds < 60
+    assert "KFORGE_LLM_API_KEY" in done.stderr and "HTTP 401" in done.stderr
+    assert SECRET not in done.stderr + done.stdout
+    assert chat_calls == []
+    assert not (tmp_path / "out" / "01_relu" / "model_new.py").exists()  # the compiler never ran
+
+
+def test_a_wrong_url_ends_the_run_at_once(tmp_path):
+    env = {"KFORGE_LLM_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1"}
+    done, seconds = optimize(tmp_path, "compat:coder", env=env)
+    assert done.returncode == 2
+    assert seconds < 60
+    assert "cannot reach" in done.stderr and "KFORGE_LLM_BASE_URL" in done.stderr
+
+
+def test_a_missing_key_ends_the_run_at_once(tmp_path):
+    done, seconds = optimize(tmp_path, "openai:gpt-4o")
+    assert done.returncode == 2
+    assert "OPENAI_API_KEY" in done.stderr
+    assert not (tmp_path / "out" / "01_relu" / "model_new.py").exists()
+
+
+def test_an_exhausted_quota_stops_the_stage_with_no_fallback_and_keeps_the_compilers_work(tmp_path):
+    quota = lambda request, index: Reply(429, {"error": {"message": "You exceeded your current quota",
+                                                         "type": "insufficient_quota", "code": "insufficient_quota"}})
+    with FakeLlmServer({("GET", "/v1/models"): models("coder"), ("POST", "/v1/chat/completions"): quota}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--workers", "2", "--rounds", "3", "--route", "auto",
+                           env=compat(server))
+        chat_calls = server.calls("POST", "/v1/chat/completions")
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "the LLM stage stopped: quota_exceeded" in done.stderr and "add credit" in done.stderr
+    assert 1 <= len(chat_calls) <= 2  # one per writer at most: no retry, no second round, no fallback route
+    report = report_of(done)
+    assert report["llm"]["fatal"].startswith("quota_exceeded")
+    assert len(report["llm"]["routes"]) == 1
+    assert report["evaluation"]["verdict"] == "accepted"  # the compiler's candidate is kept
+    assert (tmp_path / "out" / "01_relu" / "model_new.py").exists()
+    assert (tmp_path / "out" / "01_relu" / "report.json").exists()
+
+
+def test_a_working_endpoint_is_checked_once_then_writes(tmp_path):
+    reply = "```python\n" + HONEST + "```\n"
+    with FakeLlmServer({("GET", "/v1/models"): models("coder"),
+                        ("POST", "/v1/chat/completions"): lambda request, index: chat_reply(reply)}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--workers", "1", "--rounds", "1", env=compat(server))
+        listing = server.calls("GET", "/v1/models")
+        chat_calls = server.calls("POST", "/v1/chat/completions")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(listing) == 1 and len(chat_calls) == 1
+    assert chat_calls[0].headers["authorization"] == "Bearer " + SECRET
+    assert [a["verdict"] for a in report_of(done)["llm"]["pool"]["attempts"]] == ["accepted"]
