@@ -104,3 +104,35 @@ def test_a_working_endpoint_is_checked_once_then_writes(tmp_path):
     assert len(listing) == 1 and len(chat_calls) == 1
     assert chat_calls[0].headers["authorization"] == "Bearer " + SECRET
     assert [a["verdict"] for a in report_of(done)["llm"]["pool"]["attempts"]] == ["accepted"]
+
+
+def test_a_reasoning_model_request_carries_no_temperature_and_the_configured_limit(tmp_path):
+    config = tmp_path / "llm.json"
+    config.write_text(json.dumps({"models": {"o4*": {"max_output_tokens": 20000, "reasoning_effort": "high"}}}))
+    reply = "```python\n" + HONEST + "```\n"
+    with FakeLlmServer({("GET", "/v1/models"): models("o4-mini"),
+                        ("POST", "/v1/chat/completions"): lambda request, index: chat_reply(reply)}) as server:
+        done, _ = optimize(tmp_path, "openai:o4-mini", "--workers", "1", "--rounds", "1", "--llm-config", str(config),
+                           env={"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": SECRET})
+        chat_calls = server.calls("POST", "/v1/chat/completions")
+    assert done.returncode == 0, done.stderr[-3000:]
+    body = chat_calls[0].body
+    assert "temperature" not in body and "max_tokens" not in body
+    assert body["max_completion_tokens"] == 20000 and body["reasoning_effort"] == "high"
+
+
+def test_a_small_local_context_gets_an_output_limit_that_fits(tmp_path):
+    config = tmp_path / "llm.json"
+    config.write_text(json.dumps({"models": {"coder": {"context_tokens": 10000}}}))
+    reply = "```python\n" + HONEST + "```\n"
+    with FakeLlmServer({("GET", "/v1/models"): models("coder"),
+                        ("POST", "/v1/chat/completions"): lambda request, index: chat_reply(reply)}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--workers", "1", "--rounds", "1", "--llm-config", str(config),
+                           env=compat(server))
+        chat_calls = server.calls("POST", "/v1/chat/completions")
+    assert done.returncode == 0, done.stderr[-3000:]
+    body = chat_calls[0].body
+    prompt_chars = sum(len(m["content"]) for m in body["messages"])
+    # The prompt (estimated high, at ~3 characters a token) and the reply fit the context together.
+    assert body["max_tokens"] < 8192
+    assert body["max_tokens"] + prompt_chars // 4 <= 10000

@@ -24,9 +24,10 @@ std::string EmptyReplyProblem() {
 }
 
 std::string TruncatedReplyProblem(int max_tokens) {
-  return fmt::format("Your reply was cut off at the limit of {} tokens before the program was complete. Keep it "
+  std::string limit = max_tokens > 0 ? fmt::format("the limit of {} tokens", max_tokens) : "the output token limit";
+  return fmt::format("Your reply was cut off at {} before the program was complete. Keep it "
                      "shorter: put the program first, in one ```python block, with no explanation outside it and no "
-                     "unused kernels or commented-out variants.", max_tokens);
+                     "unused kernels or commented-out variants.", limit);
 }
 
 // A reply worth keeping for a resumed run: the model answered (whatever it answered).
@@ -173,7 +174,8 @@ std::optional<std::string> KernelWriter::ProgramFrom(const Completion& completio
     if (extraction.ok()) return extraction.source;
     record.outcome = AttemptOutcome::kExtractionFailed;
     record.verdict = truncated ? ToString(CallOutcome::kTruncatedReply) : ToString(*extraction.failure);
-    record.message = truncated ? TruncatedReplyProblem(settings_.max_tokens) : extraction.message;
+    record.message = truncated ? TruncatedReplyProblem(completion.max_tokens > 0 ? completion.max_tokens : settings_.max_tokens)
+                               : extraction.message;
     memory_.reply_problem = record.message;
     return std::nullopt;
   }

@@ -35,7 +35,7 @@ struct WriterSettings {
   double temperature = 0.7;
   int variant = 0;              // picks the approach hint of the prompts
   std::string model;            // "" = the provider's default
-  int max_tokens = 8192;
+  int max_tokens = 0;           // 0: the provider's limit for the model
   double call_timeout_s = 300;
   int speedup_patience = 2;     // speedup rounds in a row without gain before the writer stops
   double min_gain = 0.02;       // a faster candidate must beat the best by this fraction

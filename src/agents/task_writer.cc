@@ -24,7 +24,6 @@ CompletionRequest DescribeRequest(std::string prompt, int attempt) {
   request.messages = {{Role::kSystem, "You write small, correct PyTorch reference programs in the KernelBench format."},
                       {Role::kUser, std::move(prompt)}};
   request.temperature = 0.2;
-  request.max_tokens = 4096;
   return request;
 }
 

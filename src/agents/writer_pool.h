@@ -30,7 +30,7 @@ struct PoolOptions {
   double min_temperature = 0.2;
   double max_temperature = 1.0;
   std::string model;           // "" = the provider's default
-  int max_tokens = 8192;
+  int max_tokens = 0;          // 0: the provider's limit for the model
   double call_timeout_s = 300;
   int speedup_patience = 2;
   double min_gain = 0.02;

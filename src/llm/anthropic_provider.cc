@@ -1,5 +1,7 @@
 #include "llm/anthropic_provider.h"
 
+#include <algorithm>
+
 namespace kforge {
 namespace {
 
@@ -26,7 +28,7 @@ WireFormat AnthropicWireFormat() {
   return format;
 }
 
-Json AnthropicMessagesBody(const CompletionRequest& request) {
+Json AnthropicMessagesBody(const CompletionRequest& request, const RequestShape& shape) {
   std::string system;
   Json messages = Json::array();
   for (const Message& message : request.messages) {
@@ -36,11 +38,20 @@ Json AnthropicMessagesBody(const CompletionRequest& request) {
       messages.push_back({{"role", ToString(message.role)}, {"content", message.content}});
     }
   }
-  Json body = {{"model", request.model},
-               {"max_tokens", request.max_tokens},
-               {"temperature", request.temperature},
-               {"messages", messages}};
-  if (!system.empty()) body["system"] = system;
+  Json body = {{"model", request.model}, {"max_tokens", request.max_tokens}, {"messages", messages}};
+  if (shape.thinking_tokens > 0) {
+    // Extended thinking takes no temperature, and its budget counts inside max_tokens.
+    body["thinking"] = {{"type", "enabled"}, {"budget_tokens", shape.thinking_tokens}};
+    body["max_tokens"] = std::max(request.max_tokens, shape.thinking_tokens + kMinOutputTokens);
+  } else if (shape.send_temperature) {
+    body["temperature"] = shape.temperature.value_or(request.temperature);
+  }
+  if (system.empty()) return body;
+  if (shape.prompt_caching) {
+    body["system"] = Json::array({{{"type", "text"}, {"text", system}, {"cache_control", {{"type", "ephemeral"}}}}});
+  } else {
+    body["system"] = system;
+  }
   return body;
 }
 

@@ -24,9 +24,10 @@ class AnthropicProvider : public HostedApiProvider {
       : HostedApiProvider(AnthropicWireFormat(), std::move(options), std::move(transport), std::move(retry), clock) {}
 };
 
-// The request body: {model, max_tokens, temperature, system (when any), messages}; several system
-// messages are joined by blank lines.
-Json AnthropicMessagesBody(const CompletionRequest& request);
+// The request body: {model, max_tokens, temperature (unless omitted, or thinking), system (when
+// any; a cacheable text block with prompt caching), thinking (with a budget), messages}; several
+// system messages are joined by blank lines.
+Json AnthropicMessagesBody(const CompletionRequest& request, const RequestShape& shape = {});
 // A messages reply: content[] text blocks joined, stop_reason, usage.input_tokens/output_tokens.
 // stop_reason "max_tokens" is a truncated reply; no text is an empty one.
 Completion ParseAnthropicMessage(const Json& body);

@@ -113,14 +113,30 @@ HostedApiProvider::HostedApiProvider(WireFormat format, ApiProviderOptions optio
 
 Completion HostedApiProvider::Complete(const CompletionRequest& original) {
   CompletionRequest request = WithDefaultModel(original, options_.default_model);
+  const RequestShape shape = ShapeFor(options_.name, request.model, options_.shapes);
+  const int64_t prompt_tokens = EstimatePromptTokens(request.messages);
+  std::optional<int> max_tokens = OutputTokens(shape, request.max_tokens, prompt_tokens);
+  if (!max_tokens) {
+    Completion refused = FailedCompletion(
+        CallOutcome::kPromptTooLong,
+        "not sent: the prompt (about " + std::to_string(prompt_tokens) + " tokens) leaves no room for a reply in the " +
+            std::to_string(*shape.context_tokens) + "-token context of " + request.model +
+            "; if the server allows more, raise models." + request.model + ".context_tokens in the LLM config");
+    refused.model = request.model;
+    return refused;
+  }
+  request.max_tokens = *max_tokens;
+  Json body = format_.body(request, shape);
+  for (const auto& [key, value] : shape.extra_body.items()) body[key] = value;
   ApiCall call;
   call.url = JoinUrl(options_.base_url, format_.path);
   call.headers = format_.headers(options_.api_key);
   call.timeout_s = options_.timeout_s.value_or(request.timeout_s);
   call.secret = options_.api_key;
   call.key_variable = options_.key_variable;
-  Completion completion = CallJsonApi(*transport_, retry_, clock_, call, format_.body(request), format_.parse_reply);
+  Completion completion = CallJsonApi(*transport_, retry_, clock_, call, body, format_.parse_reply);
   completion.model = request.model;
+  completion.max_tokens = request.max_tokens;
   ApplyPrice(options_.prices, completion);
   return completion;
 }

@@ -18,6 +18,7 @@
 #include "llm/message.h"
 #include "llm/pricing.h"
 #include "llm/provider.h"
+#include "llm/request_shape.h"
 #include "llm/retry_policy.h"
 
 namespace kforge {
@@ -31,6 +32,7 @@ struct ApiProviderOptions {
   std::string url_variable;   // the setting named when the server cannot be reached, e.g. "OPENAI_BASE_URL"
   std::string default_model;  // sent when a request names no model
   PriceTable prices;
+  ShapeTable shapes;                // the config's request settings by model pattern
   std::optional<double> timeout_s;  // per attempt; overrides the request's timeout when set
 };
 
@@ -56,12 +58,15 @@ struct WireFormat {
   std::string models_path;  // the model listing (GET), appended to the base URL
   // The headers that carry the key (none when it is empty) and any the API requires.
   std::function<std::vector<std::pair<std::string, std::string>>(const std::string& api_key)> headers;
-  std::function<Json(const CompletionRequest&)> body;
+  // The body for a request whose max_tokens is already the limit to send.
+  std::function<Json(const CompletionRequest&, const RequestShape&)> body;
   ReplyParser parse_reply;
 };
 
-// A provider for one hosted JSON API: fills the default model, posts through the retry policy,
-// prices the reply. Thread-safe.
+// A provider for one hosted JSON API: fills the default model, shapes the request for the model
+// (ShapeFor: output limit, sampling fields, extra body fields; a prompt that leaves no room for a
+// reply in a known context is not sent), posts through the retry policy, prices the reply.
+// Thread-safe.
 class HostedApiProvider : public Provider {
  public:
   // `clock` must outlive the provider.

@@ -8,7 +8,7 @@ constexpr CallOutcome kAllOutcomes[] = {
     CallOutcome::kClientError,  CallOutcome::kAuthError,      CallOutcome::kTimeout,
     CallOutcome::kNetworkError, CallOutcome::kMalformedReply, CallOutcome::kEmptyReply,
     CallOutcome::kTruncatedReply, CallOutcome::kNoRecording,  CallOutcome::kCommandFailed,
-    CallOutcome::kQuotaExceeded, CallOutcome::kUnknownModel,
+    CallOutcome::kQuotaExceeded, CallOutcome::kUnknownModel, CallOutcome::kPromptTooLong,
 };
 
 }  // namespace
@@ -22,6 +22,7 @@ const char* ToString(CallOutcome outcome) {
     case CallOutcome::kAuthError: return "auth_error";
     case CallOutcome::kQuotaExceeded: return "quota_exceeded";
     case CallOutcome::kUnknownModel: return "unknown_model";
+    case CallOutcome::kPromptTooLong: return "prompt_too_long";
     case CallOutcome::kTimeout: return "timeout";
     case CallOutcome::kNetworkError: return "network_error";
     case CallOutcome::kMalformedReply: return "malformed_reply";

@@ -17,6 +17,7 @@ enum class CallOutcome {
   kAuthError,       // HTTP 401/403: missing, wrong or unauthorized key
   kQuotaExceeded,   // out of credit or quota (HTTP 402, or a 429/400 that says so)
   kUnknownModel,    // HTTP 404 naming the model: the server does not serve it
+  kPromptTooLong,   // not sent: the prompt leaves no room for a reply in the model's context
   kTimeout,         // no complete reply within the timeout
   kNetworkError,    // could not connect, or the connection broke
   kMalformedReply,  // the body is not the API's documented JSON
@@ -42,6 +43,7 @@ struct Completion {
   bool cost_known = true;  // false when tokens were spent at no configured price (cost_usd is 0)
   double latency_s = 0;    // wall time of the whole call, retries included
   int attempts = 0;
+  int max_tokens = 0;         // the output limit sent (0 when nothing was sent)
   std::string finish_reason;  // as the API said it ("stop", "length", "end_turn", "max_tokens")
 
   bool ok() const { return outcome == CallOutcome::kOk; }

@@ -14,10 +14,22 @@ Completion LimitedProvider::Complete(const CompletionRequest& original) {
   Completion completion;
   {
     ConcurrencyPool::Slot slot(*options_.pool);
+    if (std::optional<Completion> fatal = FatalSoFar()) {
+      return FailedCompletion(fatal->outcome, "not sent: an earlier call failed for good: " + fatal->error);
+    }
     completion = inner_->Complete(request);
+  }
+  if (IsFatal(completion.outcome)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fatal_) fatal_ = completion;
   }
   Account(request, completion);
   return completion;
+}
+
+std::optional<Completion> LimitedProvider::FatalSoFar() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fatal_;
 }
 
 UsageTotals LimitedProvider::Totals() const {

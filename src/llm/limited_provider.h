@@ -1,6 +1,8 @@
 // Wraps a provider with a concurrency limit (a shared ConcurrencyPool) and accounts for what its
 // calls used: running totals readable at any time, and, when given a Store, one LlmCallRecord
-// per call (a failed write is logged; the call's reply is still returned). Thread-safe.
+// per call (a failed write is logged; the call's reply is still returned). After a call fails
+// fatally (IsFatal: a refused key, an exhausted quota), later calls are not sent: they fail at
+// once with the same outcome, whatever thread asks. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,7 @@ class LimitedProvider : public Provider {
   const ConcurrencyPool& pool() const { return *options_.pool; }
 
  private:
+  std::optional<Completion> FatalSoFar() const;
   void Account(const CompletionRequest& request, const Completion& completion);
   void RecordInStore(const CompletionRequest& request, const Completion& completion);
 
@@ -51,6 +54,7 @@ class LimitedProvider : public Provider {
   LimitOptions options_;
   mutable std::mutex mutex_;
   UsageTotals totals_;  // guarded by mutex_
+  std::optional<Completion> fatal_;  // the first fatal failure; guarded by mutex_
 };
 
 // The store's row for one call: the prompt rendered as text, the reply's text (or, for a failed

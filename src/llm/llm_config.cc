@@ -73,6 +73,15 @@ Status ReadPrices(const Json& prices, PriceTable& table) {
   return Status::Ok();
 }
 
+Status ReadShapes(const Json& models, ShapeTable& table) {
+  if (models.is_null()) return Status::Ok();
+  if (!models.is_object()) return Status::InvalidArgument("models must be an object keyed by model name or prefix*");
+  for (const auto& [pattern, settings] : models.items()) {
+    ASSIGN_OR_RETURN(table[pattern], ParseShapeSettings(settings, "models." + pattern));
+  }
+  return Status::Ok();
+}
+
 Status ReadConcurrency(const Json& limits, std::map<std::string, int>& out) {
   if (limits.is_null()) return Status::Ok();
   RETURN_IF_ERROR(CheckKeys(limits, ProviderKinds(), "max_concurrency"));
@@ -114,7 +123,7 @@ const std::vector<std::string>& ProviderKinds() {
 
 Result<LlmConfig> ParseLlmConfig(const Json& json) {
   RETURN_IF_ERROR(CheckKeys(json,
-                            {"openai", "anthropic", "compat", "prices", "max_concurrency", "timeout_s", "max_attempts",
+                            {"openai", "anthropic", "compat", "prices", "models", "max_concurrency", "timeout_s", "max_attempts",
                              "retry_base_delay_s", "retry_max_delay_s", "max_retry_after_s"},
                             "the LLM config"));
   LlmConfig config;
@@ -122,6 +131,7 @@ Result<LlmConfig> ParseLlmConfig(const Json& json) {
   RETURN_IF_ERROR(ReadEndpoint(json, "anthropic", config.anthropic));
   RETURN_IF_ERROR(ReadEndpoint(json, "compat", config.compat));
   RETURN_IF_ERROR(ReadPrices(JsonField(json, "prices"), config.prices));
+  RETURN_IF_ERROR(ReadShapes(JsonField(json, "models"), config.models));
   RETURN_IF_ERROR(ReadConcurrency(JsonField(json, "max_concurrency"), config.max_concurrency));
   if (json.contains("timeout_s")) {
     double timeout_s = 0;

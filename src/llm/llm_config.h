@@ -4,6 +4,8 @@
 // The file looks like
 //   {"openai": {"base_url": "...", "api_key": "..."}, "anthropic": {...}, "compat": {...},
 //    "prices": {"MODEL": {"input_usd_per_million": 2.5, "output_usd_per_million": 10}},
+//    "models": {"gpt-5*": {"max_output_tokens": 65536, "reasoning_effort": "high"},
+//               "qwen-coder": {"context_tokens": 32768, "temperature": null, "extra_body": {...}}},
 //    "max_concurrency": {"openai": 8, "command": 2}, "timeout_s": 300, "max_attempts": 5,
 //    "retry_base_delay_s": 1, "retry_max_delay_s": 60, "max_retry_after_s": 120}
 // with every key optional. API keys are held here only to be sent; nothing prints a config.
@@ -18,6 +20,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "llm/pricing.h"
+#include "llm/request_shape.h"
 #include "llm/retry_policy.h"
 
 namespace kforge {
@@ -34,6 +37,7 @@ struct LlmConfig {
   EndpointConfig anthropic{"https://api.anthropic.com", ""};
   EndpointConfig compat;  // an OpenAI-compatible server; compat: needs its base_url
   PriceTable prices;
+  ShapeTable models;                           // request settings by model pattern
   std::map<std::string, int> max_concurrency;  // by provider kind ("openai", "command", ...)
   std::optional<double> timeout_s;             // per attempt; unset: each request's own
   RetryOptions retry;

@@ -43,7 +43,7 @@ struct CompletionRequest {
   std::string model;  // empty: the provider's default model
   std::vector<Message> messages;
   double temperature = 0.7;
-  int max_tokens = 8192;
+  int max_tokens = 0;  // 0: the provider's limit for the model (see RequestShape)
   double timeout_s = 300;  // per attempt
   CallTag tag;             // not sent; not part of the request's identity
 };

@@ -25,11 +25,12 @@ WireFormat OpenAiWireFormat() {
   return format;
 }
 
-Json ChatCompletionBody(const CompletionRequest& request) {
-  return {{"model", request.model},
-          {"messages", MessagesToJson(request.messages)},
-          {"temperature", request.temperature},
-          {"max_tokens", request.max_tokens}};
+Json ChatCompletionBody(const CompletionRequest& request, const RequestShape& shape) {
+  Json body = {{"model", request.model}, {"messages", MessagesToJson(request.messages)}};
+  if (shape.send_temperature) body["temperature"] = shape.temperature.value_or(request.temperature);
+  body[shape.max_tokens_field] = request.max_tokens;
+  if (!shape.reasoning_effort.empty()) body["reasoning_effort"] = shape.reasoning_effort;
+  return body;
 }
 
 Completion ParseChatCompletion(const Json& body) {

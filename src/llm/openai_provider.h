@@ -24,8 +24,9 @@ class OpenAiProvider : public HostedApiProvider {
       : HostedApiProvider(OpenAiWireFormat(), std::move(options), std::move(transport), std::move(retry), clock) {}
 };
 
-// The request body: {model, messages, temperature, max_tokens}.
-Json ChatCompletionBody(const CompletionRequest& request);
+// The request body: {model, messages, temperature (unless the shape omits it), max_tokens (or
+// max_completion_tokens), reasoning_effort (when set)}.
+Json ChatCompletionBody(const CompletionRequest& request, const RequestShape& shape = {});
 // A chat completion reply: choices[0].message.content, finish_reason and usage. finish_reason
 // "length" is a truncated reply; no text is an empty one; anything else off the format is malformed.
 Completion ParseChatCompletion(const Json& body);

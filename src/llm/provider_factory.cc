@@ -33,6 +33,7 @@ ApiProviderOptions ApiOptions(const std::string& kind, const EndpointConfig& end
   options.url_variable = url_variable;
   options.default_model = spec.argument;
   options.prices = config.prices;
+  options.shapes = config.models;
   options.timeout_s = config.timeout_s;
   return options;
 }

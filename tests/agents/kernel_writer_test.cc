@@ -166,7 +166,7 @@ TEST_F(KernelWriterTest, TruncatedReplyIsFedBackButACompleteProgramBeforeTheCutI
   WriterResult result = Run();
   EXPECT_EQ(Verdicts(result), (std::vector<std::string>{"truncated_reply", "wrong_output"}));
   EXPECT_EQ(result.attempts[0].call_outcome, CallOutcome::kTruncatedReply);
-  EXPECT_NE(provider_.UserText(1).find("cut off at the limit of 8192 tokens"), std::string::npos);
+  EXPECT_NE(provider_.UserText(1).find("cut off at the output token limit"), std::string::npos);
   EXPECT_EQ(result.attempts[1].outcome, AttemptOutcome::kJudged);
 }
 

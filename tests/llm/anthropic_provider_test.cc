@@ -90,7 +90,9 @@ TEST_F(AnthropicProviderTest, SendsHeadersAndPutsSystemMessagesAtTheTop) {
   EXPECT_EQ(body["model"], "claude-test");
   EXPECT_EQ(body["max_tokens"], 512);
   EXPECT_EQ(body["temperature"], 0.5);
-  EXPECT_EQ(body["system"], "you write kernels\n\nanswer in Python");
+  // Both system messages in one block, marked cacheable: it is the same in every call.
+  EXPECT_EQ(body["system"], Json::parse(R"([{"type": "text", "text": "you write kernels\n\nanswer in Python",
+                                             "cache_control": {"type": "ephemeral"}}])"));
   EXPECT_EQ(body["messages"], Json::parse(R"([{"role": "user", "content": "add two tensors"}])"));
 }
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <thread>
@@ -72,6 +73,31 @@ TEST(LimitedProviderTest, ConcurrencyNeverExceedsThePoolDepth) {
   EXPECT_EQ(inner->max_inside(), 3);
   EXPECT_EQ(provider.pool().in_use(), 0);
   EXPECT_EQ(provider.Totals().calls, 10);
+}
+
+TEST(LimitedProviderTest, NothingIsSentAfterAFatalFailure) {
+  std::atomic<int> sent{0};
+  auto inner = std::make_unique<FunctionProvider>([&](const CompletionRequest&) {
+    ++sent;
+    return FailedCompletion(CallOutcome::kAuthError, "HTTP 401: check OPENAI_API_KEY");
+  });
+  LimitedProvider limited(std::move(inner), {});
+  EXPECT_EQ(limited.Complete(Ask("one")).outcome, CallOutcome::kAuthError);
+  Completion second = limited.Complete(Ask("two"));
+  EXPECT_EQ(second.outcome, CallOutcome::kAuthError);
+  EXPECT_NE(second.error.find("not sent"), std::string::npos) << second.error;
+  EXPECT_EQ(sent.load(), 1);
+}
+
+TEST(LimitedProviderTest, TransientFailuresDoNotStopLaterCalls) {
+  std::atomic<int> sent{0};
+  auto inner = std::make_unique<FunctionProvider>([&](const CompletionRequest&) {
+    return ++sent == 1 ? FailedCompletion(CallOutcome::kServerError, "HTTP 503") : OkCompletion("ok");
+  });
+  LimitedProvider limited(std::move(inner), {});
+  EXPECT_EQ(limited.Complete(Ask("one")).outcome, CallOutcome::kServerError);
+  EXPECT_TRUE(limited.Complete(Ask("two")).ok());
+  EXPECT_EQ(sent.load(), 2);
 }
 
 TEST(LimitedProviderTest, PoolsCanBeSharedAcrossProviders) {
