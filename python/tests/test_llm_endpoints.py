@@ -136,3 +136,31 @@ def test_a_small_local_context_gets_an_output_limit_that_fits(tmp_path):
     # The prompt (estimated high, at ~3 characters a token) and the reply fit the context together.
     assert body["max_tokens"] < 8192
     assert body["max_tokens"] + prompt_chars // 4 <= 10000
+
+
+def test_an_unpriced_model_with_a_dollar_budget_stops_by_tokens_and_says_so(tmp_path):
+    broken = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
+             "        return torch.nn.functional.not_a_function(x)\n```\n"
+    with FakeLlmServer({("GET", "/v1/models"): models("coder"),
+                        ("POST", "/v1/chat/completions"): lambda request, index: chat_reply(broken)}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--workers", "1", "--rounds", "4", "--budget-usd", "0.001",
+                           env=compat(server))
+        chat_calls = server.calls("POST", "/v1/chat/completions")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "coder has no known price" in done.stderr and "enforced as a budget of 13 tokens" in done.stderr
+    assert len(chat_calls) == 1  # 1,200 tokens spent the 13-token budget
+    report = report_of(done)
+    assert "13 tokens" in report["llm"]["stop_reason"]
+    assert report["llm"]["usage"]["unpriced_calls"] == 1
+
+
+def test_a_listed_model_is_priced_without_configuration(tmp_path):
+    reply = "```python\n" + HONEST + "```\n"
+    with FakeLlmServer({("GET", "/v1/models"): models("gpt-4o"),
+                        ("POST", "/v1/chat/completions"): lambda request, index: chat_reply(reply, 1000, 200)}) as server:
+        done, _ = optimize(tmp_path, "openai:gpt-4o", "--workers", "1", "--rounds", "1",
+                           env={"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": SECRET})
+    assert done.returncode == 0, done.stderr[-3000:]
+    usage = report_of(done)["llm"]["usage"]
+    assert abs(usage["cost_usd"] - (1000 * 2.5 + 200 * 10.0) / 1e6) < 1e-9
+    assert usage["unpriced_calls"] == 0

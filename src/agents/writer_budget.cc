@@ -15,6 +15,8 @@ bool WriterBudget::TryStartAttempt() {
     StopLocked(fmt::format("the time budget of {:g} s is spent", limits_.max_seconds));
   } else if (limits_.max_usd > 0 && spent_usd_ >= limits_.max_usd) {
     StopLocked(fmt::format("the budget of ${:.2f} is spent (${:.4f})", limits_.max_usd, spent_usd_));
+  } else if (limits_.max_tokens > 0 && tokens_ >= limits_.max_tokens) {
+    StopLocked(fmt::format("the budget of {} tokens is spent ({} tokens)", limits_.max_tokens, tokens_));
   } else if (limits_.max_attempts > 0 && attempts_ >= limits_.max_attempts) {
     StopLocked(fmt::format("the limit of {} attempts is reached", limits_.max_attempts));
   }

@@ -15,6 +15,7 @@ namespace kforge {
 struct BudgetLimits {
   double max_seconds = 0;  // wall time since the budget was made; 0 = no limit
   double max_usd = 0;      // from Completion.cost_usd; 0 = no limit
+  int64_t max_tokens = 0;  // prompt and completion tokens; 0 = no limit
   int max_attempts = 0;    // rounds started, over all writers; 0 = no limit
 };
 

@@ -47,6 +47,30 @@ void PrintProgress(const std::string& label, const AttemptRecord& attempt, const
           progress.attempts, progress.accepted, best, progress.tokens, progress.cost_usd);
 }
 
+// The token budget of `settings` for a model priced `price`, and what to tell the user about it.
+int64_t TokenBudget(const AgentSettings& settings, const ProviderSpec& spec, const std::optional<ModelPrice>& price,
+                    const LlmConfig& config, std::vector<std::string>& notes) {
+  int64_t max_tokens = settings.budget_tokens;
+  if (price) return max_tokens;
+  if (spec.kind == "command") {
+    if (settings.budget_usd > 0) notes.push_back("a command: provider reports no tokens or cost: --budget-usd cannot be enforced; use --budget");
+    return max_tokens;
+  }
+  std::string unpriced = fmt::format("{} has no known price (none configured in prices, and not in the built-in list "
+                                     "of {})", spec.argument, kBuiltInPricesDate);
+  if (settings.budget_usd <= 0) {
+    notes.push_back(unpriced + ": its calls show as of unknown cost; set prices." + spec.argument + " in the LLM config");
+    return max_tokens;
+  }
+  double highest = HighestOutputPrice(WithBuiltInPrices(config.prices));
+  auto tokens = static_cast<int64_t>(settings.budget_usd / highest * 1e6);
+  max_tokens = max_tokens > 0 ? std::min(max_tokens, tokens) : std::max<int64_t>(tokens, 1);
+  notes.push_back(fmt::format("{}: --budget-usd {:g} is enforced as a budget of {} tokens, priced at the highest listed "
+                              "output price (${:g} per million); set prices.{} in the LLM config to budget in dollars",
+                              unpriced, settings.budget_usd, max_tokens, highest, spec.argument));
+  return max_tokens;
+}
+
 }  // namespace
 
 std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder) {
@@ -54,27 +78,29 @@ std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder
                      Sha256Hex(std::filesystem::absolute(folder).lexically_normal().string()).substr(0, 12));
 }
 
-Result<std::unique_ptr<LimitedProvider>> ConnectStageProvider(const AgentSettings& settings, Store* store,
-                                                              const std::string& run_id, const std::string& command,
-                                                              const CommonOptions& common) {
+Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store* store, const std::string& run_id,
+                                           const std::string& command, const CommonOptions& common) {
   ASSIGN_OR_RETURN(LlmConfig config, LoadLlmConfig(settings.llm_config, ProcessEnvironment()));
+  ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(settings.llm));
   StartRunOnce(store, run_id, command, settings.ToJson());
-  ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider,
-                   MakeLimitedProvider(settings.llm, config, store, run_id, settings.record));
-  ProviderCheck check = provider->Check();
+  StageProvider stage;
+  ASSIGN_OR_RETURN(stage.provider, MakeLimitedProvider(settings.llm, config, store, run_id, settings.record));
+  ProviderCheck check = stage.provider->Check();
   if (!check.status.ok()) {
     if (store != nullptr) (void)store->FinishRun(run_id, "failed");
     return check.status.WithContext("--llm " + settings.llm);
   }
+  stage.max_tokens = TokenBudget(settings, spec, PriceOfSpec(spec, config), config, check.notes);
   if (!common.quiet) {
     for (const std::string& note : check.notes) LogInfo("note: {}", note);
   }
-  return provider;
+  return stage;
 }
 
 Json AgentSettings::ToJson() const {
   return {{"llm", llm},           {"llm_config", llm_config}, {"workers", workers}, {"rounds", rounds},
-          {"budget_usd", budget_usd}, {"budget_s", budget_s},   {"record", record},   {"route", route}};
+          {"budget_usd", budget_usd}, {"budget_tokens", budget_tokens}, {"budget_s", budget_s},
+          {"record", record},         {"route", route}};
 }
 
 AgentSettings AgentSettings::FromJson(const Json& json) {
@@ -84,6 +110,7 @@ AgentSettings AgentSettings::FromJson(const Json& json) {
   settings.workers = JsonGet<int>(json, "workers", settings.workers);
   settings.rounds = JsonGet<int>(json, "rounds", settings.rounds);
   settings.budget_usd = JsonGet<double>(json, "budget_usd", 0);
+  settings.budget_tokens = JsonGet<int64_t>(json, "budget_tokens", 0);
   settings.budget_s = JsonGet<double>(json, "budget_s", 0);
   settings.record = JsonGet<std::string>(json, "record", "");
   settings.route = JsonGet<std::string>(json, "route", settings.route);
@@ -101,6 +128,7 @@ struct Stage {
   LimitedProvider& provider;
   CandidateJudge& judge;
   const CommonOptions& common;
+  int64_t max_tokens = 0;  // the stage's token budget (StageProvider::max_tokens); 0: none
   double started_s = 0;
   std::string fatal_call;  // set by the first pool that met a fatal call failure: nothing more is asked
 };
@@ -119,13 +147,19 @@ BudgetLimits RemainingBudget(const Stage& stage) {
   if (stage.settings.budget_usd > 0) {
     limits.max_usd = std::max(1e-9, stage.settings.budget_usd - stage.provider.Totals().cost_usd);
   }
+  if (stage.max_tokens > 0) {
+    UsageTotals used = stage.provider.Totals();
+    limits.max_tokens = std::max<int64_t>(1, stage.max_tokens - used.prompt_tokens - used.completion_tokens);
+  }
   return limits;
 }
 
 bool BudgetSpent(const Stage& stage) {
   bool time = stage.settings.budget_s > 0 && RealClock().NowSeconds() - stage.started_s >= stage.settings.budget_s;
-  bool money = stage.settings.budget_usd > 0 && stage.provider.Totals().cost_usd >= stage.settings.budget_usd;
-  return time || money;
+  UsageTotals used = stage.provider.Totals();
+  bool money = stage.settings.budget_usd > 0 && used.cost_usd >= stage.settings.budget_usd;
+  bool tokens = stage.max_tokens > 0 && used.prompt_tokens + used.completion_tokens >= stage.max_tokens;
+  return time || money || tokens;
 }
 
 Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::filesystem::path& folder,
@@ -205,7 +239,7 @@ Result<std::vector<Route>> RouteOrder(const AgentSettings& settings, const Agent
 
 Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, const AgentSettings& settings,
                                    const AgentStart& start, const EvalOptions& eval_options,
-                                   const std::filesystem::path& folder, LimitedProvider& provider,
+                                   const std::filesystem::path& folder, StageProvider& provider,
                                    const CommonOptions& common) {
   if (settings.workers < 1 || settings.rounds < 1) return Status::InvalidArgument("--workers and --rounds must be at least 1");
   ASSIGN_OR_RETURN(std::vector<Route> routes, RouteOrder(settings, start));
@@ -241,7 +275,8 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
     auto source = ReadFile(candidate);
     if (source.ok()) (void)workspace.Record(judged, *source, origin, evaluation, brief.precision, brief.mode);
   });
-  Stage stage{workspace, settings, start, prompts, provider, judge, common, RealClock().NowSeconds()};
+  Stage stage{workspace, settings,          start, prompts, *provider.provider, judge, common, provider.max_tokens,
+              RealClock().NowSeconds()};
   if (!common.quiet) {
     LogInfo("LLM stage: {} writer(s) x {} round(s) with {}; {} first; rounds in {}", settings.workers, settings.rounds,
             settings.llm, ToString(routes.front()), folder.string());
@@ -283,7 +318,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   if (store != nullptr) (void)store->FinishRun(run_id, status.ok() && outcome.fatal.empty() ? "succeeded" : "failed");
   RETURN_IF_ERROR(status);
 
-  UsageTotals usage = provider.Totals();
+  UsageTotals usage = provider.provider->Totals();
   outcome.report["summary"] = fmt::format("{}", fmt::join(summaries, "; "));
   outcome.report["usage"] = {{"calls", usage.calls}, {"failures", usage.failures}, {"prompt_tokens", usage.prompt_tokens},
                              {"completion_tokens", usage.completion_tokens}, {"cost_usd", usage.cost_usd},
@@ -306,7 +341,7 @@ Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std
   std::filesystem::create_directories(out_dir, ec);
   const std::string run_id = "describe-" + name;
   Store* store = workspace.store();
-  ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider, ConnectStageProvider(settings, store, run_id, "optimize --describe", common));
+  ASSIGN_OR_RETURN(StageProvider provider, ConnectStageProvider(settings, store, run_id, "optimize --describe", common));
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
   // A version passes when the trusted worker can load, run and capture it like any task.
   auto check = [&](const std::string& source) -> Status {
@@ -316,7 +351,7 @@ Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std
     return captured.ok() ? Status::Ok() : captured.status();
   };
   if (!common.quiet) LogInfo("asking {} to write the task \"{}\"", settings.llm, description);
-  auto written = WriteTaskFromDescription(description, prompts, *provider, check);
+  auto written = WriteTaskFromDescription(description, prompts, *provider.provider, check);
   if (store != nullptr) (void)store->FinishRun(run_id, written.ok() ? "succeeded" : "failed");
   if (!written.ok()) return written.status();
   if (!common.quiet) {

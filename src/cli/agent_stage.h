@@ -30,6 +30,7 @@ struct AgentSettings {
   int workers = 4;
   int rounds = 4;
   double budget_usd = 0;    // 0: no limit
+  int64_t budget_tokens = 0;  // prompt and completion tokens of every call; 0: no limit
   double budget_s = 0;      // wall seconds for the whole stage; 0: no limit
   std::string record;       // also write every call to this cassette (replayable with replay:FILE)
   std::string route = "auto";  // auto (the router decides), whole (program) or decompose (per fusion group)
@@ -60,13 +61,20 @@ struct AgentOutcome {
 // that a resumed stage keeps its calls together.
 std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder);
 
-// The provider a stage's writers share: the spec's, recorded to a cassette on request, behind the
-// configured concurrency limit, every call accounted in the store under `run_id` (started here as
-// `command`),
+// The provider a stage's writers share, with the token budget its calls are held to.
+struct StageProvider {
+  std::unique_ptr<LimitedProvider> provider;
+  // --budget-tokens, or, for a model with no known price, --budget-usd turned into tokens at the
+  // highest listed output price (so that the dollar budget cannot be overspent); 0: no limit.
+  int64_t max_tokens = 0;
+};
+
+// The spec's provider, recorded to a cassette on request, behind the configured concurrency
+// limit, every call accounted in the store under `run_id` (started here as `command`),
 // and checked before any paid call. InvalidArgument for a bad spec or config or a missing key;
 // Unavailable, with what to do, when the check shows that no call can succeed (an unreachable
-// server, a refused key). Its notes are printed unless quiet.
-Result<std::unique_ptr<LimitedProvider>> ConnectStageProvider(const AgentSettings& settings, Store* store,
+// server, a refused key). Its notes, and a model without a price, are printed unless quiet.
+Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store* store,
                                                               const std::string& run_id, const std::string& command,
                                                               const CommonOptions& common);
 
@@ -77,7 +85,7 @@ Result<std::unique_ptr<LimitedProvider>> ConnectStageProvider(const AgentSetting
 // the outcome's `fatal`.
 Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, const AgentSettings& settings,
                                    const AgentStart& start, const EvalOptions& eval_options,
-                                   const std::filesystem::path& folder, LimitedProvider& provider,
+                                   const std::filesystem::path& folder, StageProvider& provider,
                                    const CommonOptions& common);
 
 // `optimize --describe`: the stage's model writes a task for `description`, each version saved

@@ -71,7 +71,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
   // The LLM stage's provider is made and checked first: a missing key, an unreachable server or a
   // refused key end the run in seconds, not after the compiler's stage.
-  std::unique_ptr<LimitedProvider> provider;
+  StageProvider provider;
   const std::filesystem::path stage_folder = settings.folder / "llm";
   if (!settings.agents.llm.empty()) {
     ASSIGN_OR_RETURN(provider, ConnectStageProvider(settings.agents, workspace.store(), StageRunId(task, stage_folder),
@@ -138,7 +138,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     }
     start.writer_options = WriterOptions(on_cpu, chosen.precision, replay);
     ASSIGN_OR_RETURN(AgentOutcome agents,
-                     RunAgentStage(workspace, task, settings.agents, start, options, stage_folder, *provider, common));
+                     RunAgentStage(workspace, task, settings.agents, start, options, stage_folder, provider, common));
     report["llm"] = agents.report;
     report["compiler_evaluation"] = evaluation.ToJson();
     if (agents.best_evaluation && ReplacesCompilerCandidate(*agents.best_evaluation, evaluation)) {
@@ -302,7 +302,11 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--llm-config", agents.llm_config, "JSON file with keys, base URLs, prices and concurrency per provider");
   app.add_option("--workers", agents.workers, "kernel writers in parallel")->capture_default_str();
   app.add_option("--rounds", agents.rounds, "rounds (write, repair, speed up) per writer")->capture_default_str();
-  app.add_option("--budget-usd", agents.budget_usd, "stop starting rounds once the calls cost this much (0: no limit)");
+  app.add_option("--budget-usd", agents.budget_usd,
+                 "stop starting rounds once the calls cost this much (0: no limit); for a model with no known price, "
+                 "enforced as tokens at the highest listed price");
+  app.add_option("--budget-tokens", agents.budget_tokens,
+                 "stop starting rounds once the calls used this many prompt and completion tokens (0: no limit)");
   app.add_option("--budget", flags->budget, "stop starting rounds after this long: 90s, 30m, 2h");
   app.add_option("--record", agents.record, "also write every model call to this cassette (replay it with replay:FILE)");
   app.add_option("--route", agents.route,

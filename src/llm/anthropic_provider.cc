@@ -67,7 +67,11 @@ Completion ParseAnthropicMessage(const Json& body) {
   }
   completion.finish_reason = JsonGet<std::string>(body, "stop_reason", "");
   const Json& usage = JsonField(body, "usage");
-  completion.prompt_tokens = JsonGet<int64_t>(usage, "input_tokens", 0);
+  // input_tokens counts only what was read without the cache.
+  completion.cache_read_tokens = JsonGet<int64_t>(usage, "cache_read_input_tokens", 0);
+  completion.cache_write_tokens = JsonGet<int64_t>(usage, "cache_creation_input_tokens", 0);
+  completion.prompt_tokens = JsonGet<int64_t>(usage, "input_tokens", 0) + completion.cache_read_tokens +
+                             completion.cache_write_tokens;
   completion.completion_tokens = JsonGet<int64_t>(usage, "output_tokens", 0);
   ClassifyReplyText(completion, completion.finish_reason == "max_tokens");
   return completion;

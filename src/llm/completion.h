@@ -39,6 +39,8 @@ struct Completion {
   std::string model;  // the model asked (the request's, or the provider's default)
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  int64_t cache_read_tokens = 0;   // of prompt_tokens, read from the provider's prompt cache
+  int64_t cache_write_tokens = 0;  // of prompt_tokens, written to it
   double cost_usd = 0;
   bool cost_known = true;  // false when tokens were spent at no configured price (cost_usd is 0)
   double latency_s = 0;    // wall time of the whole call, retries included

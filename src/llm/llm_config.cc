@@ -60,7 +60,8 @@ Status ReadPrices(const Json& prices, PriceTable& table) {
   if (!prices.is_object()) return Status::InvalidArgument("prices must be an object keyed by model name");
   for (const auto& [model, price] : prices.items()) {
     std::string where = "prices." + model;
-    RETURN_IF_ERROR(CheckKeys(price, {"input_usd_per_million", "output_usd_per_million"}, where));
+    RETURN_IF_ERROR(CheckKeys(price, {"input_usd_per_million", "output_usd_per_million", "cached_input_usd_per_million",
+                                      "cache_write_usd_per_million"}, where));
     for (const char* key : {"input_usd_per_million", "output_usd_per_million"}) {
       if (!price.contains(key)) return Status::InvalidArgument(where + " needs " + key);
     }
@@ -69,6 +70,13 @@ Status ReadPrices(const Json& prices, PriceTable& table) {
                                  entry.input_usd_per_million, /*allow_zero=*/true));
     RETURN_IF_ERROR(ReadPositive(price["output_usd_per_million"], where + ".output_usd_per_million",
                                  entry.output_usd_per_million, /*allow_zero=*/true));
+    for (auto [key, out] : {std::pair{"cached_input_usd_per_million", &entry.cached_input_usd_per_million},
+                            std::pair{"cache_write_usd_per_million", &entry.cache_write_usd_per_million}}) {
+      if (!price.contains(key)) continue;
+      double value = 0;
+      RETURN_IF_ERROR(ReadPositive(price[key], where + "." + key, value, /*allow_zero=*/true));
+      *out = value;
+    }
   }
   return Status::Ok();
 }

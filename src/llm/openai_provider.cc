@@ -47,6 +47,7 @@ Completion ParseChatCompletion(const Json& body) {
   const Json& usage = JsonField(body, "usage");
   completion.prompt_tokens = JsonGet<int64_t>(usage, "prompt_tokens", 0);
   completion.completion_tokens = JsonGet<int64_t>(usage, "completion_tokens", 0);
+  completion.cache_read_tokens = JsonGet<int64_t>(JsonField(usage, "prompt_tokens_details"), "cached_tokens", 0);
   ClassifyReplyText(completion, completion.finish_reason == "length");
   return completion;
 }

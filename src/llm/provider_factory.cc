@@ -32,7 +32,7 @@ ApiProviderOptions ApiOptions(const std::string& kind, const EndpointConfig& end
   options.key_variable = key_variable;
   options.url_variable = url_variable;
   options.default_model = spec.argument;
-  options.prices = config.prices;
+  options.prices = WithBuiltInPrices(config.prices);
   options.shapes = config.models;
   options.timeout_s = config.timeout_s;
   return options;
@@ -99,6 +99,12 @@ Result<std::unique_ptr<Provider>> MakeProvider(const std::string& text, const Ll
     return std::unique_ptr<Provider>(std::make_unique<CommandProvider>(std::move(options)));
   }
   return MakeApiProvider(spec, text, config);
+}
+
+std::optional<ModelPrice> PriceOfSpec(const ProviderSpec& spec, const LlmConfig& config) {
+  if (spec.kind == "replay") return ModelPrice{};
+  if (spec.kind == "command") return std::nullopt;
+  return FindPrice(WithBuiltInPrices(config.prices), spec.argument);
 }
 
 Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& text, const LlmConfig& config,

@@ -28,6 +28,10 @@ Result<ProviderSpec> ParseProviderSpec(const std::string& spec);
 
 Result<std::unique_ptr<Provider>> MakeProvider(const std::string& spec, const LlmConfig& config);
 
+// What a call of `spec` costs per token: its model's price (configured, else built-in), zero for
+// a replay, nullopt when unknown (a model with no price, a command).
+std::optional<ModelPrice> PriceOfSpec(const ProviderSpec& spec, const LlmConfig& config);
+
 // MakeProvider's provider behind a LimitedProvider whose pool, "llm:KIND", has the configured
 // depth; calls are recorded in `store` when it is given, and appended to the cassette `record`
 // (replayable with replay:FILE) when that is not empty.
