@@ -164,3 +164,35 @@ def test_a_listed_model_is_priced_without_configuration(tmp_path):
     usage = report_of(done)["llm"]["usage"]
     assert abs(usage["cost_usd"] - (1000 * 2.5 + 200 * 10.0) / 1e6) < 1e-9
     assert usage["unpriced_calls"] == 0
+
+
+def test_a_recorded_run_replays_though_the_prompts_quote_other_numbers(tmp_path):
+    """Round 1 writes a ReLU with a wrong threshold; the evaluator's feedback quotes the worst
+    elements it found on fresh inputs, so the round-2 prompt differs from run to run."""
+    wrong = HONEST.replace("tl.where(x > 0.0, x, 0.0)", "tl.where(x > 0.5, x, 0.0)")
+    assert wrong != HONEST
+    replies = tmp_path / "replies"
+    replies.mkdir()
+    (replies / "1.md").write_text("```python\n" + wrong + "```\n")
+    (replies / "2.md").write_text("```python\n" + HONEST + "```\n")
+    script = tmp_path / "model.sh"
+    script.write_text(f"#!/bin/sh\ncat > /dev/null\nn=$(cat {tmp_path}/count 2>/dev/null || echo 0)\n"
+                      f"n=$((n + 1))\necho $n > {tmp_path}/count\ncat {replies}/$n.md\n")
+    script.chmod(0o755)
+    cassette = tmp_path / "run.jsonl"
+
+    first = tmp_path / "first"
+    first.mkdir()
+    done, _ = optimize(first, f"command:{script}", "--workers", "1", "--rounds", "3", "--record", str(cassette))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [a["verdict"] for a in report_of(done)["llm"]["pool"]["attempts"]] == ["wrong_output", "accepted"]
+
+    second = tmp_path / "second"
+    second.mkdir()
+    done, _ = optimize(second, f"replay:{cassette}", "--workers", "1", "--rounds", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    attempts = report_of(done)["llm"]["pool"]["attempts"]
+    assert [a["verdict"] for a in attempts] == ["wrong_output", "accepted"]
+    prompts = [(run / "out" / "01_relu" / "llm" / "writer1" / "round2" / "prompt.md").read_text()
+               for run in (first, second)]
+    assert prompts[0] != prompts[1]  # the quoted numbers changed, and the replay still found its reply

@@ -15,7 +15,8 @@
 namespace kforge {
 namespace {
 
-const std::set<std::string> kEntryKeys = {"request_hash", "model", "messages", "temperature", "max_tokens", "match", "reply"};
+const std::set<std::string> kEntryKeys = {"request_hash", "masked_hash", "tag",   "model", "messages",
+                                          "temperature",  "max_tokens",  "match", "reply"};
 const std::set<std::string> kReplyKeys = {"text", "outcome", "prompt_tokens", "completion_tokens", "finish_reason", "error"};
 
 Status CheckKeys(const Json& object, const std::set<std::string>& known, const std::string& where) {
@@ -139,6 +140,9 @@ Result<CassetteEntry> ParseCassetteLine(const std::string& line) {
   CassetteEntry entry;
   RETURN_IF_ERROR(ReadString(json, "request_hash", entry.request_hash));
   RETURN_IF_ERROR(ReadString(json, "model", entry.model));
+  RETURN_IF_ERROR(ReadString(json, "masked_hash", entry.masked_hash));
+  if (!JsonField(json, "tag").is_null() && !json["tag"].is_object()) return Status::InvalidArgument("\"tag\" must be an object");
+  entry.tag = CallTag::FromJson(JsonField(json, "tag"));
   if (!JsonField(json, "messages").is_null()) {
     ASSIGN_OR_RETURN(entry.messages, MessagesFromJson(json["messages"]));
   }
@@ -151,11 +155,13 @@ Result<CassetteEntry> ParseCassetteLine(const std::string& line) {
 
 std::string CassetteLine(const CompletionRequest& request, const Completion& reply) {
   Json line = {{"request_hash", RequestHash(request)},
+               {"masked_hash", MaskedRequestHash(request)},
                {"model", request.model},
                {"temperature", request.temperature},
                {"max_tokens", request.max_tokens},
                {"messages", MessagesToJson(request.messages)},
                {"reply", ReplyToJson(reply)}};
+  if (!request.tag.empty()) line["tag"] = request.tag.ToJson();
   return line.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -180,25 +186,39 @@ Result<std::vector<CassetteEntry>> LoadCassette(const std::filesystem::path& pat
 }
 
 std::optional<CassetteEntry> CassetteEntries::Take(const CompletionRequest& request, bool recorded_ok_only) {
-  std::map<std::string, std::string> hash_by_model;  // one hash per model the entries name
-  auto hash_for = [&](const std::string& entry_model) -> const std::string& {
+  // Hashes of the request with the model each entry names filled in when the request names none.
+  std::map<std::string, std::pair<std::string, std::string>> hashes_by_model;  // model -> (exact, masked)
+  auto hashes_for = [&](const std::string& entry_model) -> const std::pair<std::string, std::string>& {
     std::string model = request.model.empty() ? entry_model : request.model;
-    auto it = hash_by_model.find(model);
-    if (it == hash_by_model.end()) it = hash_by_model.emplace(model, RequestHash(WithDefaultModel(request, model))).first;
+    auto it = hashes_by_model.find(model);
+    if (it == hashes_by_model.end()) {
+      CompletionRequest filled = WithDefaultModel(request, model);
+      it = hashes_by_model.emplace(model, std::make_pair(RequestHash(filled), MaskedRequestHash(filled))).first;
+    }
     return it->second;
   };
   std::lock_guard<std::mutex> lock(mutex_);
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (used_[i]) continue;
-    const CassetteEntry& entry = entries_[i];
-    if (recorded_ok_only && (entry.request_hash.empty() || !entry.reply.ok())) continue;
-    bool matches = entry.request_hash.empty() ? ContainsAll(request.messages, entry.match)
-                                              : entry.request_hash == hash_for(entry.model);
-    if (!matches) continue;
-    used_[i] = true;
-    return entry;
+  auto take = [&](auto matches) -> std::optional<CassetteEntry> {
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (used_[i]) continue;
+      const CassetteEntry& entry = entries_[i];
+      if (recorded_ok_only && (entry.request_hash.empty() || !entry.reply.ok())) continue;
+      if (!matches(entry)) continue;
+      used_[i] = true;
+      return entry;
+    }
+    return std::nullopt;
+  };
+  if (auto exact = take([&](const CassetteEntry& entry) {
+        return entry.request_hash.empty() ? ContainsAll(request.messages, entry.match)
+                                          : entry.request_hash == hashes_for(entry.model).first;
+      })) {
+    return exact;
   }
-  return std::nullopt;
+  if (request.tag.empty()) return std::nullopt;
+  return take([&](const CassetteEntry& entry) {
+    return !entry.masked_hash.empty() && entry.tag == request.tag && entry.masked_hash == hashes_for(entry.model).second;
+  });
 }
 
 size_t CassetteEntries::unused() const {

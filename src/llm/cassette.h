@@ -1,6 +1,7 @@
 // A cassette: a JSONL file of language model calls, one per line, recorded by RecordingProvider or
 // written by hand, and served back by ReplayProvider and CachedProvider. A line is
-//   {"request_hash": "...", "model": "...", "messages": [...], "match": ["substring", ...],
+//   {"request_hash": "...", "masked_hash": "...", "tag": {"agent", "scope", "writer", "round", "kind"},
+//    "model": "...", "messages": [...], "match": ["substring", ...],
 //    "reply": {"text", "outcome", "prompt_tokens", "completion_tokens", "finish_reason", "error"}}
 // where a hand-written line may leave out everything but "reply", and "reply" may be a plain
 // string (a reply with that text: OK, or empty_reply when it is blank).
@@ -22,6 +23,8 @@ namespace kforge {
 
 struct CassetteEntry {
   std::string request_hash;  // empty for a hand-written entry, which is matched by `match`
+  std::string masked_hash;   // MaskedRequestHash of the recorded request ("" in older cassettes)
+  CallTag tag;               // the recorded request's tag (empty in older cassettes)
   std::string model;
   std::vector<Message> messages;
   std::vector<std::string> match;  // substrings that must all appear in the request's messages
@@ -52,8 +55,10 @@ class CassetteEntries {
   // The first unused entry that matches `request`, now used. An entry with a hash matches a
   // request whose RequestHash equals it (the request's model filled in from the entry's when it
   // names none); one without matches a request whose messages contain every `match` substring
-  // (no `match`: every request). With `recorded_ok_only`, only entries with a hash and an OK
-  // reply are considered.
+  // (no `match`: every request). When no entry matches so, a recorded entry with the request's
+  // tag (the same pool, writer, round and prompt kind) and its MaskedRequestHash matches: the same
+  // call of a run whose prompt quotes other measured numbers. With `recorded_ok_only`, only
+  // entries with a hash and an OK reply are considered.
   std::optional<CassetteEntry> Take(const CompletionRequest& request, bool recorded_ok_only = false);
   size_t unused() const;
 

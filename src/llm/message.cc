@@ -1,5 +1,7 @@
 #include "llm/message.h"
 
+#include <cctype>
+
 #include "core/hash.h"
 #include "store/records.h"
 
@@ -42,6 +44,46 @@ std::string RequestHash(const CompletionRequest& request) {
                    {"temperature", request.temperature},
                    {"max_tokens", request.max_tokens}};
   return Sha256Hex(CanonicalJsonText(identity));
+}
+
+std::string MaskNumbers(const std::string& text) {
+  auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  auto word = [&](size_t i) { return std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '.'; };
+  std::string masked;
+  masked.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    if ((text[i] == '-' || text[i] == '+') && digit(i + 1) && (i == 0 || !word(i - 1))) ++i;
+    if (!digit(i)) {
+      masked += text[start];
+      i = start + 1;
+      continue;
+    }
+    while (digit(i)) ++i;
+    if (i < text.size() && text[i] == '.' && digit(i + 1)) {
+      ++i;
+      while (digit(i)) ++i;
+    }
+    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+      size_t exponent = i + 1;
+      if (exponent < text.size() && (text[exponent] == '-' || text[exponent] == '+')) ++exponent;
+      if (digit(exponent)) {
+        i = exponent;
+        while (digit(i)) ++i;
+      }
+    }
+    masked += '#';
+  }
+  return masked;
+}
+
+std::string MaskedRequestHash(const CompletionRequest& request) {
+  Json messages = Json::array();
+  for (const Message& message : request.messages) {
+    messages.push_back({{"role", ToString(message.role)}, {"content", MaskNumbers(message.content)}});
+  }
+  return Sha256Hex(CanonicalJsonText(Json{{"model", request.model}, {"messages", messages}}));
 }
 
 Json MessagesToJson(const std::vector<Message>& messages) {

@@ -52,6 +52,14 @@ struct CompletionRequest {
 // not change the answer, so it is not part of the identity).
 std::string RequestHash(const CompletionRequest& request);
 
+// `text` with every number (digits, with a sign after a non-word character, a fraction and an
+// exponent) replaced by "#": "max error 1.5e-03 at [3, 17]" -> "max error # at [#, #]".
+std::string MaskNumbers(const std::string& text);
+
+// sha256 of the canonical JSON of model and messages with their numbers masked: equal for two
+// requests that differ only in the numbers they quote (errors and times measured on fresh inputs).
+std::string MaskedRequestHash(const CompletionRequest& request);
+
 // [{"role": "user", "content": "..."}, ...]
 Json MessagesToJson(const std::vector<Message>& messages);
 // The inverse of MessagesToJson; InvalidArgument naming the first bad element.

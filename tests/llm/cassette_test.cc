@@ -168,6 +168,44 @@ TEST_F(CassetteTest, AHandWrittenLastLineWithoutNewlineIsKept) {
   EXPECT_EQ(entries->size(), 2u);
 }
 
+TEST(MaskNumbersTest, EveryNumberBecomesAHash) {
+  EXPECT_EQ(MaskNumbers("max error 1.5e-03 at [3, 17]; time -0.25 ms"), "max error # at [#, #]; time # ms");
+  EXPECT_EQ(MaskNumbers("x-1 and 2.x and 1e and +7"), "x-# and #.x and #e and #");
+  EXPECT_EQ(MaskNumbers("no numbers"), "no numbers");
+}
+
+CompletionRequest Tagged(const std::string& question, int round) {
+  CompletionRequest request = Ask(question);
+  request.tag = {"writer", "whole", 1, round, "repair"};
+  return request;
+}
+
+TEST_F(CassetteTest, ATaggedCallMatchesItsRecordingWhenOnlyQuotedNumbersDiffer) {
+  WriteCassette(CassetteLine(Tagged("max error 0.125 at [3, 4]", 2), OkCompletion("round 2 reply")) + "\n" +
+                CassetteLine(Tagged("max error 0.5 at [1, 1]", 3), OkCompletion("round 3 reply")) + "\n");
+  auto replay = Replay();
+  // Another run quotes other numbers: found by its tag and masked prompt, in its own round.
+  EXPECT_EQ(replay->Complete(Tagged("max error 0.25 at [7, 9]", 3)).text, "round 3 reply");
+  EXPECT_EQ(replay->Complete(Tagged("max error 0.0625 at [0, 2]", 2)).text, "round 2 reply");
+}
+
+TEST_F(CassetteTest, ATaggedCallWithOtherWordsOrAnotherTagIsNotMatched) {
+  WriteCassette(CassetteLine(Tagged("max error 0.125 at [3, 4]", 2), OkCompletion("round 2 reply")) + "\n");
+  auto replay = Replay();
+  EXPECT_EQ(replay->Complete(Tagged("timed out after 10 s", 2)).outcome, CallOutcome::kNoRecording);
+  EXPECT_EQ(replay->Complete(Tagged("max error 0.5 at [3, 4]", 3)).outcome, CallOutcome::kNoRecording);
+  EXPECT_EQ(replay->Complete(Ask("max error 0.5 at [3, 4]")).outcome, CallOutcome::kNoRecording);  // untagged
+  EXPECT_TRUE(replay->Complete(Tagged("max error 0.5 at [3, 4]", 2)).ok());
+}
+
+TEST_F(CassetteTest, AnExactMatchWinsOverATaggedOne) {
+  WriteCassette(CassetteLine(Tagged("max error 0.125", 2), OkCompletion("first")) + "\n" +
+                CassetteLine(Tagged("max error 0.5", 2), OkCompletion("second")) + "\n");
+  auto replay = Replay();
+  EXPECT_EQ(replay->Complete(Tagged("max error 0.5", 2)).text, "second");
+  EXPECT_EQ(replay->Complete(Tagged("max error 0.75", 2)).text, "first");
+}
+
 TEST_F(CassetteTest, RecordThenReplayRoundTrips) {
   int call = 0;
   auto inner = std::make_unique<FunctionProvider>(
