@@ -196,3 +196,41 @@ def test_a_recorded_run_replays_though_the_prompts_quote_other_numbers(tmp_path)
     prompts = [(run / "out" / "01_relu" / "llm" / "writer1" / "round2" / "prompt.md").read_text()
                for run in (first, second)]
     assert prompts[0] != prompts[1]  # the quoted numbers changed, and the replay still found its reply
+
+
+def test_every_http_attempt_is_stored_with_its_outcome(tmp_path):
+    reply = "```python\n" + HONEST + "```\n"
+
+    def busy_then_answer(request, index):
+        if index == 0:
+            return Reply(429, {"error": {"message": "Rate limit reached"}}, {"retry-after": "1"})
+        return chat_reply(reply)
+
+    with FakeLlmServer({("GET", "/v1/models"): models("coder"),
+                        ("POST", "/v1/chat/completions"): busy_then_answer}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--workers", "1", "--rounds", "1", env=compat(server))
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_id = report_of(done)["llm"]["run_id"]
+    listed = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", "--json", "--run", run_id],
+                            capture_output=True, text=True, timeout=60)
+    [call] = json.loads(listed.stdout)
+    shown = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", "--json", str(call["id"])],
+                           capture_output=True, text=True, timeout=60)
+    attempts = json.loads(shown.stdout)["attempts"]
+    assert [(a["http_status"], a["outcome"]) for a in attempts] == [(429, "rate_limited"), (200, "ok")]
+    assert attempts[0]["waited_s"] == 1.0 and not attempts[0]["maybe_billed"]
+
+
+def test_a_timed_out_generation_is_accounted_as_an_estimate(tmp_path):
+    config = tmp_path / "llm.json"
+    config.write_text(json.dumps({"timeout_s": 1, "max_attempts": 1, "prices": {"coder": {
+        "input_usd_per_million": 1.0, "output_usd_per_million": 4.0}}}))
+    slow = lambda request, index: Reply(200, {}, delay_s=5)
+    with FakeLlmServer({("GET", "/v1/models"): models("coder"), ("POST", "/v1/chat/completions"): slow}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--workers", "1", "--rounds", "1", "--llm-config", str(config),
+                           env=compat(server))
+    assert done.returncode == 0, done.stderr[-3000:]
+    usage = report_of(done)["llm"]["usage"]
+    assert usage["prompt_tokens"] + usage["completion_tokens"] == 0  # the provider reported nothing
+    assert usage["estimated_tokens"] > 8192  # the prompt and the whole output limit, at most
+    assert usage["estimated_cost_usd"] > 8192 * 4.0 / 1e6

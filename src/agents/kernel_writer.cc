@@ -128,7 +128,9 @@ Result<Completion> KernelWriter::AskModel(const RoundContext& context, AttemptRe
   record.completion_tokens = completion.completion_tokens;
   record.cost_usd = completion.cost_usd;
   record.llm_seconds = completion.latency_s;
-  budget_.Charge(completion.cost_usd, completion.prompt_tokens + completion.completion_tokens);
+  // Attempts that may have been billed without a usage report count too (an estimate, on the high side).
+  budget_.Charge(completion.cost_usd + completion.estimated_cost_usd,
+                 completion.prompt_tokens + completion.completion_tokens + completion.estimated_tokens);
   RETURN_IF_ERROR(Save(record, "reply.md", ReplyText(completion)));
   if (PaidFor(completion)) RETURN_IF_ERROR(Save(record, "completion.json", ReplyToJson(completion).dump(1) + "\n"));
   return completion;

@@ -145,11 +145,13 @@ BudgetLimits RemainingBudget(const Stage& stage) {
     limits.max_seconds = std::max(1e-3, stage.settings.budget_s - (RealClock().NowSeconds() - stage.started_s));
   }
   if (stage.settings.budget_usd > 0) {
-    limits.max_usd = std::max(1e-9, stage.settings.budget_usd - stage.provider.Totals().cost_usd);
+    UsageTotals used = stage.provider.Totals();
+    limits.max_usd = std::max(1e-9, stage.settings.budget_usd - used.cost_usd - used.estimated_cost_usd);
   }
   if (stage.max_tokens > 0) {
     UsageTotals used = stage.provider.Totals();
-    limits.max_tokens = std::max<int64_t>(1, stage.max_tokens - used.prompt_tokens - used.completion_tokens);
+    limits.max_tokens =
+        std::max<int64_t>(1, stage.max_tokens - used.prompt_tokens - used.completion_tokens - used.estimated_tokens);
   }
   return limits;
 }
@@ -157,8 +159,9 @@ BudgetLimits RemainingBudget(const Stage& stage) {
 bool BudgetSpent(const Stage& stage) {
   bool time = stage.settings.budget_s > 0 && RealClock().NowSeconds() - stage.started_s >= stage.settings.budget_s;
   UsageTotals used = stage.provider.Totals();
-  bool money = stage.settings.budget_usd > 0 && used.cost_usd >= stage.settings.budget_usd;
-  bool tokens = stage.max_tokens > 0 && used.prompt_tokens + used.completion_tokens >= stage.max_tokens;
+  bool money = stage.settings.budget_usd > 0 && used.cost_usd + used.estimated_cost_usd >= stage.settings.budget_usd;
+  bool tokens = stage.max_tokens > 0 &&
+                used.prompt_tokens + used.completion_tokens + used.estimated_tokens >= stage.max_tokens;
   return time || money || tokens;
 }
 
@@ -322,7 +325,9 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   outcome.report["summary"] = fmt::format("{}", fmt::join(summaries, "; "));
   outcome.report["usage"] = {{"calls", usage.calls}, {"failures", usage.failures}, {"prompt_tokens", usage.prompt_tokens},
                              {"completion_tokens", usage.completion_tokens}, {"cost_usd", usage.cost_usd},
-                             {"unpriced_calls", usage.unpriced_calls}};
+                             {"unpriced_calls", usage.unpriced_calls},
+                             // what attempts without a usage report (timeouts) may have been billed: an estimate
+                             {"estimated_tokens", usage.estimated_tokens}, {"estimated_cost_usd", usage.estimated_cost_usd}};
   if (best) {
     outcome.best_source = best->source;
     outcome.best_evaluation = best->evaluation;

@@ -192,10 +192,13 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
     PrintTuning(TuningSummary::FromJson(JsonField(compile, "tuning")));
     if (report.contains("llm")) {
       const Json& usage = report["llm"]["usage"];
-      std::printf("llm          %s; %lld call(s), %lld tokens, $%.4f\n", JsonGet<std::string>(report["llm"], "summary", "").c_str(),
+      int64_t estimated = JsonGet<int64_t>(usage, "estimated_tokens", 0);
+      std::string unreported = estimated == 0 ? "" : fmt::format(" (and at most {} tokens, ${:.4f}, of timed-out attempts, estimated)",
+                                                                 estimated, JsonGet<double>(usage, "estimated_cost_usd", 0));
+      std::printf("llm          %s; %lld call(s), %lld tokens, $%.4f%s\n", JsonGet<std::string>(report["llm"], "summary", "").c_str(),
                   static_cast<long long>(JsonGet<int64_t>(usage, "calls", 0)),
                   static_cast<long long>(JsonGet<int64_t>(usage, "prompt_tokens", 0) + JsonGet<int64_t>(usage, "completion_tokens", 0)),
-                  JsonGet<double>(usage, "cost_usd", 0));
+                  JsonGet<double>(usage, "cost_usd", 0), unreported.c_str());
       std::printf("source       model_new.py is the %s's candidate\n",
                   JsonGet<std::string>(report, "source", "compiler") == "llm" ? "LLM stage" : "compiler");
     }

@@ -23,10 +23,18 @@ Json LlmCallJson(const LlmCallRecord& call, bool texts) {
   Json json = {{"id", call.id}, {"created_at", call.created_at}, {"run_id", call.run_id ? Json(*call.run_id) : Json()},
                {"provider", call.provider}, {"model", call.model}, {"status", call.status},
                {"prompt_tokens", call.prompt_tokens}, {"completion_tokens", call.completion_tokens},
-               {"cost_usd", call.cost_usd}, {"latency_s", call.latency_s}};
+               {"cost_usd", call.cost_usd}, {"latency_s", call.latency_s},
+               {"estimated_tokens", call.estimated_tokens}, {"estimated_cost_usd", call.estimated_cost_usd}};
   if (texts) {
     json["prompt"] = call.prompt;
     json["reply"] = call.reply;
+    json["attempts"] = Json::array();
+    for (const LlmAttemptRecord& attempt : call.attempts) {
+      json["attempts"].push_back({{"attempt", attempt.attempt}, {"http_status", attempt.http_status},
+                                  {"outcome", attempt.outcome}, {"seconds", attempt.seconds},
+                                  {"waited_s", attempt.waited_s}, {"maybe_billed", attempt.maybe_billed},
+                                  {"error", attempt.error}});
+    }
   }
   return json;
 }
@@ -38,11 +46,22 @@ int ShowLlmCall(Store& store, const ShowFlags& flags) {
     std::printf("%s\n", LlmCallJson(*call, true).dump(2).c_str());
     return 0;
   }
-  std::printf("LLM call %lld, %s, run %s\n%s %s: %s, %lld+%lld tokens, $%.4f, %.1f s\n\n== prompt\n%s\n\n== reply\n%s\n",
+  std::printf("LLM call %lld, %s, run %s\n%s %s: %s, %lld+%lld tokens, $%.4f, %.1f s\n",
               static_cast<long long>(call->id), call->created_at.c_str(), call->run_id.value_or("-").c_str(),
               call->provider.c_str(), call->model.c_str(), call->status.c_str(),
               static_cast<long long>(call->prompt_tokens), static_cast<long long>(call->completion_tokens), call->cost_usd,
-              call->latency_s, call->prompt.c_str(), call->reply.c_str());
+              call->latency_s);
+  for (const LlmAttemptRecord& attempt : call->attempts) {
+    std::printf("  attempt %d: %s%s, %.1f s%s%s\n", attempt.attempt, attempt.outcome.c_str(),
+                attempt.http_status ? fmt::format(" (HTTP {})", attempt.http_status).c_str() : "", attempt.seconds,
+                attempt.waited_s > 0 ? fmt::format(", then waited {:.1f} s", attempt.waited_s).c_str() : "",
+                attempt.maybe_billed ? ", may be billed" : "");
+  }
+  if (call->estimated_tokens > 0) {
+    std::printf("  estimated: at most %lld tokens, $%.4f, of attempts that reported no usage\n",
+                static_cast<long long>(call->estimated_tokens), call->estimated_cost_usd);
+  }
+  std::printf("\n== prompt\n%s\n\n== reply\n%s\n", call->prompt.c_str(), call->reply.c_str());
   return 0;
 }
 

@@ -71,6 +71,20 @@ Completion ParseReply(const HttpExchange& exchange, const ApiCall& call, const R
 
 constexpr double kCheckTimeoutS = 15;
 
+// Attempts that were sent but gave no reply (a timeout, a broken connection) report no usage, yet a
+// provider bills what it generated: counted at most as the prompt plus the whole output limit.
+void EstimateUnreportedUse(const PriceTable& prices, int64_t prompt_tokens, Completion& completion) {
+  int billed = 0;
+  for (const CallAttempt& attempt : completion.attempt_log) billed += attempt.maybe_billed ? 1 : 0;
+  if (billed == 0) return;
+  completion.estimated_tokens = billed * (prompt_tokens + completion.max_tokens);
+  if (std::optional<ModelPrice> price = FindPrice(prices, completion.model)) {
+    completion.estimated_cost_usd =
+        billed * (static_cast<double>(prompt_tokens) * price->input_usd_per_million +
+                  static_cast<double>(completion.max_tokens) * price->output_usd_per_million) / 1e6;
+  }
+}
+
 // The model ids of a listing ({"data": [{"id": ...}, ...]} in OpenAI's and Anthropic's formats).
 std::vector<std::string> ListedModels(const std::string& body) {
   std::vector<std::string> ids;
@@ -102,6 +116,8 @@ Completion CallJsonApi(HttpTransport& transport, const RetryPolicy& retry, const
   Completion completion = ParseReply(exchange, call, parse_reply);
   completion.error = Redact(std::move(completion.error), call.secret);
   completion.attempts = exchange.attempts;
+  completion.attempt_log = exchange.history;
+  for (CallAttempt& attempt : completion.attempt_log) attempt.error = Redact(std::move(attempt.error), call.secret);
   completion.latency_s = clock.NowSeconds() - start;
   return completion;
 }
@@ -138,6 +154,7 @@ Completion HostedApiProvider::Complete(const CompletionRequest& original) {
   completion.model = request.model;
   completion.max_tokens = request.max_tokens;
   ApplyPrice(options_.prices, completion);
+  EstimateUnreportedUse(options_.prices, prompt_tokens, completion);
   return completion;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 
@@ -32,6 +33,16 @@ const char* ToString(CallOutcome outcome);
 // The inverse of ToString; anything else is InvalidArgument.
 Result<CallOutcome> ParseCallOutcome(const std::string& text);
 
+// One HTTP attempt of a call, as it went.
+struct CallAttempt {
+  int http_status = 0;  // 0 when no reply came
+  CallOutcome outcome = CallOutcome::kOk;
+  double seconds = 0;    // the attempt itself
+  double waited_s = 0;   // the backoff (or Retry-After) slept after it; 0 for the last
+  bool maybe_billed = false;  // no reply, but the request was sent: a provider may bill what it generated
+  std::string error;     // the transport's words when no reply came
+};
+
 struct Completion {
   CallOutcome outcome = CallOutcome::kOk;
   std::string error;  // empty when ok; never contains an API key
@@ -46,6 +57,11 @@ struct Completion {
   double latency_s = 0;    // wall time of the whole call, retries included
   int attempts = 0;
   int max_tokens = 0;         // the output limit sent (0 when nothing was sent)
+  std::vector<CallAttempt> attempt_log;  // every HTTP attempt (hosted APIs only)
+  // What attempts without a usage report (timed out, cut off) may have been billed: an estimate,
+  // at most the prompt plus the output limit per such attempt, priced like the call.
+  int64_t estimated_tokens = 0;
+  double estimated_cost_usd = 0;
   std::string finish_reason;  // as the API said it ("stop", "length", "end_turn", "max_tokens")
 
   bool ok() const { return outcome == CallOutcome::kOk; }

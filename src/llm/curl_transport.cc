@@ -86,11 +86,27 @@ void ConfigureHandle(CURL* handle, const HttpRequest& request, bool post, const 
   curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, error_buffer);
 }
 
-HttpResponse NoReply(CallOutcome failure, std::string error) {
+HttpResponse NoReply(CallOutcome failure, std::string error, bool request_sent = false) {
   HttpResponse response;
   response.transport_failure = failure;
   response.transport_error = std::move(error);
+  response.request_sent = request_sent;
   return response;
+}
+
+// Whether a failed transfer got as far as sending the request.
+bool Sent(CURLcode code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+      return false;
+    default:
+      return true;
+  }
 }
 
 }  // namespace
@@ -118,7 +134,7 @@ HttpResponse CurlTransport::Perform(const HttpRequest& request, bool post) {
   if (code != CURLE_OK) {
     std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(code);
     if (capture.body_too_large) detail = "the reply exceeded " + std::to_string(max_body_bytes_) + " bytes";
-    return NoReply(FailureOf(code), (post ? "POST " : "GET ") + request.url + " failed: " + detail);
+    return NoReply(FailureOf(code), (post ? "POST " : "GET ") + request.url + " failed: " + detail, Sent(code));
   }
   long status = 0;
   curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);

@@ -25,6 +25,7 @@ struct HttpResponse {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased
   CallOutcome transport_failure = CallOutcome::kOk;  // kTimeout or kNetworkError when no reply came
   std::string transport_error;
+  bool request_sent = true;  // false when no connection was made (nothing can have been billed)
 
   // The first value of header `lower_case_name`, if any.
   std::optional<std::string> Header(const std::string& lower_case_name) const;

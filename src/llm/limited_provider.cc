@@ -46,6 +46,8 @@ void LimitedProvider::Account(const CompletionRequest& request, const Completion
     totals_.completion_tokens += completion.completion_tokens;
     totals_.cost_usd += completion.cost_usd;
     if (!completion.cost_known) ++totals_.unpriced_calls;
+    totals_.estimated_tokens += completion.estimated_tokens;
+    totals_.estimated_cost_usd += completion.estimated_cost_usd;
   }
   if (options_.store) RecordInStore(request, completion);
 }
@@ -68,6 +70,13 @@ LlmCallRecord MakeLlmCallRecord(const std::string& provider, const CompletionReq
   record.cost_usd = completion.cost_usd;
   record.latency_s = completion.latency_s;
   record.status = ToString(completion.outcome);
+  record.estimated_tokens = completion.estimated_tokens;
+  record.estimated_cost_usd = completion.estimated_cost_usd;
+  for (size_t i = 0; i < completion.attempt_log.size(); ++i) {
+    const CallAttempt& attempt = completion.attempt_log[i];
+    record.attempts.push_back({static_cast<int>(i + 1), attempt.http_status, ToString(attempt.outcome), attempt.seconds,
+                               attempt.waited_s, attempt.maybe_billed, attempt.error});
+  }
   return record;
 }
 

@@ -24,6 +24,8 @@ struct UsageTotals {
   int64_t completion_tokens = 0;
   double cost_usd = 0;
   int64_t unpriced_calls = 0;  // calls of unknown cost: tokens at no configured price, or a command
+  int64_t estimated_tokens = 0;   // Completion::estimated_tokens summed: attempts that may be billed unreported
+  double estimated_cost_usd = 0;  // likewise
 };
 
 struct LimitOptions {

@@ -1,6 +1,7 @@
 #include "llm/retry_policy.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 
@@ -44,11 +45,19 @@ double RetryPolicy::DelayAfter(int attempt, const HttpResponse& failed) const {
 HttpExchange RetryPolicy::Post(HttpTransport& transport, const HttpRequest& request) const {
   HttpExchange exchange;
   while (true) {
+    auto started = std::chrono::steady_clock::now();
     exchange.response = transport.Post(request);
     exchange.outcome = OutcomeOf(exchange.response);
     ++exchange.attempts;
+    CallAttempt& attempt = exchange.history.emplace_back();
+    attempt.http_status = exchange.response.status;
+    attempt.outcome = exchange.outcome;
+    attempt.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    attempt.maybe_billed = exchange.response.status == 0 && exchange.response.request_sent;
+    attempt.error = exchange.response.transport_error;
     if (!IsRetryable(exchange.outcome) || exchange.attempts >= options_.max_attempts) return exchange;
     double delay = DelayAfter(exchange.attempts, exchange.response);
+    attempt.waited_s = delay;
     LogDebug("POST {}: {} on attempt {} of {}; retrying in {:.2f} s", request.url, ToString(exchange.outcome),
              exchange.attempts, options_.max_attempts, delay);
     sleeper_->Sleep(delay);

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "llm/http_transport.h"
 #include "llm/random_source.h"
@@ -31,6 +32,7 @@ struct HttpExchange {
   HttpResponse response;
   CallOutcome outcome = CallOutcome::kOk;
   int attempts = 0;
+  std::vector<CallAttempt> history;  // one per attempt, in order
 };
 
 class RetryPolicy {

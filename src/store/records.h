@@ -120,6 +120,17 @@ struct EvaluationFilter {
   std::optional<std::string> run_id;
 };
 
+// One HTTP attempt of a model call.
+struct LlmAttemptRecord {
+  int attempt = 1;  // from 1
+  int http_status = 0;  // 0: no reply
+  std::string outcome;  // "ok", "rate_limited", "timeout", ...
+  double seconds = 0;
+  double waited_s = 0;  // slept before the next attempt
+  bool maybe_billed = false;
+  std::string error;
+};
+
 struct LlmCallRecord {
   int64_t id = 0;          // set by the store
   std::string created_at;  // set by the store
@@ -133,6 +144,9 @@ struct LlmCallRecord {
   double cost_usd = 0;
   double latency_s = 0;
   std::string status;  // "ok", "http_429", "timeout", ...
+  int64_t estimated_tokens = 0;  // attempts that may be billed without a usage report (an estimate)
+  double estimated_cost_usd = 0;
+  std::vector<LlmAttemptRecord> attempts;  // every HTTP attempt (none for replays and commands)
 };
 
 struct RunRecord {

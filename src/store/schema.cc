@@ -124,6 +124,24 @@ CREATE TABLE baselines (
 CREATE INDEX baselines_task_hash ON baselines(task_hash);
 )sql";
 
+// Every HTTP attempt of a model call (retries, waits, timeouts), and what calls whose attempts
+// reported no usage may have been billed (an estimate, kept apart from reported cost).
+const char kSchemaV4[] = R"sql(
+ALTER TABLE llm_calls ADD COLUMN estimated_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE llm_calls ADD COLUMN estimated_cost_usd REAL NOT NULL DEFAULT 0;
+CREATE TABLE llm_attempts (
+  call_id INTEGER NOT NULL REFERENCES llm_calls(id),
+  attempt INTEGER NOT NULL,
+  http_status INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  seconds REAL NOT NULL,
+  waited_s REAL NOT NULL,
+  maybe_billed INTEGER NOT NULL,
+  error TEXT NOT NULL,
+  PRIMARY KEY (call_id, attempt)
+) STRICT;
+)sql";
+
 // Refuses a file that holds some other program's tables, before any migration touches it.
 Status CheckIsKforgeDatabase(SqliteDb& db, int version) {
   ASSIGN_OR_RETURN(int64_t application_id, db.QueryInt64("PRAGMA application_id"));
@@ -158,6 +176,7 @@ const std::vector<Migration>& StoreMigrations() {
       {1, "environments, candidates, tasks, runs, evaluations, measurements, llm_calls", kSchemaV1},
       {2, "tuning", kSchemaV2},
       {3, "baselines", kSchemaV3},
+      {4, "llm_attempts, estimated use of llm_calls", kSchemaV4},
   };
   return migrations;
 }

@@ -235,23 +235,36 @@ Result<std::optional<Json>> Store::GetBaseline(const std::string& key) {
 
 Result<int64_t> Store::RecordLlmCall(const LlmCallRecord& record) {
   std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db_));
   ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare(R"sql(
 INSERT INTO llm_calls (created_at, run_id, provider, model, prompt, reply, prompt_tokens,
-                       completion_tokens, cost_usd, latency_s, status)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       completion_tokens, cost_usd, latency_s, status, estimated_tokens, estimated_cost_usd)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 )sql"));
   RETURN_IF_ERROR(statement.BindAll(clock_.NowIso8601(), record.run_id, record.provider, record.model, record.prompt,
                                     record.reply, record.prompt_tokens, record.completion_tokens, record.cost_usd,
-                                    record.latency_s, record.status));
+                                    record.latency_s, record.status, record.estimated_tokens, record.estimated_cost_usd));
   RETURN_IF_ERROR(statement.Run().WithContext("recording an LLM call to " + record.model));
-  return db_.LastInsertRowId();
+  const int64_t id = db_.LastInsertRowId();
+  for (const LlmAttemptRecord& attempt : record.attempts) {
+    ASSIGN_OR_RETURN(SqliteStatement insert, db_.Prepare(R"sql(
+INSERT INTO llm_attempts (call_id, attempt, http_status, outcome, seconds, waited_s, maybe_billed, error)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+)sql"));
+    RETURN_IF_ERROR(insert.BindAll(id, static_cast<int64_t>(attempt.attempt), static_cast<int64_t>(attempt.http_status),
+                                   attempt.outcome, attempt.seconds, attempt.waited_s,
+                                   static_cast<int64_t>(attempt.maybe_billed ? 1 : 0), attempt.error));
+    RETURN_IF_ERROR(insert.Run().WithContext("recording an attempt of an LLM call to " + record.model));
+  }
+  RETURN_IF_ERROR(transaction.Commit());
+  return id;
 }
 
 namespace {
 
 constexpr char kLlmCallColumns[] =
     "id, created_at, run_id, provider, model, prompt, reply, prompt_tokens, completion_tokens, cost_usd, latency_s, "
-    "status";
+    "status, estimated_tokens, estimated_cost_usd";
 
 LlmCallRecord ReadLlmCall(const SqliteStatement& statement) {
   LlmCallRecord record;
@@ -267,7 +280,21 @@ LlmCallRecord ReadLlmCall(const SqliteStatement& statement) {
   record.cost_usd = statement.ColumnDouble(9);
   record.latency_s = statement.ColumnDouble(10);
   record.status = statement.ColumnText(11);
+  record.estimated_tokens = statement.ColumnInt64(12);
+  record.estimated_cost_usd = statement.ColumnDouble(13);
   return record;
+}
+
+LlmAttemptRecord ReadLlmAttempt(const SqliteStatement& statement) {
+  LlmAttemptRecord attempt;
+  attempt.attempt = static_cast<int>(statement.ColumnInt64(0));
+  attempt.http_status = static_cast<int>(statement.ColumnInt64(1));
+  attempt.outcome = statement.ColumnText(2);
+  attempt.seconds = statement.ColumnDouble(3);
+  attempt.waited_s = statement.ColumnDouble(4);
+  attempt.maybe_billed = statement.ColumnInt64(5) != 0;
+  attempt.error = statement.ColumnText(6);
+  return attempt;
 }
 
 }  // namespace
@@ -279,7 +306,14 @@ Result<LlmCallRecord> Store::GetLlmCall(int64_t id) {
   RETURN_IF_ERROR(statement.BindAll(id));
   ASSIGN_OR_RETURN(bool has_row, statement.Step());
   if (!has_row) return Status::NotFound("no LLM call with id " + std::to_string(id));
-  return ReadLlmCall(statement);
+  LlmCallRecord call = ReadLlmCall(statement);
+  ASSIGN_OR_RETURN(SqliteStatement attempts, db_.Prepare(R"sql(
+SELECT attempt, http_status, outcome, seconds, waited_s, maybe_billed, error FROM llm_attempts
+WHERE call_id = ? ORDER BY attempt
+)sql"));
+  RETURN_IF_ERROR(attempts.BindAll(id));
+  ASSIGN_OR_RETURN(call.attempts, attempts.ReadAll(ReadLlmAttempt));
+  return call;
 }
 
 Result<std::vector<LlmCallRecord>> Store::ListLlmCalls(const std::string& run_id, int limit) {

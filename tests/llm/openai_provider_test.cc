@@ -114,6 +114,13 @@ TEST_F(OpenAiProviderTest, RateLimitIsRetriedAfterRetryAfter) {
   EXPECT_EQ(completion.text, "after the wait");
   EXPECT_EQ(completion.attempts, 2);
   EXPECT_GE(completion.latency_s, 0.05);
+  ASSERT_EQ(completion.attempt_log.size(), 2u);
+  EXPECT_EQ(completion.attempt_log[0].http_status, 429);
+  EXPECT_EQ(completion.attempt_log[0].outcome, CallOutcome::kRateLimited);
+  EXPECT_GT(completion.attempt_log[0].waited_s, 0);
+  EXPECT_FALSE(completion.attempt_log[0].maybe_billed);  // a 429 generated nothing
+  EXPECT_EQ(completion.attempt_log[1].outcome, CallOutcome::kOk);
+  EXPECT_EQ(completion.estimated_tokens, 0);
 }
 
 TEST_F(OpenAiProviderTest, ServerErrorThenSuccess) {
@@ -142,6 +149,14 @@ TEST_F(OpenAiProviderTest, SlowReplyTimesOut) {
   Completion completion = provider_->Complete(Request(/*timeout_s=*/0.3));
   EXPECT_EQ(completion.outcome, CallOutcome::kTimeout) << completion.error;
   EXPECT_EQ(completion.attempts, 2);
+  // Both attempts were sent and may have generated tokens the provider bills: estimated, at most
+  // the prompt and the output limit each, at gpt-test's price ($1 in, $2 out per million).
+  ASSERT_EQ(completion.attempt_log.size(), 2u);
+  EXPECT_TRUE(completion.attempt_log[0].maybe_billed && completion.attempt_log[1].maybe_billed);
+  int64_t prompt = EstimatePromptTokens(Request().messages);
+  EXPECT_EQ(completion.estimated_tokens, 2 * (prompt + 256));
+  EXPECT_NEAR(completion.estimated_cost_usd, 2 * (prompt * 1.0 + 256 * 2.0) / 1e6, 1e-12);
+  EXPECT_EQ(completion.prompt_tokens + completion.completion_tokens, 0);  // nothing was reported
   EXPECT_LT(completion.latency_s, 2.5);
   EXPECT_NE(completion.error.find("timeout"), std::string::npos) << completion.error;
 }
@@ -192,6 +207,7 @@ TEST_F(OpenAiProviderTest, NoServerIsANetworkError) {
   Completion completion = provider_->Complete(Request());
   EXPECT_EQ(completion.outcome, CallOutcome::kNetworkError) << completion.error;
   EXPECT_EQ(completion.attempts, 3);
+  EXPECT_EQ(completion.estimated_tokens, 0);  // never connected: nothing can be billed
 }
 
 TEST_F(OpenAiProviderTest, ExhaustedQuotaIsFatalAndNotRetried) {

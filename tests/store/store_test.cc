@@ -115,6 +115,11 @@ TEST_F(StoreTest, LlmCallRoundTrips) {
   call.cost_usd = 0.0123;
   call.latency_s = 4.5;
   call.status = "ok";
+  call.estimated_tokens = 9000;
+  call.estimated_cost_usd = 0.02;
+  call.attempts = {{1, 0, "timeout", 300.0, 1.5, true, "POST ... failed: Operation timed out"},
+                   {2, 429, "rate_limited", 0.2, 20.0, false, ""},
+                   {3, 200, "ok", 40.0, 0.0, false, ""}};
   auto id = store_->RecordLlmCall(call);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   auto stored = store_->GetLlmCall(*id);
@@ -128,6 +133,16 @@ TEST_F(StoreTest, LlmCallRoundTrips) {
   EXPECT_EQ(stored->cost_usd, 0.0123);
   EXPECT_EQ(stored->latency_s, 4.5);
   EXPECT_EQ(stored->status, "ok");
+  EXPECT_EQ(stored->estimated_tokens, 9000);
+  EXPECT_EQ(stored->estimated_cost_usd, 0.02);
+  ASSERT_EQ(stored->attempts.size(), 3u);
+  EXPECT_EQ(stored->attempts[0].outcome, "timeout");
+  EXPECT_TRUE(stored->attempts[0].maybe_billed);
+  EXPECT_EQ(stored->attempts[0].error, "POST ... failed: Operation timed out");
+  EXPECT_EQ(stored->attempts[1].http_status, 429);
+  EXPECT_EQ(stored->attempts[1].waited_s, 20.0);
+  EXPECT_EQ(stored->attempts[2].attempt, 3);
+  EXPECT_FALSE(stored->attempts[2].maybe_billed);
 
   call.run_id = "no-such-run";
   EXPECT_EQ(store_->RecordLlmCall(call).status().code(), StatusCode::kInvalidArgument);
