@@ -128,12 +128,69 @@ class _Worst:
                 int(self.bad_nonfinite.item()))
 
 
+_MAX_PATTERN_LINES = 1 << 22  # rows or columns tracked one by one; beyond, only their range
+
+
+class _Pattern:
+    """Where the elements beyond the tolerance are, over the output viewed as rows x columns (the
+    last dimension is the columns): how many, and which rows and columns hold any."""
+
+    def __init__(self, shape: list[int], device: torch.device):
+        self.columns = shape[-1] if shape else 1
+        self.rows = max(1, math.prod(shape) // max(self.columns, 1)) if shape else 1
+        self.bad = torch.zeros((), dtype=torch.int64, device=device)
+        self.bad_rows = torch.zeros(self.rows, dtype=torch.bool, device=device) if self.rows <= _MAX_PATTERN_LINES else None
+        self.bad_columns = (torch.zeros(self.columns, dtype=torch.bool, device=device)
+                            if self.columns <= _MAX_PATTERN_LINES else None)
+
+    def add(self, bad: torch.Tensor, positions: torch.Tensor) -> None:
+        self.bad += bad.sum()
+        where = positions[bad]
+        if self.bad_rows is not None:
+            self.bad_rows[where // self.columns] = True
+        if self.bad_columns is not None:
+            self.bad_columns[where % self.columns] = True
+
+    @staticmethod
+    def _lines(marks: torch.Tensor | None, total: int, name: str) -> dict[str, Any] | None:
+        if marks is None or total <= 1:
+            return None
+        indices = marks.nonzero().flatten()
+        if indices.numel() == 0:
+            return None
+        first, last, count = int(indices[0].item()), int(indices[-1].item()), int(indices.numel())
+        lines = {"count": count, "of": total, "first": first, "last": last}
+        if count == total:
+            lines["words"] = f"every {name}"
+        elif count == 1:
+            lines["words"] = f"{name} {first} only"
+        elif count == last - first + 1 and last == total - 1:
+            lines["words"] = f"every {name} from {first} on (the tail), and no other"
+        elif count == last - first + 1:
+            lines["words"] = f"{name}s {first} to {last} only"
+        else:
+            lines["words"] = f"{count} of {total} {name}s, from {first} to {last}"
+        return lines
+
+    def result(self, checked: int) -> dict[str, Any]:
+        pattern: dict[str, Any] = {"bad_elements": int(self.bad.item()), "checked_elements": checked}
+        for key, marks, total, name in (("rows", self.bad_rows, self.rows, "row"),
+                                        ("columns", self.bad_columns, self.columns, "column")):
+            lines = self._lines(marks, total, name)
+            if lines is not None:
+                pattern[key] = lines
+        return pattern
+
+
 def _judge_floats(got_of: Callable[[int, int], torch.Tensor], ref_of: Callable[[int, int], torch.Tensor],
                   count: int, scale: float, tolerance: Tolerance,
                   noise_of: Callable[[int, int], torch.Tensor] | None, noise_rms: float, spread: float,
-                  device: torch.device) -> tuple[float, int, float, int, float, float]:
+                  device: torch.device, pattern: _Pattern | None = None,
+                  position_of: Callable[[int, int], torch.Tensor] | None = None
+                  ) -> tuple[float, int, float, int, float, float]:
     """(worst ratio, its flat position, max abs error, NaN/Inf where the reference is finite,
-    the reference and candidate values there) over `count` elements given chunk by chunk."""
+    the reference and candidate values there) over `count` elements given chunk by chunk; the
+    elements beyond the tolerance go into `pattern` at `position_of(start, end)`."""
     worst = _Worst(device)
     for start, end in _spans(count):
         ref = ref_of(start, end).double()
@@ -148,8 +205,11 @@ def _judge_floats(got_of: Callable[[int, int], torch.Tensor], ref_of: Callable[[
         if noise_of is not None:
             noise = noise_of(start, end).to(device).double().nan_to_num(0.0, posinf=0.0, neginf=0.0)
             allowed = allowed + 2.0 * noise + spread * noise_rms
-        worst.add(diff / allowed, torch.where(finite & ~bad_nonfinite, diff, 0.0), start)
+        ratio = diff / allowed
+        worst.add(ratio, torch.where(finite & ~bad_nonfinite, diff, 0.0), start)
         worst.bad_nonfinite += bad_nonfinite.sum()
+        if pattern is not None:
+            pattern.add(ratio > 1.0, position_of(start, end))
     ratio, where, max_abs, bad = worst.result()
     return ratio, where, max_abs, bad, ref_of(where, where + 1).double().item(), \
         got_of(where, where + 1).double().item()
@@ -226,6 +286,15 @@ def compare_tensor(candidate: Any, reference: torch.Tensor, tolerance: Tolerance
         nonfinite_where_reference_finite=bad_nonfinite,
     )
     if not report["passed"]:
+        # A second pass, only for a failing output: where the bad elements are.
+        pattern = _Pattern(list(reference.shape), reference.device)
+        if sampled:
+            position_of = lambda s, e: where[s:e]  # noqa: E731
+        else:
+            position_of = lambda s, e: torch.arange(s, e, device=reference.device)  # noqa: E731
+        _judge_floats(got_of, ref_of, count, scale, tolerance, noise_of, noise_rms, spread, reference.device,
+                      pattern, position_of)
+        report["pattern"] = pattern.result(count)
         if bad_nonfinite:
             report["problem"] = f"{bad_nonfinite} NaN/Inf elements where the reference is finite"
         else:

@@ -141,3 +141,20 @@ def test_an_output_only_described_fails_on_its_shape():
     reference = torch.randn(4, 4)
     described = torch.empty(5, 4, device="meta")
     assert "shape [5, 4]" in compare_tensor(described, reference, FP32)["problem"]
+
+
+def test_a_failing_output_says_where_its_bad_elements_are():
+    tol = Tolerance(rtol=1e-4, atol=1e-4)
+    ref = torch.rand(64, 1024) + 1.0  # every element far from 0
+    tail = ref.clone()
+    tail[:, 768:] = 0.0
+    pattern = compare_tensor(tail, ref, tol)["pattern"]
+    assert pattern["bad_elements"] == 64 * 256 and pattern["checked_elements"] == 64 * 1024
+    assert pattern["columns"]["words"] == "every column from 768 on (the tail), and no other"
+    assert pattern["rows"]["words"] == "every row"
+    spot = ref.clone()
+    spot[5:9, 3] += 1.0
+    pattern = compare_tensor(spot, ref, tol)["pattern"]
+    assert pattern["bad_elements"] == 4
+    assert pattern["rows"]["words"] == "rows 5 to 8 only" and pattern["columns"]["words"] == "column 3 only"
+    assert "pattern" not in compare_tensor(ref.clone(), ref, tol)  # a passing output pays for no second pass

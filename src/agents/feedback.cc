@@ -73,6 +73,20 @@ std::string OutputLine(size_t index, const Json& output) {
                       JsonGet<double>(output, "reference_value", 0), JsonGet<double>(output, "candidate_value", 0));
   int nonfinite = JsonGet<int>(output, "nonfinite_where_reference_finite", 0);
   if (nonfinite > 0) line += fmt::format("; {} inf/nan values where the reference is finite", nonfinite);
+  // Where the bad elements are tells a tail bug (masked loads, the last block) from a wrong formula.
+  const Json& pattern = JsonField(output, "pattern");
+  if (pattern.is_object()) {
+    int64_t bad = JsonGet<int64_t>(pattern, "bad_elements", 0);
+    int64_t checked = JsonGet<int64_t>(pattern, "checked_elements", 0);
+    line += fmt::format("\n      {} of {} elements{} are beyond the tolerance ({:.3g}%)", bad, checked,
+                        output.contains("sampled_elements") ? " checked" : "",
+                        checked > 0 ? 100.0 * static_cast<double>(bad) / static_cast<double>(checked) : 0.0);
+    for (const char* lines : {"rows", "columns"}) {
+      const Json& where = JsonField(pattern, lines);
+      if (where.is_object()) line += fmt::format("; {}: {}", lines, JsonGet<std::string>(where, "words", ""));
+    }
+    if (pattern.contains("rows") || pattern.contains("columns")) line += " (rows: every dimension but the last)";
+  }
   return line;
 }
 

@@ -56,6 +56,13 @@ TEST(Feedback, WrongOutputNamesSetOutputErrorsAndWorstValues) {
   EXPECT_NE(text.find("- and "), std::string::npos);
 }
 
+TEST(Feedback, WrongOutputSaysHowManyElementsAreBadAndWhere) {
+  // A row-wise kernel whose column block stops at 192 of 256: the tail of every row is unwritten.
+  std::string text = FeedbackFromJson(LoadEvaluation("cpu_wrong_output_tail_relu"));
+  ExpectContains(text, {"1024 of 4096 elements are beyond the tolerance (25%)", "rows: every row",
+                        "columns: every column from 192 on (the tail), and no other"});
+}
+
 TEST(Feedback, RejectedHackSaysWhichCheckAndWhy) {
   std::string memo = FeedbackFromJson(LoadEvaluation("cpu_memoization_relu"));
   ExpectContains(memo, {"Verdict: rejected_hack(memoization)", "results are cached",
