@@ -29,6 +29,9 @@ def fingerprint(device: str) -> dict[str, Any]:
             sm_count=props.multi_processor_count,
             memory_bytes=props.total_memory,
             l2_bytes=getattr(props, "L2_cache_size", 0),
+            shared_memory_per_block_optin=getattr(props, "shared_memory_per_block_optin", 0),
+            shared_memory_per_sm=getattr(props, "shared_memory_per_multiprocessor", 0),
+            registers_per_sm=getattr(props, "regs_per_multiprocessor", 0),
             driver=_driver_version(),
         )
     else:

@@ -235,6 +235,24 @@ std::string Details(const std::string& kind, const Json& evaluation) {
 
 }  // namespace
 
+std::string BaselineSummary(const Json& evaluation) {
+  if (JsonGet<std::string>(evaluation, "verdict_kind", "") != "accepted" ||
+      !JsonGet<bool>(evaluation, "timings_meaningful", false) || !evaluation.contains("candidate_ms")) {
+    return "";
+  }
+  const Json& evidence = JsonField(evaluation, "evidence");
+  const Json& timing = JsonField(evidence, "timing");
+  std::string out = fmt::format("- PyTorch eager: {}\n", Ms(JsonField(evaluation, "reference_ms")));
+  if (timing.contains("reference_compile_ms")) out += fmt::format("- torch.compile: {}\n", Ms(JsonField(timing, "reference_compile_ms")));
+  out += fmt::format("- kforge's built-in compiler (the starting point): {}", Ms(JsonField(evaluation, "candidate_ms")));
+  const Json& roofline = JsonField(evidence, "roofline");
+  if (roofline.is_object()) {
+    out += fmt::format(", {:.0f}% of the roofline (floor {:.4g} ms)", 100 * JsonGet<double>(roofline, "fraction_of_roofline", 0),
+                       JsonGet<double>(roofline, "floor_ms", 0));
+  }
+  return out + "\nAn accepted candidate replaces the compiler's only when it is measurably faster.\n";
+}
+
 std::string FeedbackFor(const Evaluation& evaluation) { return FeedbackFromJson(evaluation.ToJson()); }
 
 std::string FeedbackFromJson(const Json& evaluation) {

@@ -16,6 +16,12 @@ std::string FeedbackFor(const Evaluation& evaluation);
 // The same from an evaluation's JSON (Evaluation::ToJson's shape, as reports and the store keep it).
 std::string FeedbackFromJson(const Json& evaluation);
 
+// The times a kernel writer has to beat, from the evaluation of the built-in compiler's candidate:
+// its time and the reference's in eager mode and under torch.compile, and its fraction of the
+// roofline. "" when its timings mean nothing (the CPU) or it was not accepted.
+// Takes the evaluation as Evaluation::ToJson gives it.
+std::string BaselineSummary(const Json& compiler_candidate);
+
 // A Python traceback cut down to the frames in the candidate's own file ("candidate.py") and the
 // exception lines; other frames become one "..." line. At most the last `max_lines` lines.
 std::string CandidateTraceback(const std::string& traceback, size_t max_lines = 40);

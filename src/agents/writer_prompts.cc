@@ -40,7 +40,8 @@ Result<PromptValues> CommonValues(const PromptLibrary& prompts, const WriterBrie
                       {"approach", Trimmed(approach)},
                       {"previous_candidate", Trimmed(context.previous_candidate)},
                       {"previous_feedback", Trimmed(context.previous_feedback)},
-                      {"reply_problem", Trimmed(context.reply_problem)}};
+                      {"reply_problem", Trimmed(context.reply_problem)},
+                      {"to_beat", Trimmed(brief.to_beat)}};
 }
 
 std::string BestSummary(const AcceptedCandidate& best) {
@@ -53,6 +54,52 @@ std::string TargetDescription(const std::string& device, const std::string& gpu_
   if (device == "cpu") return "the CPU, through Triton's interpreter (TRITON_INTERPRET=1)";
   if (!gpu_name.empty()) return "the " + gpu_name + " GPU (" + device + ")";
   return "a CUDA GPU (" + device + ")";
+}
+
+TargetMachine TargetMachine::FromFingerprint(const std::string& device, const Json& fingerprint) {
+  TargetMachine machine;
+  machine.device = device;
+  auto text = [&](const char* key) {
+    const Json& value = JsonField(fingerprint, key);
+    return value.is_string() ? value.get<std::string>() : std::string();
+  };
+  machine.gpu = text("gpu");
+  machine.compute_capability = text("compute_capability");
+  machine.cuda = text("cuda");
+  machine.driver = text("driver");
+  machine.torch = text("torch");
+  machine.triton = text("triton");
+  machine.python = text("python");
+  machine.sm_count = JsonGet<int>(fingerprint, "sm_count", 0);
+  machine.memory_bytes = JsonGet<int64_t>(fingerprint, "memory_bytes", 0);
+  machine.l2_bytes = JsonGet<int64_t>(fingerprint, "l2_bytes", 0);
+  machine.shared_memory_per_block = JsonGet<int64_t>(fingerprint, "shared_memory_per_block_optin", 0);
+  machine.shared_memory_per_sm = JsonGet<int64_t>(fingerprint, "shared_memory_per_sm", 0);
+  machine.registers_per_sm = JsonGet<int>(fingerprint, "registers_per_sm", 0);
+  return machine;
+}
+
+std::string TargetDescription(const TargetMachine& machine) {
+  std::vector<std::string> hardware;
+  if (!machine.compute_capability.empty()) hardware.push_back("compute capability " + machine.compute_capability);
+  if (machine.sm_count > 0) hardware.push_back(fmt::format("{} SMs", machine.sm_count));
+  if (machine.memory_bytes > 0) hardware.push_back(fmt::format("{:.1f} GiB of memory", machine.memory_bytes / double(1 << 30)));
+  if (machine.l2_bytes > 0) hardware.push_back(fmt::format("{} MiB of L2 cache", machine.l2_bytes >> 20));
+  if (machine.shared_memory_per_block > 0) {
+    std::string shared = fmt::format("up to {} KiB of shared memory per block", machine.shared_memory_per_block >> 10);
+    if (machine.shared_memory_per_sm > 0) shared += fmt::format(" ({} KiB per SM)", machine.shared_memory_per_sm >> 10);
+    hardware.push_back(shared);
+  }
+  if (machine.registers_per_sm > 0) hardware.push_back(fmt::format("{} registers per SM", machine.registers_per_sm));
+  std::vector<std::string> software;
+  if (!machine.cuda.empty()) software.push_back("CUDA " + machine.cuda);
+  if (!machine.torch.empty()) software.push_back("torch " + machine.torch);
+  if (!machine.triton.empty()) software.push_back("Triton " + machine.triton);
+  if (!machine.python.empty()) software.push_back("Python " + machine.python);
+  std::string out = TargetDescription(machine.device, machine.gpu);
+  if (!hardware.empty()) out += fmt::format(": {}", fmt::join(hardware, ", "));
+  if (!software.empty()) out += fmt::format("{}{}", hardware.empty() ? ", with " : "; ", fmt::join(software, ", "));
+  return out;
 }
 
 Result<std::string> SystemPrompt(const PromptLibrary& prompts, const WriterBrief& brief) {

@@ -9,6 +9,7 @@
 
 #include "agents/attempt.h"
 #include "agents/prompt_library.h"
+#include "core/json.h"
 #include "llm/message.h"
 #include "tasks/task.h"
 
@@ -23,6 +24,7 @@ struct WriterBrief {
   std::string precision = "fp32";
   std::string ir_summary;              // the captured graph and its fusion groups, when known
   std::string starting_candidate;      // the built-in compiler's ModelNew, when there is one
+  std::string to_beat;                 // the times to beat (BaselineSummary), when measured
 };
 
 // What a round builds on: the writer's memory of earlier rounds.
@@ -37,6 +39,23 @@ struct RoundContext {
 
 // "the NVIDIA H200 GPU (cuda:0)" from a device and the GPU's name; the CPU says it runs the interpreter.
 std::string TargetDescription(const std::string& device, const std::string& gpu_name);
+
+// What a kernel writer is told about the machine and the software its kernels run on, read once
+// from the worker's environment fingerprint (env_info.py); unknown facts stay 0 or "".
+struct TargetMachine {
+  std::string device;  // "cpu" or "cuda:N"
+  std::string gpu, compute_capability, cuda, driver, torch, triton, python;
+  int sm_count = 0;
+  int64_t memory_bytes = 0, l2_bytes = 0, shared_memory_per_block = 0, shared_memory_per_sm = 0;
+  int registers_per_sm = 0;
+
+  static TargetMachine FromFingerprint(const std::string& device, const Json& fingerprint);
+};
+
+// TargetDescription's words followed by every known fact: "the NVIDIA H200 GPU (cuda:0): compute
+// capability 9.0, 132 SMs, 139.8 GiB of memory, 60 MiB of L2 cache, up to 227 KiB of shared memory
+// per block (228 KiB per SM), 65536 registers per SM; CUDA 13.0, torch 2.11.0, Triton 3.6.0, Python 3.12.3".
+std::string TargetDescription(const TargetMachine& machine);
 
 // The system message: system.md with the knowledge folder's examples.
 Result<std::string> SystemPrompt(const PromptLibrary& prompts, const WriterBrief& brief);

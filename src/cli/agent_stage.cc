@@ -10,6 +10,7 @@
 
 #include "agents/candidate_judge.h"
 #include "agents/decomposition.h"
+#include "agents/feedback.h"
 #include "agents/prompt_library.h"
 #include "agents/task_writer.h"
 #include "agents/writer_pool.h"
@@ -261,7 +262,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   WriterBrief brief;
   brief.task = task;
   brief.device = workspace.device();
-  brief.target = TargetDescription(workspace.device(), workspace.gpu_name());
+  brief.target = TargetDescription(TargetMachine::FromFingerprint(workspace.device(), workspace.fingerprint()));
   if (auto peaks = PeaksFor(workspace.gpu_name(), eval_options.precision)) {
     // The numbers the roofline check uses: what a kernel can hope for, and what is too good to be true.
     brief.target += fmt::format(", with about {:.1f} TB/s of memory bandwidth and {:.0f} TFLOP/s of peak matrix math "
@@ -271,6 +272,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   brief.precision = ToString(eval_options.precision);
   brief.ir_summary = start.ir_summary;
   brief.starting_candidate = start.compiler_candidate;
+  if (start.compiler_evaluation) brief.to_beat = BaselineSummary(start.compiler_evaluation->ToJson());
 
   Evaluator evaluator(workspace.workers(), eval_options);
   const std::string origin = "llm:" + settings.llm;

@@ -43,6 +43,7 @@ struct AgentSettings {
 struct AgentStart {
   std::string ir_summary;          // the captured graph and its fusion groups
   std::string compiler_candidate;  // the built-in compiler's ModelNew ("" when it had none)
+  std::optional<Evaluation> compiler_evaluation;  // its evaluation, for the times to beat
   // For decomposition (null: whole-program generation only): the graph after the passes, its
   // plan, and how the compiler wrote its candidate (groups without a verified part keep that).
   const ir::Graph* graph = nullptr;

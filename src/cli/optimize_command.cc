@@ -132,6 +132,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
     AgentStart start;
     start.ir_summary = IrSummary(compiled);
     start.compiler_candidate = source;
+    start.compiler_evaluation = evaluation;
     if (compiled.whole()) {  // decomposition works on one graph; a partial candidate is improved whole
       start.graph = &compiled.graphs.front().graph;
       start.plan = &compiled.graphs.front().plan;

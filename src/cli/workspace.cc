@@ -138,6 +138,7 @@ Result<std::unique_ptr<Workspace>> Workspace::OpenForDevice(const CommonOptions&
   ASSIGN_OR_RETURN(std::unique_ptr<Workspace> workspace, Open(options));
   ASSIGN_OR_RETURN(Json fingerprint, workspace->Fingerprint());
   workspace->gpu_name_ = JsonGet<std::string>(fingerprint, "gpu", "");
+  workspace->fingerprint_ = fingerprint;
   Json machine = Json::object();
   for (const char* key : {"device", "gpu", "driver", "cuda", "compute_capability", "torch", "triton", "cpu"}) {
     machine[key] = JsonField(fingerprint, key);

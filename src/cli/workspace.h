@@ -46,6 +46,8 @@ class Workspace {
   Result<Json> Fingerprint();
   // The GPU's name from the fingerprint ("" on the CPU or before OpenForDevice).
   const std::string& gpu_name() const { return gpu_name_; }
+  // The worker's environment fingerprint (env_info.py; null before OpenForDevice).
+  const Json& fingerprint() const { return fingerprint_; }
 
   // The evaluator's options for this workspace's device (exchange folder, GPU, timing budget, the
   // stored baselines; `fresh_baselines`: measured again and replaced); callers set the rest.
@@ -63,6 +65,7 @@ class Workspace {
   std::filesystem::path root_;
   std::string device_;
   std::string gpu_name_;
+  Json fingerprint_;
   std::string baseline_environment_;
   std::unique_ptr<DeviceWorkers> workers_;
   std::unique_ptr<Store> store_;

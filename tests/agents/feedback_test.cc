@@ -63,6 +63,13 @@ TEST(Feedback, WrongOutputSaysHowManyElementsAreBadAndWhere) {
                         "columns: every column from 192 on (the tail), and no other"});
 }
 
+TEST(Feedback, BaselineSummaryGivesTheTimesToBeat) {
+  std::string text = BaselineSummary(LoadEvaluation("gpu_accepted_softmax"));
+  ExpectContains(text, {"- PyTorch eager: ", "- kforge's built-in compiler (the starting point): ", "measurably faster"});
+  EXPECT_EQ(BaselineSummary(LoadEvaluation("cpu_accepted_relu")), "");  // timings on the CPU mean nothing
+  EXPECT_EQ(BaselineSummary(LoadEvaluation("cpu_wrong_output_relu")), "");
+}
+
 TEST(Feedback, RejectedHackSaysWhichCheckAndWhy) {
   std::string memo = FeedbackFromJson(LoadEvaluation("cpu_memoization_relu"));
   ExpectContains(memo, {"Verdict: rejected_hack(memoization)", "results are cached",

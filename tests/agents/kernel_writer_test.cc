@@ -238,7 +238,7 @@ TEST_F(KernelWriterTest, UntimedAcceptanceEndsTheRun) {
 
 TEST_F(KernelWriterTest, BudgetStopsTheWriter) {
   provider_.AnswerWith([](const CompletionRequest&) { return OkReply(ProgramReply("runtime"), 100, 100, 0.5); });
-  WriterResult result = Run(BudgetLimits{0, 1.0, 0});
+  WriterResult result = Run(BudgetLimits{.max_usd = 1.0});
   EXPECT_EQ(result.attempts.size(), 2u);
   EXPECT_EQ(result.stop_reason, "the budget of $1.00 is spent ($1.0000)");
   EXPECT_FALSE(result.best.has_value());

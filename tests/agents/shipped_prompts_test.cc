@@ -126,3 +126,23 @@ TEST_F(ShippedPromptsTest, VariantsPickDifferentApproaches) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+TEST(TargetMachineTest, TheFullHardwareAndSoftwareFromTheFingerprint) {
+  Json fingerprint = Json::parse(R"({"gpu": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132,
+      "memory_bytes": 150109880320, "l2_bytes": 62914560, "shared_memory_per_block_optin": 232448,
+      "shared_memory_per_sm": 233472, "registers_per_sm": 65536, "cuda": "13.0", "torch": "2.11.0+cu130",
+      "triton": "3.6.0", "python": "3.12.3"})");
+  EXPECT_EQ(TargetDescription(TargetMachine::FromFingerprint("cuda:0", fingerprint)),
+            "the NVIDIA H200 GPU (cuda:0): compute capability 9.0, 132 SMs, 139.8 GiB of memory, 60 MiB of L2 cache, "
+            "up to 227 KiB of shared memory per block (228 KiB per SM), 65536 registers per SM; CUDA 13.0, "
+            "torch 2.11.0+cu130, Triton 3.6.0, Python 3.12.3");
+  Json cpu = Json::parse(R"({"gpu": null, "torch": "2.11.0", "triton": "3.6.0", "python": "3.11.2"})");
+  EXPECT_EQ(TargetDescription(TargetMachine::FromFingerprint("cpu", cpu)),
+            "the CPU, through Triton's interpreter (TRITON_INTERPRET=1), with torch 2.11.0, Triton 3.6.0, Python 3.11.2");
+}
+
+}  // namespace
+}  // namespace kforge

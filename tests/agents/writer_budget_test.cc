@@ -22,7 +22,7 @@ TEST(WriterBudget, UnlimitedUntilStopped) {
 
 TEST(WriterBudget, AttemptLimit) {
   FakeClock clock;
-  WriterBudget budget(BudgetLimits{0, 0, 2}, clock);
+  WriterBudget budget(BudgetLimits{.max_attempts = 2}, clock);
   EXPECT_TRUE(budget.TryStartAttempt());
   EXPECT_TRUE(budget.TryStartAttempt());
   EXPECT_FALSE(budget.TryStartAttempt());
@@ -31,7 +31,7 @@ TEST(WriterBudget, AttemptLimit) {
 
 TEST(WriterBudget, DollarLimitCountsWhatWasCharged) {
   FakeClock clock;
-  WriterBudget budget(BudgetLimits{0, 0.05, 0}, clock);
+  WriterBudget budget(BudgetLimits{.max_usd = 0.05}, clock);
   EXPECT_TRUE(budget.TryStartAttempt());
   budget.Charge(0.03, 1500);
   EXPECT_TRUE(budget.TryStartAttempt());
@@ -42,10 +42,21 @@ TEST(WriterBudget, DollarLimitCountsWhatWasCharged) {
   EXPECT_DOUBLE_EQ(budget.spent_usd(), 0.06);
 }
 
+TEST(WriterBudget, TokenLimitCountsWhatWasCharged) {
+  FakeClock clock;
+  WriterBudget budget(BudgetLimits{.max_tokens = 2000}, clock);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  budget.Charge(0, 1500);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  budget.Charge(0, 600);
+  EXPECT_FALSE(budget.TryStartAttempt());
+  EXPECT_EQ(budget.stop_reason(), "the budget of 2000 tokens is spent (2100 tokens)");
+}
+
 TEST(WriterBudget, WallTimeLimit) {
   FakeClock clock;
   clock.Advance(1000);  // the budget counts from its own start
-  WriterBudget budget(BudgetLimits{60, 0, 0}, clock);
+  WriterBudget budget(BudgetLimits{.max_seconds = 60}, clock);
   EXPECT_TRUE(budget.TryStartAttempt());
   clock.Advance(59);
   EXPECT_TRUE(budget.TryStartAttempt());
@@ -56,7 +67,7 @@ TEST(WriterBudget, WallTimeLimit) {
 }
 
 TEST(WriterBudget, AttemptLimitHoldsAcrossThreads) {
-  WriterBudget budget(BudgetLimits{0, 0, 50});
+  WriterBudget budget(BudgetLimits{.max_attempts = 50});
   std::atomic<int> started{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
