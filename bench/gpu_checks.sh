@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|graphs|probe|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|graphs|probe|counters|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
 #  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
@@ -107,6 +107,25 @@ case "$what" in
       echo "== ${pair}"
       TRITON_PRINT_AUTOTUNING=1 timeout 200 python3 bench/first_call_probe.py "${pair%%:*}" "${pair#*:}"
     done 2>&1 | tee "$out/probe.log" ;;
+esac
+case "$what" in
+  counters)
+    # Hardware counters under the real sandbox: one evaluation with --kernel-counters (its
+    # evidence.kernel_counters), then an LLM stage whose stand-in model answers a Triton ReLU and
+    # then the same again: the second round's speed-up prompt must say what bounds the kernel.
+    "$kforge" --workspace /tmp/kforge-counters eval tasks/level1/01_relu.py \
+      tests/corpus/candidates/l1_01_relu/honest_relu.py --kernel-counters --json > "$out/counters_eval.json" 2> "$out/counters_eval.log"
+    python3 -c "import json,sys; e=json.load(open(sys.argv[1])); c=e['evidence'].get('kernel_counters'); \
+print(e['verdict_kind'], json.dumps(c)[:1500]); print('phase_s', e['evidence']['process']['phase_s'])" "$out/counters_eval.json"
+    rm -rf /tmp/kforge-counters-out
+    "$kforge" --workspace /tmp/kforge-counters optimize tasks/level1/01_relu.py --out /tmp/kforge-counters-out \
+      --llm "command:sh $PWD/bench/fenced_reply.sh $PWD/tests/corpus/candidates/l1_01_relu/honest_relu.py" \
+      --workers 1 --rounds 2 --patience 1 > "$out/counters_llm.log" 2>&1
+    echo "optimize exit $?"
+    prompt="$(find /tmp/kforge-counters-out -path '*round2*' -name prompt.md | head -1)"
+    [ -n "$prompt" ] && cp "$prompt" "$out/counters_speedup_prompt.md"
+    grep -n -A8 "What bounds the kernels\|Hardware counters were not read\|Bound by the host" "${prompt:-/dev/null}" | head -30
+    tail -5 "$out/counters_llm.log" ;;
 esac
 case "$what" in
   baseline|all)

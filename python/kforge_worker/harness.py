@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from . import compile_ahead, provenance, timing, tuning
+from . import compile_ahead, kernel_profile, provenance, timing, tuning
 from .file_watch import FileWatch
 from .guards import TIMER_NAMES, GlobalState, Identities
 from .inputs import call_seed, is_dense
@@ -374,6 +374,21 @@ class Run:
         trace["authored_names"] = sorted(authored)
         self.result["provenance"] = trace
         self.result["phase_s"]["profile"] = time.perf_counter() - started
+        if self.device.type == "cuda" and self.job.get("kernel_counters"):
+            self.kernel_counters(inputs, authored)
+
+    def kernel_counters(self, inputs: list, authored: set[str]) -> None:
+        """The hardware counters of the candidate's kernels (advice for the next attempt, never
+        evidence for the verdict); a failure here is reported, never the candidate's."""
+        started = time.perf_counter()
+        try:
+            counters = kernel_profile.measure(self.candidate_path, os.path.join(self.exchange, "init.pt"), inputs,
+                                              self.model, self.private_dir, authored,
+                                              timeout_s=float(self.job.get("kernel_counters_timeout_s", 60)))
+        except Exception as error:  # advisory: never the candidate's failure
+            counters = {"skipped": f"{type(error).__name__}: {error}"[:500]}
+        self.result["kernel_counters"] = counters
+        self.result["phase_s"]["kernel_counters"] = time.perf_counter() - started
 
     def second_size(self) -> None:
         """The call at a second size: right there, or refused with an exception; last, since a

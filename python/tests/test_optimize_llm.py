@@ -213,3 +213,14 @@ def test_empty_reply_and_wrong_output_are_fed_back_until_a_fix(tmp_path):
     assert verdicts(report) == ["empty_reply", "wrong_output", "accepted"]
     third = (tmp_path / "out" / "03_softmax" / "llm" / "writer1" / "round3" / "prompt.md").read_text()
     assert "max abs" in third or "error" in third  # the evaluator's numbers went back to the model
+
+
+def test_search_settings_out_of_range_are_refused_before_any_work(tmp_path):
+    for flag, value, words in (("--patience", "0", "--patience must be at least 1"),
+                               ("--min-gain", "1.5", "--min-gain must be at least 0 and below 1"),
+                               ("--workers", "0", "--workers and --rounds must be at least 1")):
+        done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--out",
+                               str(tmp_path / "out"), "--llm", f"replay:{CASSETTE}", flag, value, RELU],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and words in done.stderr, done.stderr[-1000:]
+        assert "compiling" not in done.stderr  # refused before the compiler ran

@@ -194,6 +194,50 @@ std::string KernelTimes(const Json& provenance) {
   return out.empty() ? "" : "Kernels on the hot path:\n" + out;
 }
 
+// Where a call's time goes when the GPU is idle for most of it: launches and Python, not kernels.
+std::string HostShare(const Json& evaluation, const Json& evidence) {
+  const Json& provenance = JsonField(evidence, "provenance");
+  if (!JsonGet<bool>(provenance, "times_meaningful", false)) return "";
+  double kernel_us = 0;
+  int launches = 0;
+  for (const Json& kernel : JsonField(provenance, "kernels")) {
+    kernel_us += JsonGet<double>(kernel, "time_us", 0);
+    launches += JsonGet<int>(kernel, "calls", 0);
+  }
+  double call_us = 1000 * JsonGet<double>(JsonField(evaluation, "candidate_ms"), "median", 0);
+  if (call_us <= 0 || kernel_us >= 0.5 * call_us) return "";
+  return fmt::format("Bound by the host: a call takes {:.1f} us but its {} kernel launch(es) run {:.1f} us on the GPU; the "
+                     "rest is launch and Python overhead. Fewer, larger kernels (fusion) or one CUDA graph replayed on the "
+                     "current stream would remove it.\n",
+                     call_us, launches, kernel_us);
+}
+
+const char* BoundAdvice(const std::string& bound) {
+  if (bound == "memory") return "move fewer bytes: fuse with the neighbouring work, read each input once, wide coalesced accesses";
+  if (bound == "compute") return "do less arithmetic per output: tensor cores where the precision policy allows, less index math";
+  return "hide latency: more blocks or warps in flight, larger tiles with software pipelining (num_stages), fewer registers";
+}
+
+// What bounds each of the candidate's kernels, from Nsight Compute (kernel_profile.py).
+std::string CounterLines(const Json& counters) {
+  if (!counters.is_object()) return "";
+  if (counters.contains("skipped")) {
+    return "Hardware counters were not read: " + JsonGet<std::string>(counters, "skipped", "?") + "\n";
+  }
+  std::string out;
+  size_t shown = 0;
+  for (const Json& kernel : JsonField(counters, "kernels")) {
+    if (shown++ == 4) break;
+    std::string bound = JsonGet<std::string>(kernel, "bound", "?");
+    std::string facts;
+    for (const Json& fact : JsonField(kernel, "facts")) facts += (facts.empty() ? "" : "; ") + fact.get<std::string>();
+    out += fmt::format("- {} ({}), {:.1f} us: {}-bound. {}. Next: {}.\n", Shorten(JsonGet<std::string>(kernel, "name", "?"), kMaxNameChars),
+                       JsonGet<std::string>(kernel, "class", "?") == "authored" ? "yours" : JsonGet<std::string>(kernel, "class", "?"),
+                       JsonGet<double>(kernel, "time_us", 0), bound, facts, BoundAdvice(bound));
+  }
+  return out.empty() ? "" : "What bounds the kernels (Nsight Compute, one forward at the GPU's own clocks):\n" + out;
+}
+
 std::string AcceptedDetails(const Json& evaluation, const Json& evidence) {
   if (!JsonGet<bool>(evaluation, "timings_meaningful", false) || !evaluation.contains("speedup")) {
     return "Timings here mean nothing (Triton's interpreter on the CPU, or timing was off): no speed comparison was "
@@ -215,7 +259,8 @@ std::string AcceptedDetails(const Json& evaluation, const Json& evidence) {
     out += fmt::format("Roofline: the floor is {:.4g} ms; this candidate runs at {:.0f}% of the roofline.\n",
                        JsonGet<double>(roofline, "floor_ms", 0), 100 * JsonGet<double>(roofline, "fraction_of_roofline", 0));
   }
-  return out + KernelTimes(JsonField(evidence, "provenance"));
+  return out + KernelTimes(JsonField(evidence, "provenance")) + HostShare(evaluation, evidence) +
+         CounterLines(JsonField(evidence, "kernel_counters"));
 }
 
 std::string Details(const std::string& kind, const Json& evaluation) {

@@ -101,7 +101,16 @@ Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store*
 Json AgentSettings::ToJson() const {
   return {{"llm", llm},           {"llm_config", llm_config}, {"workers", workers}, {"rounds", rounds},
           {"budget_usd", budget_usd}, {"budget_tokens", budget_tokens}, {"budget_s", budget_s},
-          {"record", record},         {"route", route}};
+          {"record", record},         {"route", route},           {"patience", patience},
+          {"min_gain", min_gain},     {"kernel_counters", kernel_counters}};
+}
+
+Status AgentSettings::Validate() const {
+  if (workers < 1 || rounds < 1) return Status::InvalidArgument("--workers and --rounds must be at least 1");
+  if (patience < 1) return Status::InvalidArgument("--patience must be at least 1");
+  if (!(min_gain >= 0 && min_gain < 1)) return Status::InvalidArgument("--min-gain must be at least 0 and below 1");
+  if (budget_usd < 0 || budget_tokens < 0) return Status::InvalidArgument("--budget-usd and --budget-tokens cannot be negative");
+  return Status::Ok();
 }
 
 AgentSettings AgentSettings::FromJson(const Json& json) {
@@ -115,6 +124,9 @@ AgentSettings AgentSettings::FromJson(const Json& json) {
   settings.budget_s = JsonGet<double>(json, "budget_s", 0);
   settings.record = JsonGet<std::string>(json, "record", "");
   settings.route = JsonGet<std::string>(json, "route", settings.route);
+  settings.patience = JsonGet<int>(json, "patience", settings.patience);
+  settings.min_gain = JsonGet<double>(json, "min_gain", settings.min_gain);
+  settings.kernel_counters = JsonGet<bool>(json, "kernel_counters", settings.kernel_counters);
   return settings;
 }
 
@@ -172,6 +184,8 @@ Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::fi
   options.writers = stage.settings.workers;
   options.max_rounds = stage.settings.rounds;
   options.scope = label;
+  options.speedup_patience = stage.settings.patience;
+  options.min_gain = stage.settings.min_gain;
   options.budget = RemainingBudget(stage);
   WriterPool pool(options, brief, stage.prompts, stage.provider, stage.judge, folder,
                   [&](const AttemptRecord& attempt, const PoolProgress& progress) {
@@ -245,7 +259,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
                                    const AgentStart& start, const EvalOptions& eval_options,
                                    const std::filesystem::path& folder, StageProvider& provider,
                                    const CommonOptions& common) {
-  if (settings.workers < 1 || settings.rounds < 1) return Status::InvalidArgument("--workers and --rounds must be at least 1");
+  RETURN_IF_ERROR(settings.Validate());
   ASSIGN_OR_RETURN(std::vector<Route> routes, RouteOrder(settings, start));
   ASSIGN_OR_RETURN(PromptLibrary prompts, LoadShippedPrompts());
   std::error_code ec;
@@ -274,7 +288,9 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   brief.starting_candidate = start.compiler_candidate;
   if (start.compiler_evaluation) brief.to_beat = BaselineSummary(start.compiler_evaluation->ToJson());
 
-  Evaluator evaluator(workspace.workers(), eval_options);
+  EvalOptions judged_with = eval_options;
+  judged_with.kernel_counters = settings.kernel_counters;
+  Evaluator evaluator(workspace.workers(), judged_with);
   const std::string origin = "llm:" + settings.llm;
   SerialJudge judge(evaluator, [&](const TaskFile& judged, const std::filesystem::path& candidate, const Evaluation& evaluation) {
     auto source = ReadFile(candidate);

@@ -18,6 +18,7 @@ struct EvalFlags {
   double memory_limit_gib = 0;  // 0: half the memory available when kforge starts
   bool json = false;
   bool no_timing = false;
+  bool kernel_counters = false;
   bool full_size = false;
   bool fresh_baselines = false;
 };
@@ -40,6 +41,7 @@ int RunEval(const EvalFlags& flags, const CommonOptions& common) {
   options.seeds = flags.seeds;
   options.timeout_s = flags.timeout_s;
   options.timing = !flags.no_timing;
+  options.kernel_counters = flags.kernel_counters;
   options.cpu_sizes = !flags.full_size;
   if (flags.memory_limit_gib > 0) options.memory_limit_bytes = static_cast<uint64_t>(flags.memory_limit_gib * (1ull << 30));
   if (options.device == "cpu" && !common.quiet) {
@@ -87,6 +89,9 @@ CommandRunner AttachEval(CLI::App& app, const CommonOptions& common) {
                  "has available)");
   app.add_flag("--json", flags->json, "print each evaluation as one line of JSON");
   app.add_flag("--no-timing", flags->no_timing, "check correctness only");
+  app.add_flag("--kernel-counters", flags->kernel_counters,
+               "on a GPU, also read the candidate's kernels' hardware counters with Nsight Compute (advice only: "
+               "what bounds each kernel, in evidence.kernel_counters)");
   app.add_flag("--full-size", flags->full_size, "on the CPU, keep the task's full sizes");
   app.add_flag("--fresh-baselines", flags->fresh_baselines,
                "time the reference again instead of reusing its stored timing from this machine");

@@ -222,6 +222,9 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
     return UsageError("--describe needs --llm: a model writes the task from the description");
   }
   OptimizeSettings settings = flags.settings;
+  if (!settings.agents.llm.empty()) {
+    if (Status valid = settings.agents.Validate(); !valid.ok()) return UsageError(valid.message());
+  }
   if (!flags.budget.empty()) {
     auto budget = ParseDuration(flags.budget);
     if (!budget.ok()) return UsageError("--budget: " + budget.status().message());
@@ -316,6 +319,13 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--route", agents.route,
                  "auto: the router picks whole-program generation or decomposition into the compiler's fusion groups "
                  "(the other is the fallback); whole; decompose")->capture_default_str();
+  app.add_option("--patience", agents.patience, "speed-up rounds in a row without a faster candidate before a writer stops")
+      ->capture_default_str();
+  app.add_option("--min-gain", agents.min_gain,
+                 "a faster candidate replaces the best only when faster by this fraction (0.02: 2%)")->capture_default_str();
+  app.add_flag("!--no-kernel-counters", agents.kernel_counters,
+               "on a GPU, do not read each candidate's kernels' hardware counters with Nsight Compute for the speed-up "
+               "prompt (they cost up to a minute per candidate)");
   return [flags, &common] { return RunOptimize(*flags, common); };
 }
 

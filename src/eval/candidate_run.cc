@@ -70,6 +70,7 @@ Result<CandidateResult> ParseResult(const Json& json) {
   }
   result.timing = read.Loose("timing");
   result.provenance = read.Loose("provenance");
+  result.kernel_counters = read.Loose("kernel_counters");
   result.tuning = read.Loose("tuning");
   result.sandbox = read.Loose("sandbox");
   result.phase_s = read.Loose("phase_s");

@@ -33,6 +33,7 @@ struct CandidateResult {
   std::vector<RuntimeFinding> findings;
   Json timing;      // null when the run did not time (correctness only, or it failed earlier)
   Json provenance;  // the profiled call's kernels, or null
+  Json kernel_counters;  // the kernels' hardware counters under Nsight Compute (kernel_profile.py), or null
   Json tuning;      // the configurations its @triton.autotune kernels chose (a hint only)
   Json sandbox;     // the process's own account of its set-up
   Json phase_s;     // seconds per phase

@@ -174,19 +174,23 @@ class EvaluationRun {
                 {"precision", ToString(options_.precision)}, {"outputs_dense", dense},
                 {"output_bytes", JsonField(prepare_, "output_bytes")},
                 {"gpu_memory_limit_bytes", JsonGet<int64_t>(JsonField(prepare_, "memory"), "candidate_limit_bytes", 0)},
-                {"timing", options_.timing ? Json{{"config", options_.budget.ToJson()}} : Json()}};
+                {"timing", options_.timing ? Json{{"config", options_.budget.ToJson()}} : Json()},
+                {"kernel_counters", KernelCounters()}, {"kernel_counters_timeout_s", kKernelCounterSeconds}};
     job["shared"] = JsonField(prepare_, "shared");  // the arenas and session the zygote fetches for the candidate
     return job;
   }
+
+  bool KernelCounters() const { return options_.kernel_counters && options_.device != "cpu"; }
 
   void RunCandidate() {
     auto zygote = workers_.Zygote();
     if (!zygote.ok()) return InfraError("starting the candidate sandbox", zygote.status());
     // Every file the candidate may read; a change to any of them is tampering.
     Json protected_paths = {task_.path.string(), (exchange_ / "candidate.py").string(), (exchange_ / "init.pt").string()};
-    Json request = {{"job", Job()}, {"timeout_s", options_.timeout_s},
+    double limit_s = options_.timeout_s + (KernelCounters() ? kKernelCounterSeconds : 0);
+    Json request = {{"job", Job()}, {"timeout_s", limit_s},
                     {"memory_limit_bytes", options_.memory_limit_bytes}, {"protected_paths", protected_paths}};
-    auto report = (*zygote)->Call("run_candidate", request, options_.timeout_s + 60);
+    auto report = (*zygote)->Call("run_candidate", request, limit_s + 60);
     if (!report.ok()) {
       // The zygote itself died or hung while the candidate ran: the candidate is the suspect.
       process_verdict_ = MakeVerdict(VerdictKind::kCrashed, "the candidate's sandbox broke down: " + report.status().message());
@@ -210,7 +214,7 @@ class EvaluationRun {
       result_.evidence["error"] = result->raw["error"];
     }
     if (result && result->raw.contains("findings")) result_.evidence["findings"] = result->raw["findings"];
-    process_verdict_ = JudgeCandidateProcess(run_, options_.timeout_s);
+    process_verdict_ = JudgeCandidateProcess(run_, limit_s);
   }
 
   // A field of the candidate's result.json (null when it wrote none).
@@ -322,6 +326,8 @@ class EvaluationRun {
     Json provenance = ResultField(&CandidateResult::provenance);
     if (!provenance.is_object()) return;
     result_.evidence["provenance"] = provenance;
+    Json counters = ResultField(&CandidateResult::kernel_counters);
+    if (counters.is_object()) result_.evidence["kernel_counters"] = counters;
     result_.authored_share = JsonGet<double>(provenance, "authored_share", 0);
     if (auto verdict = JudgeProvenance(provenance, options_.mode)) Finish(*verdict);
   }

@@ -32,6 +32,8 @@ struct TimingBudget {
 // mean nothing and only the checks on timed calls matter.
 TimingBudget TimingBudgetFor(const std::string& device);
 
+inline constexpr double kKernelCounterSeconds = 60;
+
 struct EvalOptions {
   std::string device = "cpu";
   Precision precision = Precision::kFp32;
@@ -42,6 +44,10 @@ struct EvalOptions {
   bool timing = true;
   bool time_compiled_reference = false;  // also time torch.compile(reference), side by side
   bool cpu_sizes = true;         // apply the task's KFORGE_CPU_SIZES on the CPU
+  // On a GPU, read the candidate's kernels' hardware counters with Nsight Compute after its
+  // checks (evidence.kernel_counters: advice for the LLM stage, never part of the verdict); the
+  // candidate's process gets kKernelCounterSeconds more for it.
+  bool kernel_counters = false;
   uint64_t memory_limit_bytes = 8ull << 30;  // the candidate's whole process tree; the CLI sets a share of the machine's
   TimingBudget budget;
   std::filesystem::path exchange_root;  // where per-evaluation folders of inputs are made

@@ -107,6 +107,31 @@ TEST(Feedback, AcceptedOnTheGpuComparesTimes) {
                         "1.00x, slower than torch.compile."});
 }
 
+// The counters are ncu_counters_h200.json: kernel_profile.py's summary of a real ncu report from
+// the H200 (a Triton element-wise kernel and cuBLAS's SGEMM), set into a real evaluation.
+TEST(Feedback, KernelCountersSayWhatBoundsEachKernel) {
+  Json evaluation = LoadEvaluation("gpu_accepted_softmax");
+  std::string without = FeedbackFromJson(evaluation);
+  EXPECT_EQ(without.find("What bounds the kernels"), std::string::npos);
+  EXPECT_EQ(without.find("Bound by the host"), std::string::npos);  // its kernels fill the call
+  evaluation["evidence"]["kernel_counters"] = LoadEvaluation("ncu_counters_h200");
+  std::string text = FeedbackFromJson(evaluation);
+  ExpectContains(text, {"What bounds the kernels (Nsight Compute",
+                        "- scale_kernel (yours), 30.8 us: memory-bound. DRAM throughput 74% of peak, SM throughput 7% of peak",
+                        "long_scoreboard (", "Next: move fewer bytes",
+                        "(library_compute), 342.6 us: compute-bound", "0.97 of one wave"});
+  EXPECT_LT(text.find("scale_kernel"), text.find("cutlass"));
+
+  evaluation["evidence"]["kernel_counters"] = Json{{"skipped", "Nsight Compute (ncu) is not installed here"}};
+  ExpectContains(FeedbackFromJson(evaluation), {"Hardware counters were not read: Nsight Compute (ncu) is not installed here"});
+}
+
+TEST(Feedback, ACallMostlyOutsideKernelsIsBoundByTheHost) {
+  Json evaluation = LoadEvaluation("gpu_accepted_softmax");
+  evaluation["candidate_ms"]["median"] = 0.5;  // the same 65 us of kernels in a 500 us call
+  ExpectContains(FeedbackFromJson(evaluation), {"Bound by the host: a call takes 500.0 us but its 1 kernel launch(es) run 65.5 us"});
+}
+
 TEST(Feedback, AcceptedOnTheCpuSaysTimingsMeanNothing) {
   std::string text = FeedbackFromJson(LoadEvaluation("cpu_accepted_relu"));
   ExpectContains(text, {"Verdict: accepted", "Timings here mean nothing"});
