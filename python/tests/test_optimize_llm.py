@@ -218,7 +218,9 @@ def test_empty_reply_and_wrong_output_are_fed_back_until_a_fix(tmp_path):
 def test_search_settings_out_of_range_are_refused_before_any_work(tmp_path):
     for flag, value, words in (("--patience", "0", "--patience must be at least 1"),
                                ("--min-gain", "1.5", "--min-gain must be at least 0 and below 1"),
-                               ("--workers", "0", "--workers and --rounds must be at least 1")):
+                               ("--workers", "0", "--workers and --rounds must be at least 1"),
+                               ("--strategy", "evolve", "--strategy must be greedy or beam, not 'evolve'"),
+                               ("--beam-width", "0", "--beam-width must be at least 1")):
         done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--out",
                                str(tmp_path / "out"), "--llm", f"replay:{CASSETTE}", flag, value, RELU],
                               capture_output=True, text=True, timeout=60)

@@ -93,6 +93,7 @@ WriterResult KernelWriter::Run() {
 Result<AttemptRecord> KernelWriter::RunRound(int round) {
   double started = clock_.NowSeconds();
   last_evaluation_.reset();
+  ContinueFromBoard();
   RoundContext context = ContextFor(round);
   AttemptRecord record;
   record.writer = settings_.index;
@@ -106,6 +107,7 @@ Result<AttemptRecord> KernelWriter::RunRound(int round) {
   ASSIGN_OR_RETURN(Completion completion, AskModel(context, record));
   if (std::optional<std::string> program = ProgramFrom(completion, record)) RETURN_IF_ERROR(JudgeProgram(*program, record));
   if (context.kind == PromptKind::kSpeedup && !record.improved) ++memory_.rounds_without_gain;
+  if (settings_.board) settings_.board->NoteFailure(record);
   record.seconds = clock_.NowSeconds() - started;
   RETURN_IF_ERROR(SaveOutcome(record));
   return record;
@@ -144,9 +146,21 @@ Status KernelWriter::SaveOutcome(const AttemptRecord& record) const {
   return Save(record, "verdict.json", verdict.dump(2) + "\n");
 }
 
+void KernelWriter::ContinueFromBoard() {
+  if (!settings_.board) return;
+  std::optional<AcceptedCandidate> start = settings_.board->StartFor(settings_.index);
+  if (!start || (memory_.best && memory_.best->source == start->source)) return;
+  if (memory_.best && !IsBetter(*start, memory_.best, settings_.min_gain)) return;
+  memory_.best = std::move(start);
+  memory_.previous_candidate.clear();
+  memory_.previous_feedback.clear();
+  memory_.reply_problem.clear();
+}
+
 RoundContext KernelWriter::ContextFor(int round) const {
   RoundContext context;
   context.round = round;
+  if (settings_.board) context.others_failures = settings_.board->FailuresSeenBy(settings_.index);
   context.previous_candidate = memory_.previous_candidate;
   context.previous_feedback = memory_.previous_feedback;
   context.reply_problem = memory_.reply_problem;
@@ -221,6 +235,7 @@ void KernelWriter::Remember(const std::string& program, const Evaluation& evalua
   memory_.reply_problem.clear();
   if (evaluation.verdict.accepted()) {
     AcceptedCandidate candidate{record.candidate, program, evaluation, settings_.index, record.round};
+    if (settings_.board) settings_.board->Offer(candidate);
     if (IsBetter(candidate, memory_.best, settings_.min_gain)) {
       memory_.best = std::move(candidate);
       memory_.rounds_without_gain = 0;

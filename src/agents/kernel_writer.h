@@ -21,6 +21,7 @@
 #include "agents/attempt.h"
 #include "agents/candidate_judge.h"
 #include "agents/prompt_library.h"
+#include "agents/search_board.h"
 #include "agents/writer_budget.h"
 #include "agents/writer_prompts.h"
 #include "core/clock.h"
@@ -39,6 +40,7 @@ struct WriterSettings {
   double call_timeout_s = 300;
   int speedup_patience = 2;     // speedup rounds in a row without gain before the writer stops
   double min_gain = 0.02;       // a faster candidate must beat the best by this fraction
+  SearchBoard* board = nullptr; // shared with the pool's other writers (search_board.h); null: greedy
 };
 
 struct WriterResult {
@@ -71,6 +73,8 @@ class KernelWriter {
   };
 
   Result<AttemptRecord> RunRound(int round);
+  // Under beam: continue from the board's candidate for this writer when it beats its own best.
+  void ContinueFromBoard();
   RoundContext ContextFor(int round) const;
   // Sends the round's prompt and records what the call cost. Errors: a template, the run folder.
   Result<Completion> AskModel(const RoundContext& context, AttemptRecord& record);

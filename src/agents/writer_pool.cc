@@ -50,6 +50,7 @@ Json PoolResult::ToJson() const {
           {"status", status.ok() ? Json("ok") : Json(status.ToString())},
           {"stop_reason", stop_reason},
           {"fatal_call", fatal_call},
+          {"search", search},
           {"writer_stops", writer_stops},
           {"attempts", attempt_list},
           {"tokens", totals.tokens},
@@ -79,7 +80,7 @@ WriterPool::WriterPool(PoolOptions options, const WriterBrief& brief, const Prom
                        const Clock& clock)
     : options_(std::move(options)), brief_(brief), prompts_(prompts), provider_(provider), judge_(judge),
       run_dir_(std::move(run_dir)), on_progress_(std::move(on_progress)), clock_(clock),
-      budget_(options_.budget, clock) {}
+      budget_(options_.budget, clock), board_(options_.strategy, options_.beam_width) {}
 
 PoolResult WriterPool::Run() {
   double started = clock_.NowSeconds();
@@ -113,6 +114,7 @@ PoolResult WriterPool::Run() {
     break;
   }
   pool.stop_reason = budget_.stop_reason();
+  pool.search = board_.ToJson();
   pool.seconds = clock_.NowSeconds() - started;
   Status saved = WriteFile(run_dir_ / "summary.json", pool.ToJson().dump(2) + "\n");
   if (!saved.ok()) LogInfo("warning: the writers' summary was not saved: {}", saved.ToString());
@@ -121,7 +123,9 @@ PoolResult WriterPool::Run() {
 
 WriterResult WriterPool::RunWriter(int index) {
   try {
-    KernelWriter writer(WriterSettingsFor(options_, index), brief_, prompts_, provider_, judge_, budget_, run_dir_,
+    WriterSettings settings = WriterSettingsFor(options_, index);
+    settings.board = &board_;
+    KernelWriter writer(settings, brief_, prompts_, provider_, judge_, budget_, run_dir_,
                         [this](const AttemptRecord& attempt) { OnAttempt(attempt); }, clock_);
     return writer.Run();
   } catch (const std::exception& error) {

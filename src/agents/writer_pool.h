@@ -16,6 +16,7 @@
 #include "agents/candidate_judge.h"
 #include "agents/kernel_writer.h"
 #include "agents/prompt_library.h"
+#include "agents/search_board.h"
 #include "agents/writer_budget.h"
 #include "agents/writer_prompts.h"
 #include "core/clock.h"
@@ -34,6 +35,8 @@ struct PoolOptions {
   double call_timeout_s = 300;
   int speedup_patience = 2;
   double min_gain = 0.02;
+  Strategy strategy = Strategy::kGreedy;
+  int beam_width = 2;          // beam: how many of the fastest accepted candidates the writers continue from
   BudgetLimits budget;
 };
 
@@ -57,6 +60,7 @@ struct PoolResult {
   std::string stop_reason;                // why the pool stopped early ("" when the writers ran out of rounds)
   std::string fatal_call;                 // the first call failure that ends the stage (IsFatal), in words; "" when none
   PoolProgress totals;
+  Json search;                            // the strategy and what its board kept (SearchBoard::ToJson)
   double seconds = 0;
 
   // "7 attempts by 4 writers: 1 accepted, 2 compile_error, 1 no_code_block, ...; best 1.84x (writer 2, round 3)"
@@ -95,6 +99,7 @@ class WriterPool {
   const ProgressCallback on_progress_;
   const Clock& clock_;
   WriterBudget budget_;
+  SearchBoard board_;
   std::mutex mutex_;
   std::vector<AttemptRecord> attempts_;  // guarded by mutex_
   PoolProgress progress_;                // guarded by mutex_

@@ -41,7 +41,8 @@ Result<PromptValues> CommonValues(const PromptLibrary& prompts, const WriterBrie
                       {"previous_candidate", Trimmed(context.previous_candidate)},
                       {"previous_feedback", Trimmed(context.previous_feedback)},
                       {"reply_problem", Trimmed(context.reply_problem)},
-                      {"to_beat", Trimmed(brief.to_beat)}};
+                      {"to_beat", Trimmed(brief.to_beat)},
+                      {"others_failures", Trimmed(context.others_failures)}};
 }
 
 std::string BestSummary(const AcceptedCandidate& best) {

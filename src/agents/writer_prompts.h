@@ -35,6 +35,7 @@ struct RoundContext {
   std::string previous_feedback;   // the evaluator's feedback on it
   std::string reply_problem;       // why the last reply gave nothing to judge ("" when it did)
   const AcceptedCandidate* best = nullptr;  // for kSpeedup
+  std::string others_failures;     // how the other writers' attempts failed (beam), "" when none
 };
 
 // "the NVIDIA H200 GPU (cuda:0)" from a device and the GPU's name; the CPU says it runs the interpreter.

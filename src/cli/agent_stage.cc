@@ -102,12 +102,17 @@ Json AgentSettings::ToJson() const {
   return {{"llm", llm},           {"llm_config", llm_config}, {"workers", workers}, {"rounds", rounds},
           {"budget_usd", budget_usd}, {"budget_tokens", budget_tokens}, {"budget_s", budget_s},
           {"record", record},         {"route", route},           {"patience", patience},
-          {"min_gain", min_gain},     {"kernel_counters", kernel_counters}};
+          {"min_gain", min_gain},     {"kernel_counters", kernel_counters}, {"strategy", strategy},
+          {"beam_width", beam_width}};
 }
 
 Status AgentSettings::Validate() const {
   if (workers < 1 || rounds < 1) return Status::InvalidArgument("--workers and --rounds must be at least 1");
   if (patience < 1) return Status::InvalidArgument("--patience must be at least 1");
+  if (!ParseStrategy(strategy)) {
+    return Status::InvalidArgument(fmt::format("--strategy must be greedy or beam, not '{}'", strategy));
+  }
+  if (beam_width < 1) return Status::InvalidArgument("--beam-width must be at least 1");
   if (!(min_gain >= 0 && min_gain < 1)) return Status::InvalidArgument("--min-gain must be at least 0 and below 1");
   if (budget_usd < 0 || budget_tokens < 0) return Status::InvalidArgument("--budget-usd and --budget-tokens cannot be negative");
   return Status::Ok();
@@ -127,6 +132,8 @@ AgentSettings AgentSettings::FromJson(const Json& json) {
   settings.patience = JsonGet<int>(json, "patience", settings.patience);
   settings.min_gain = JsonGet<double>(json, "min_gain", settings.min_gain);
   settings.kernel_counters = JsonGet<bool>(json, "kernel_counters", settings.kernel_counters);
+  settings.strategy = JsonGet<std::string>(json, "strategy", settings.strategy);
+  settings.beam_width = JsonGet<int>(json, "beam_width", settings.beam_width);
   return settings;
 }
 
@@ -186,6 +193,8 @@ Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::fi
   options.scope = label;
   options.speedup_patience = stage.settings.patience;
   options.min_gain = stage.settings.min_gain;
+  options.strategy = ParseStrategy(stage.settings.strategy).value_or(Strategy::kGreedy);
+  options.beam_width = stage.settings.beam_width;
   options.budget = RemainingBudget(stage);
   WriterPool pool(options, brief, stage.prompts, stage.provider, stage.judge, folder,
                   [&](const AttemptRecord& attempt, const PoolProgress& progress) {

@@ -34,6 +34,8 @@ struct AgentSettings {
   double budget_s = 0;      // wall seconds for the whole stage; 0: no limit
   std::string record;       // also write every call to this cassette (replayable with replay:FILE)
   std::string route = "auto";  // auto (the router decides), whole (program) or decompose (per fusion group)
+  std::string strategy = "greedy";  // greedy: independent writers; beam: they continue from the fastest `beam_width`
+  int beam_width = 2;
   int patience = 2;         // speed-up rounds in a row without gain before a writer stops
   double min_gain = 0.02;   // a faster candidate must beat the best by this fraction
   bool kernel_counters = true;  // on a GPU, hardware counters of each candidate's kernels into the speed-up prompt

@@ -319,6 +319,11 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--route", agents.route,
                  "auto: the router picks whole-program generation or decomposition into the compiler's fusion groups "
                  "(the other is the fallback); whole; decompose")->capture_default_str();
+  app.add_option("--strategy", agents.strategy,
+                 "greedy: each writer follows its own line; beam: before each round a writer continues from one of "
+                 "the --beam-width fastest accepted candidates of all writers, and every writer is told how the "
+                 "others' attempts failed")->capture_default_str();
+  app.add_option("--beam-width", agents.beam_width, "beam: how many of the fastest candidates are kept")->capture_default_str();
   app.add_option("--patience", agents.patience, "speed-up rounds in a row without a faster candidate before a writer stops")
       ->capture_default_str();
   app.add_option("--min-gain", agents.min_gain,

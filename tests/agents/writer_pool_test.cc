@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <cmath>
+#include <chrono>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "core/files.h"
 #include "fakes.h"
@@ -210,6 +213,98 @@ TEST_F(WriterPoolTest, EveryCallIsTaggedWithItsPoolWriterRoundAndKind) {
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0].tag, (CallTag{"writer", "group_3", 1, 1, "write"}));
   EXPECT_EQ(requests[1].tag, (CallTag{"writer", "group_3", 1, 2, "repair"}));
+}
+
+// Two writers: writer 1 is accepted at 2.0x in its first round; writer 2's first reply waits
+// until writer 1 asks for its second round (so writer 1's candidate is judged) and is wrong.
+// Under beam, writer 2 continues from writer 1's program; under greedy it repairs its own.
+TEST_F(WriterPoolTest, BeamWritersContinueFromTheFastestAndGreedyOnesDoNot) {
+  for (Strategy strategy : {Strategy::kBeam, Strategy::kGreedy}) {
+    SCOPED_TRACE(ToString(strategy));
+    ScriptedProvider provider;
+    std::atomic<bool> first_judged{false};
+    std::mutex mutex;
+    std::vector<std::string> second_writer;
+    provider.AnswerWith([&](const CompletionRequest& request) {
+      int writer = WriterOf(request, 2);
+      if (writer == 1) {
+        if (request.tag.round >= 2) first_judged = true;
+        return OkReply(ProgramReply(request.tag.round == 1 ? "accepted 2.0" : "accepted 1.0"));
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        second_writer.push_back(LastUserMessage(request.messages));
+      }
+      for (int i = 0; i < 5000 && !first_judged; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return OkReply(ProgramReply(request.tag.round == 1 ? "wrong_output" : "accepted 1.5"));
+    });
+    PoolOptions options;
+    options.writers = 2;
+    options.max_rounds = 2;
+    options.strategy = strategy;
+    options.beam_width = 1;
+    WriterPool pool(options, brief_, *prompts_, provider, judge_, run_ / ToString(strategy), {});
+    PoolResult result = pool.Run();
+    ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+    ASSERT_EQ(second_writer.size(), 2u);
+    const std::string& round2 = second_writer[1];
+    if (strategy == Strategy::kBeam) {
+      EXPECT_NE(round2.find("# Task: make ModelNew faster"), std::string::npos) << round2;
+      EXPECT_NE(round2.find("# accepted 2.0"), std::string::npos) << "continues from writer 1's program";
+      EXPECT_EQ(result.search["kept"].size(), 1u);
+      EXPECT_EQ(result.search["kept"][0]["writer"], 1);
+    } else {
+      EXPECT_NE(round2.find("# Task: repair"), std::string::npos) << round2;
+      EXPECT_NE(round2.find("# wrong_output"), std::string::npos) << "repairs its own program";
+      EXPECT_TRUE(result.search["kept"].empty());
+    }
+    ASSERT_TRUE(result.best.has_value());
+    EXPECT_EQ(result.best->writer, 1);
+    EXPECT_DOUBLE_EQ(result.best->speedup(), 2.0);
+  }
+}
+
+TEST(SearchBoard, KeepsTheFastestAndTellsEachWriterTheOthersFailures) {
+  SearchBoard board(Strategy::kBeam, 2);
+  EXPECT_FALSE(board.StartFor(1).has_value());
+  auto accepted = [](int writer, double speedup, const std::string& source) {
+    AcceptedCandidate candidate;
+    candidate.writer = writer;
+    candidate.source = source;
+    candidate.evaluation = MakeEvaluation(VerdictKind::kAccepted, "correct", speedup);
+    return candidate;
+  };
+  board.Offer(accepted(1, 1.2, "a"));
+  board.Offer(accepted(2, 2.0, "b"));
+  board.Offer(accepted(3, 1.5, "c"));
+  board.Offer(accepted(4, 2.0, "b"));  // the same program again: kept once
+  EXPECT_EQ(board.StartFor(1)->source, "b");
+  EXPECT_EQ(board.StartFor(2)->source, "c");
+  EXPECT_EQ(board.StartFor(3)->source, "b");  // ranks wrap around the kept ones
+  EXPECT_EQ(board.ToJson()["kept"].size(), 2u);
+
+  AttemptRecord wrong;
+  wrong.writer = 2;
+  wrong.outcome = AttemptOutcome::kJudged;
+  wrong.verdict_kind = VerdictKind::kWrongOutput;
+  wrong.verdict = "wrong_output";
+  wrong.message = "on input set seed0: output 0 differs\nmore";
+  board.NoteFailure(wrong);
+  board.NoteFailure(wrong);  // one line per distinct verdict
+  AttemptRecord infra = wrong;
+  infra.verdict_kind = VerdictKind::kInfraError;
+  infra.verdict = "infra_error";
+  board.NoteFailure(infra);  // kforge's failure says nothing about the program
+  EXPECT_EQ(board.FailuresSeenBy(1), "- writer 2: wrong_output: on input set seed0: output 0 differs\n");
+  EXPECT_EQ(board.FailuresSeenBy(2), "");
+
+  SearchBoard greedy(Strategy::kGreedy, 2);
+  greedy.Offer(accepted(1, 2.0, "a"));
+  greedy.NoteFailure(wrong);
+  EXPECT_FALSE(greedy.StartFor(1).has_value());
+  EXPECT_EQ(greedy.FailuresSeenBy(1), "");
+  EXPECT_EQ(ParseStrategy("beam"), Strategy::kBeam);
+  EXPECT_FALSE(ParseStrategy("evolve").has_value());
 }
 
 }  // namespace
