@@ -221,6 +221,35 @@ def test_every_http_attempt_is_stored_with_its_outcome(tmp_path):
     assert attempts[0]["waited_s"] == 1.0 and not attempts[0]["maybe_billed"]
 
 
+def test_a_runs_live_status_tells_the_retry_wait_and_is_stored_when_it_ends(tmp_path):
+    reply = "```python\n" + HONEST + "```\n"
+
+    def busy_then_answer(request, index):
+        if index == 0:
+            return Reply(429, {"error": {"message": "Rate limit reached"}}, {"retry-after": "2"})
+        return chat_reply(reply)
+
+    with FakeLlmServer({("GET", "/v1/models"): models("coder"),
+                        ("POST", "/v1/chat/completions"): busy_then_answer}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--workers", "1", "--rounds", "1", env=compat(server))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "retrying in 2 s as its Retry-After asks" in done.stderr, done.stderr[-3000:]
+    run_id = report_of(done)["llm"]["run_id"]
+    shown = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", "--run", run_id, "--status",
+                            "--json"], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    assert status["state"] == "finished" and status["attempts"] == 1 and status["accepted"] == 1
+    assert status["calls"]["waits_so_far"] == 1 and status["calls"]["waited_s"] >= 2
+    assert status["calls"]["in_flight"] == 0 and status["calls"]["retry_waits"] == 0
+    words = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", "--run", run_id],
+                           capture_output=True, text=True, timeout=60)
+    assert "status (finished" in words.stdout, words.stdout
+    missing = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", "--status"],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode != 0 and "--status needs --run" in missing.stderr
+
+
 def test_a_timed_out_generation_is_accounted_as_an_estimate(tmp_path):
     config = tmp_path / "llm.json"
     config.write_text(json.dumps({"timeout_s": 1, "max_attempts": 1, "prices": {"coder": {

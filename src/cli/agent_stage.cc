@@ -11,6 +11,7 @@
 #include "agents/candidate_judge.h"
 #include "agents/decomposition.h"
 #include "agents/feedback.h"
+#include "agents/live_status.h"
 #include "agents/prompt_library.h"
 #include "agents/task_writer.h"
 #include "agents/writer_pool.h"
@@ -40,12 +41,13 @@ void StartRunOnce(Store* store, const std::string& run_id, const std::string& co
   if (store != nullptr && !store->GetRun(run_id).ok()) (void)store->StartRun(run_id, command, config);
 }
 
-void PrintProgress(const std::string& label, const AttemptRecord& attempt, const PoolProgress& progress, bool quiet) {
+void PrintProgress(const std::string& label, const AttemptRecord& attempt, const PoolProgress& progress,
+                   const std::string& live, bool quiet) {
   if (quiet) return;
   std::string best = progress.best_speedup ? fmt::format("{:.2f}x", *progress.best_speedup) : "-";
-  LogInfo("  {}: writer {} round {}: {}{} | {} attempt(s), {} accepted, best {}, {} tokens, ${:.4f}", label,
+  LogInfo("  {}: writer {} round {}: {}{} | {} attempt(s), {} accepted, best {}, {} tokens, ${:.4f}{}{}", label,
           attempt.writer, attempt.round, attempt.verdict, attempt.reused_reply ? " (recorded reply)" : "",
-          progress.attempts, progress.accepted, best, progress.tokens, progress.cost_usd);
+          progress.attempts, progress.accepted, best, progress.tokens, progress.cost_usd, live.empty() ? "" : "; ", live);
 }
 
 // The token budget of `settings` for a model priced `price`, and what to tell the user about it.
@@ -85,7 +87,8 @@ Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store*
   ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(settings.llm));
   StartRunOnce(store, run_id, command, settings.ToJson());
   StageProvider stage;
-  ASSIGN_OR_RETURN(stage.provider, MakeLimitedProvider(settings.llm, config, store, run_id, settings.record));
+  stage.activity = std::make_shared<CallActivity>();
+  ASSIGN_OR_RETURN(stage.provider, MakeLimitedProvider(settings.llm, config, store, run_id, settings.record, stage.activity));
   ProviderCheck check = stage.provider->Check();
   if (!check.status.ok()) {
     if (store != nullptr) (void)store->FinishRun(run_id, "failed");
@@ -140,6 +143,9 @@ AgentSettings AgentSettings::FromJson(const Json& json) {
 namespace {
 
 // What every pool of one stage shares.
+// How often the live status is written while nothing else happens (waits, long calls).
+constexpr double kLiveStatusPeriodS = 5;
+
 struct Stage {
   Workspace& workspace;
   const AgentSettings& settings;
@@ -150,6 +156,7 @@ struct Stage {
   const CommonOptions& common;
   int64_t max_tokens = 0;  // the stage's token budget (StageProvider::max_tokens); 0: none
   double started_s = 0;
+  LiveStatus* live = nullptr;
   std::string fatal_call;  // set by the first pool that met a fatal call failure: nothing more is asked
 };
 
@@ -196,9 +203,12 @@ Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::fi
   options.strategy = ParseStrategy(stage.settings.strategy).value_or(Strategy::kGreedy);
   options.beam_width = stage.settings.beam_width;
   options.budget = RemainingBudget(stage);
+  if (stage.live != nullptr) stage.live->PoolStarted(label, options.writers * options.max_rounds);
   WriterPool pool(options, brief, stage.prompts, stage.provider, stage.judge, folder,
                   [&](const AttemptRecord& attempt, const PoolProgress& progress) {
-                    PrintProgress(label, attempt, progress, stage.common.quiet);
+                    if (stage.live != nullptr) stage.live->Attempted(progress);
+                    PrintProgress(label, attempt, progress, stage.live != nullptr ? stage.live->Words() : "",
+                                  stage.common.quiet);
                   });
   PoolResult result = pool.Run();
   RETURN_IF_ERROR(result.status);
@@ -305,8 +315,10 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
     auto source = ReadFile(candidate);
     if (source.ok()) (void)workspace.Record(judged, *source, origin, evaluation, brief.precision, brief.mode);
   });
+  LiveStatus live(store, run_id, provider.activity, settings.budget_s);
+  live.StartTicking(kLiveStatusPeriodS);
   Stage stage{workspace, settings,          start, prompts, *provider.provider, judge, common, provider.max_tokens,
-              RealClock().NowSeconds()};
+              RealClock().NowSeconds(), &live, ""};
   if (!common.quiet) {
     LogInfo("LLM stage: {} writer(s) x {} round(s) with {}; {} first; rounds in {}", settings.workers, settings.rounds,
             settings.llm, ToString(routes.front()), folder.string());
@@ -345,6 +357,7 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
     summaries.push_back("stopped: " + outcome.fatal);
     outcome.report["fatal"] = outcome.fatal;
   }
+  live.Finish(status.ok() && outcome.fatal.empty() ? "finished" : "failed");
   if (store != nullptr) (void)store->FinishRun(run_id, status.ok() && outcome.fatal.empty() ? "succeeded" : "failed");
   RETURN_IF_ERROR(status);
 

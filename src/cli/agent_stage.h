@@ -19,6 +19,7 @@
 #include "core/json.h"
 #include "eval/evaluation.h"
 #include "eval/evaluator.h"
+#include "llm/call_activity.h"
 #include "llm/limited_provider.h"
 #include "tasks/task.h"
 
@@ -75,6 +76,7 @@ struct StageProvider {
   // --budget-tokens, or, for a model with no known price, --budget-usd turned into tokens at the
   // highest listed output price (so that the dollar budget cannot be overspent); 0: no limit.
   int64_t max_tokens = 0;
+  std::shared_ptr<CallActivity> activity;  // its calls queued, in flight and waiting, for the live status
 };
 
 // The spec's provider, recorded to a cassette on request, behind the configured concurrency

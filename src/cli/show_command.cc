@@ -16,6 +16,7 @@ struct ShowFlags {
   std::string verdict;
   bool llm = false;     // LLM calls instead of evaluations
   std::string run;      // with --llm: only this run's calls
+  bool status = false;  // with --llm --run: the run's live status
   bool json = false;
 };
 
@@ -65,9 +66,19 @@ int ShowLlmCall(Store& store, const ShowFlags& flags) {
   return 0;
 }
 
+std::string RunStatusWords(const Json& status);
+
 int ShowLlmCalls(Store& store, const ShowFlags& flags) {
   auto calls = store.ListLlmCalls(flags.run, flags.limit);
   if (!calls.ok()) return UsageError(calls.status().message());
+  if (flags.status) {
+    if (flags.run.empty()) return UsageError("--status needs --run RUN");
+    auto status = store.GetRunStatus(flags.run);
+    if (!status.ok()) return UsageError(status.status().message());
+    if (!status->has_value()) return UsageError("run " + flags.run + " has no live status stored");
+    std::printf("%s\n", flags.json ? (**status).dump(2).c_str() : RunStatusWords(**status).c_str());
+    return 0;
+  }
   if (flags.json) {
     Json list = Json::array();
     for (const auto& call : *calls) list.push_back(LlmCallJson(call, false));
@@ -83,7 +94,31 @@ int ShowLlmCalls(Store& store, const ShowFlags& flags) {
                 fmt::format("${:.4f}", call.cost_usd).c_str(), call.latency_s);
   }
   if (calls->empty()) std::printf("(no LLM calls stored%s)\n", flags.run.empty() ? "" : " for that run");
+  if (!flags.run.empty()) {
+    auto status = store.GetRunStatus(flags.run);
+    if (status.ok() && status->has_value()) std::printf("\n%s\n", RunStatusWords(**status).c_str());
+  }
   return 0;
+}
+
+// A run's live status (LiveStatus in the store) in one paragraph.
+std::string RunStatusWords(const Json& status) {
+  std::string best = status["best_speedup"].is_number() ? fmt::format("{:.2f}x", status["best_speedup"].get<double>()) : "-";
+  std::string out = fmt::format("status ({}, {}): {} of {} attempt(s) in {}, {} accepted, best {}, {} tokens, ${:.4f}, {:.0f} s",
+                                JsonGet<std::string>(status, "state", "?"), JsonGet<std::string>(status, "updated_at", "?"),
+                                JsonGet<int>(status, "attempts", 0), JsonGet<int>(status, "planned_attempts", 0),
+                                JsonGet<std::string>(status, "scope", "?"), JsonGet<int>(status, "accepted", 0), best,
+                                JsonGet<int64_t>(status, "tokens", 0), JsonGet<double>(status, "cost_usd", 0),
+                                JsonGet<double>(status, "elapsed_s", 0));
+  const Json& calls = JsonField(status, "calls");
+  if (calls.is_object()) {
+    out += fmt::format("; calls: {} in flight, {} queued, {} waiting to retry; {} retry wait(s) so far ({:.0f} s)",
+                       JsonGet<int>(calls, "in_flight", 0), JsonGet<int>(calls, "queued", 0),
+                       JsonGet<int>(calls, "retry_waits", 0), JsonGet<int64_t>(calls, "waits_so_far", 0),
+                       JsonGet<double>(calls, "waited_s", 0));
+  }
+  if (status["eta_s"].is_number()) out += fmt::format("; about {:.0f} s left", status["eta_s"].get<double>());
+  return out;
 }
 
 std::string Optional(const std::optional<double>& value, const char* format) {
@@ -144,6 +179,9 @@ CommandRunner AttachShow(CLI::App& app, const CommonOptions& common) {
   app.add_option("id", flags->id, "an evaluation (or, with --llm, a model call) to show in full; without it, list recent ones");
   app.add_flag("--llm", flags->llm, "model calls (prompt, reply, tokens, cost, latency) instead of evaluations");
   app.add_option("--run", flags->run, "with --llm: only the calls of this run (report.json's llm.run_id)");
+  app.add_flag("--status", flags->status,
+               "with --llm --run RUN: the run's live status (calls in flight, retry waits, best so far, spend, time "
+               "left), as the running stage keeps it");
   app.add_option("--limit", flags->limit, "how many to list")->capture_default_str();
   app.add_option("--task", flags->task, "only tasks whose name contains this");
   app.add_option("--verdict", flags->verdict, "only this verdict kind (accepted, wrong_output, ...)");

@@ -8,12 +8,43 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/files.h"
 #include "core/log.h"
 
 namespace kforge {
 namespace {
+
+// A recorded call is served to a request with its tag whose prompt differs from the recorded one
+// in only a few lines, and in at most a tenth of them, once numbers are masked: the lines
+// where the evaluator describes what it measured on fresh inputs (which rows hold the bad
+// elements, say) in words rather than numbers alone.
+constexpr size_t kMaxDifferingLines = 16;  // counted both ways: eight lines replaced
+constexpr size_t kMaxDifferingShare = 10;  // one line in ten at most
+
+// Whether two conversations differ only in a few lines once numbers are masked (lines one holds
+// and the other does not, counted both ways); never when their messages or roles differ.
+bool DifferInFewLines(const std::vector<Message>& recorded, const std::vector<Message>& request) {
+  if (recorded.size() != request.size()) return false;
+  size_t differing = 0;
+  size_t total = 0;
+  for (size_t m = 0; m < recorded.size(); ++m) {
+    if (recorded[m].role != request[m].role) return false;
+    std::multiset<std::string> lines;
+    std::istringstream recorded_text(MaskNumbers(recorded[m].content));
+    for (std::string line; std::getline(recorded_text, line);) lines.insert(line);
+    std::istringstream request_text(MaskNumbers(request[m].content));
+    for (std::string line; std::getline(request_text, line);) {
+      ++total;
+      auto it = lines.find(line);
+      if (it == lines.end()) ++differing;
+      else lines.erase(it);
+    }
+    differing += lines.size();
+  }
+  return differing <= kMaxDifferingLines && differing * kMaxDifferingShare <= total;
+}
 
 const std::set<std::string> kEntryKeys = {"request_hash", "masked_hash", "tag",   "model", "messages",
                                           "temperature",  "max_tokens",  "match", "reply"};
@@ -216,8 +247,16 @@ std::optional<CassetteEntry> CassetteEntries::Take(const CompletionRequest& requ
     return exact;
   }
   if (request.tag.empty()) return std::nullopt;
+  if (auto masked = take([&](const CassetteEntry& entry) {
+        return !entry.masked_hash.empty() && entry.tag == request.tag &&
+               entry.masked_hash == hashes_for(entry.model).second;
+      })) {
+    return masked;
+  }
   return take([&](const CassetteEntry& entry) {
-    return !entry.masked_hash.empty() && entry.tag == request.tag && entry.masked_hash == hashes_for(entry.model).second;
+    return !entry.masked_hash.empty() && entry.tag == request.tag &&
+           (request.model.empty() || entry.model == request.model) &&
+           DifferInFewLines(entry.messages, request.messages);
   });
 }
 

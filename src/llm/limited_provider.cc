@@ -13,11 +13,15 @@ Completion LimitedProvider::Complete(const CompletionRequest& original) {
   CompletionRequest request = WithDefaultModel(original, inner_->default_model());
   Completion completion;
   {
+    if (options_.activity) options_.activity->Queued();
     ConcurrencyPool::Slot slot(*options_.pool);
+    if (options_.activity) options_.activity->Started();
     if (std::optional<Completion> fatal = FatalSoFar()) {
+      if (options_.activity) options_.activity->Finished();
       return FailedCompletion(fatal->outcome, "not sent: an earlier call failed for good: " + fatal->error);
     }
     completion = inner_->Complete(request);
+    if (options_.activity) options_.activity->Finished();
   }
   if (IsFatal(completion.outcome)) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "llm/call_activity.h"
 #include "llm/concurrency_pool.h"
 #include "llm/provider.h"
 #include "store/store.h"
@@ -32,6 +33,7 @@ struct LimitOptions {
   std::shared_ptr<ConcurrencyPool> pool;  // may be shared by several providers; null: a private pool of depth 1
   Store* store = nullptr;                 // optional; must outlive the provider
   std::optional<std::string> run_id;      // recorded with each call
+  std::shared_ptr<CallActivity> activity; // optional: told when calls queue, start and finish
 };
 
 class LimitedProvider : public Provider {

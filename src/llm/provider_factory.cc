@@ -19,8 +19,8 @@ std::string ValidKinds() {
   return text;
 }
 
-RetryPolicy MakeRetryPolicy(const LlmConfig& config) {
-  return RetryPolicy(config.retry, MakeRealSleeper(), MakeRandomSource());
+RetryPolicy MakeRetryPolicy(const LlmConfig& config, std::shared_ptr<CallActivity> activity) {
+  return RetryPolicy(config.retry, MakeRealSleeper(), MakeRandomSource(), std::move(activity));
 }
 
 ApiProviderOptions ApiOptions(const std::string& kind, const EndpointConfig& endpoint, const std::string& key_variable,
@@ -46,25 +46,25 @@ Status RequireKey(const EndpointConfig& endpoint, const std::string& spec, const
 }
 
 Result<std::unique_ptr<Provider>> MakeApiProvider(const ProviderSpec& spec, const std::string& text,
-                                                  const LlmConfig& config) {
+                                                  const LlmConfig& config, std::shared_ptr<CallActivity> activity) {
   auto transport = std::make_shared<CurlTransport>();
   if (spec.kind == "anthropic") {
     RETURN_IF_ERROR(RequireKey(config.anthropic, text, "ANTHROPIC_API_KEY", "anthropic.api_key"));
     return std::unique_ptr<Provider>(std::make_unique<AnthropicProvider>(
         ApiOptions("anthropic", config.anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", spec, config), transport,
-        MakeRetryPolicy(config)));
+        MakeRetryPolicy(config, activity)));
   }
   if (spec.kind == "openai") {
     RETURN_IF_ERROR(RequireKey(config.openai, text, "OPENAI_API_KEY", "openai.api_key"));
     return std::unique_ptr<Provider>(std::make_unique<OpenAiProvider>(
-        ApiOptions("openai", config.openai, "OPENAI_API_KEY", "OPENAI_BASE_URL", spec, config), transport, MakeRetryPolicy(config)));
+        ApiOptions("openai", config.openai, "OPENAI_API_KEY", "OPENAI_BASE_URL", spec, config), transport, MakeRetryPolicy(config, activity)));
   }
   if (config.compat.base_url.empty()) {
     return Status::InvalidArgument(text + " needs the server's base URL: set KFORGE_LLM_BASE_URL (for example "
                                           "http://localhost:8000/v1) or compat.base_url in the LLM config file");
   }
   return std::unique_ptr<Provider>(std::make_unique<OpenAiProvider>(
-      ApiOptions("compat", config.compat, "KFORGE_LLM_API_KEY", "KFORGE_LLM_BASE_URL", spec, config), transport, MakeRetryPolicy(config)));
+      ApiOptions("compat", config.compat, "KFORGE_LLM_API_KEY", "KFORGE_LLM_BASE_URL", spec, config), transport, MakeRetryPolicy(config, activity)));
 }
 
 }  // namespace
@@ -85,7 +85,8 @@ Result<ProviderSpec> ParseProviderSpec(const std::string& spec) {
   return parsed;
 }
 
-Result<std::unique_ptr<Provider>> MakeProvider(const std::string& text, const LlmConfig& config) {
+Result<std::unique_ptr<Provider>> MakeProvider(const std::string& text, const LlmConfig& config,
+                                               std::shared_ptr<CallActivity> activity) {
   ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(text));
   if (spec.kind == "replay") {
     ASSIGN_OR_RETURN(std::unique_ptr<ReplayProvider> replay, ReplayProvider::Open(spec.argument));
@@ -98,7 +99,7 @@ Result<std::unique_ptr<Provider>> MakeProvider(const std::string& text, const Ll
     options.timeout_s = config.timeout_s;
     return std::unique_ptr<Provider>(std::make_unique<CommandProvider>(std::move(options)));
   }
-  return MakeApiProvider(spec, text, config);
+  return MakeApiProvider(spec, text, config, std::move(activity));
 }
 
 std::optional<ModelPrice> PriceOfSpec(const ProviderSpec& spec, const LlmConfig& config) {
@@ -109,9 +110,10 @@ std::optional<ModelPrice> PriceOfSpec(const ProviderSpec& spec, const LlmConfig&
 
 Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& text, const LlmConfig& config,
                                                              Store* store, std::optional<std::string> run_id,
-                                                             const std::filesystem::path& record) {
+                                                             const std::filesystem::path& record,
+                                                             std::shared_ptr<CallActivity> activity) {
   ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(text));
-  ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, MakeProvider(text, config));
+  ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, MakeProvider(text, config, activity));
   if (!record.empty()) {
     ASSIGN_OR_RETURN(std::unique_ptr<RecordingProvider> recording, RecordingProvider::Open(record, std::move(provider)));
     provider = std::move(recording);
@@ -120,6 +122,7 @@ Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& 
   options.pool = std::make_shared<ConcurrencyPool>("llm:" + spec.kind, config.ConcurrencyFor(spec.kind));
   options.store = store;
   options.run_id = std::move(run_id);
+  options.activity = std::move(activity);
   return std::make_unique<LimitedProvider>(std::move(provider), std::move(options));
 }
 

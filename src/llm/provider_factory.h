@@ -26,7 +26,9 @@ struct ProviderSpec {
 // valid ones) or a missing argument.
 Result<ProviderSpec> ParseProviderSpec(const std::string& spec);
 
-Result<std::unique_ptr<Provider>> MakeProvider(const std::string& spec, const LlmConfig& config);
+// `activity`, when given, hears of the retries' waits.
+Result<std::unique_ptr<Provider>> MakeProvider(const std::string& spec, const LlmConfig& config,
+                                               std::shared_ptr<CallActivity> activity = nullptr);
 
 // What a call of `spec` costs per token: its model's price (configured, else built-in), zero for
 // a replay, nullopt when unknown (a model with no price, a command).
@@ -37,6 +39,7 @@ std::optional<ModelPrice> PriceOfSpec(const ProviderSpec& spec, const LlmConfig&
 // (replayable with replay:FILE) when that is not empty.
 Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& spec, const LlmConfig& config,
                                                              Store* store, std::optional<std::string> run_id,
-                                                             const std::filesystem::path& record = {});
+                                                             const std::filesystem::path& record = {},
+                                                             std::shared_ptr<CallActivity> activity = nullptr);
 
 }  // namespace kforge

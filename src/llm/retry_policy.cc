@@ -29,8 +29,9 @@ std::optional<double> RetryAfterSeconds(const HttpResponse& response) {
   return seconds;
 }
 
-RetryPolicy::RetryPolicy(RetryOptions options, std::shared_ptr<Sleeper> sleeper, std::shared_ptr<RandomSource> random)
-    : options_(options), sleeper_(std::move(sleeper)), random_(std::move(random)) {
+RetryPolicy::RetryPolicy(RetryOptions options, std::shared_ptr<Sleeper> sleeper, std::shared_ptr<RandomSource> random,
+                         std::shared_ptr<CallActivity> activity)
+    : options_(options), sleeper_(std::move(sleeper)), random_(std::move(random)), activity_(std::move(activity)) {
   options_.max_attempts = std::max(1, options_.max_attempts);
 }
 
@@ -60,6 +61,11 @@ HttpExchange RetryPolicy::Post(HttpTransport& transport, const HttpRequest& requ
     attempt.waited_s = delay;
     LogDebug("POST {}: {} on attempt {} of {}; retrying in {:.2f} s", request.url, ToString(exchange.outcome),
              exchange.attempts, options_.max_attempts, delay);
+    if (activity_) activity_->RetryWait(delay, exchange.outcome);
+    if (delay >= 1) {
+      LogInfo("  the model's server answered {} (attempt {} of {}); retrying in {:.0f} s{}", ToString(exchange.outcome),
+              exchange.attempts, options_.max_attempts, delay, RetryAfterSeconds(exchange.response) ? " as its Retry-After asks" : "");
+    }
     sleeper_->Sleep(delay);
   }
 }

@@ -10,6 +10,7 @@
 
 #include "llm/http_transport.h"
 #include "llm/random_source.h"
+#include "llm/call_activity.h"
 #include "llm/sleeper.h"
 
 namespace kforge {
@@ -38,7 +39,9 @@ struct HttpExchange {
 class RetryPolicy {
  public:
   // `sleeper` and `random` are required.
-  RetryPolicy(RetryOptions options, std::shared_ptr<Sleeper> sleeper, std::shared_ptr<RandomSource> random);
+  // `activity`, when given, hears of every wait before a retry.
+  RetryPolicy(RetryOptions options, std::shared_ptr<Sleeper> sleeper, std::shared_ptr<RandomSource> random,
+              std::shared_ptr<CallActivity> activity = nullptr);
 
   // The wait after failed attempt number `attempt` (from 1): the server's Retry-After capped at
   // max_retry_after_s when it sent one, else uniform in [0, min(max_delay_s, base_delay_s * 2^(attempt-1))).
@@ -53,6 +56,7 @@ class RetryPolicy {
   RetryOptions options_;
   std::shared_ptr<Sleeper> sleeper_;
   std::shared_ptr<RandomSource> random_;
+  std::shared_ptr<CallActivity> activity_;
 };
 
 }  // namespace kforge

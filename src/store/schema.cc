@@ -142,6 +142,16 @@ CREATE TABLE llm_attempts (
 ) STRICT;
 )sql";
 
+// What a running stage is doing now (calls in flight, waits, best so far, spend, ETA), one row per
+// run, replaced as it changes: what a dashboard reads while the run goes on.
+const char kSchemaV5[] = R"sql(
+CREATE TABLE run_status (
+  run_id TEXT PRIMARY KEY REFERENCES runs(id),
+  updated_at TEXT NOT NULL,
+  status TEXT NOT NULL
+) STRICT;
+)sql";
+
 // Refuses a file that holds some other program's tables, before any migration touches it.
 Status CheckIsKforgeDatabase(SqliteDb& db, int version) {
   ASSIGN_OR_RETURN(int64_t application_id, db.QueryInt64("PRAGMA application_id"));
@@ -177,6 +187,7 @@ const std::vector<Migration>& StoreMigrations() {
       {2, "tuning", kSchemaV2},
       {3, "baselines", kSchemaV3},
       {4, "llm_attempts, estimated use of llm_calls", kSchemaV4},
+      {5, "run_status", kSchemaV5},
   };
   return migrations;
 }

@@ -233,6 +233,27 @@ Result<std::optional<Json>> Store::GetBaseline(const std::string& key) {
   return std::optional<Json>(std::move(timing));
 }
 
+Status Store::RecordRunStatus(const std::string& run_id, const Json& status) {
+  if (!status.is_object()) return Status::InvalidArgument("a run's status must be a JSON object");
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("INSERT INTO run_status (run_id, updated_at, status) VALUES (?, ?, ?) "
+                               "ON CONFLICT (run_id) DO UPDATE SET updated_at = excluded.updated_at, status = excluded.status"));
+  RETURN_IF_ERROR(statement.BindAll(run_id, clock_.NowIso8601(), status.dump()));
+  return statement.Run().WithContext("recording the status of run " + run_id);
+}
+
+Result<std::optional<Json>> Store::GetRunStatus(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement, db_.Prepare("SELECT status, updated_at FROM run_status WHERE run_id = ?"));
+  RETURN_IF_ERROR(statement.BindAll(run_id));
+  ASSIGN_OR_RETURN(bool has_row, statement.Step());
+  if (!has_row) return std::optional<Json>();
+  ASSIGN_OR_RETURN(Json status, ParseJson(statement.ColumnText(0), "the status of run " + run_id));
+  status["updated_at"] = statement.ColumnText(1);
+  return std::optional<Json>(std::move(status));
+}
+
 Result<int64_t> Store::RecordLlmCall(const LlmCallRecord& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db_));

@@ -78,6 +78,11 @@ class Store {
   // nullopt when none is recorded.
   Result<std::optional<Json>> GetBaseline(const std::string& key);
 
+  // The live status of a run (a JSON object), replacing the one before; read back with its
+  // updated_at added, nullopt when the run has none.
+  Status RecordRunStatus(const std::string& run_id, const Json& status);
+  Result<std::optional<Json>> GetRunStatus(const std::string& run_id);
+
   Result<int64_t> RecordLlmCall(const LlmCallRecord& record);
   Result<LlmCallRecord> GetLlmCall(int64_t id);
   // Newest first, at most `limit`; only run `run_id`'s when given (an empty id: every run's).

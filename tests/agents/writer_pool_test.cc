@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "agents/live_status.h"
 #include "core/files.h"
 #include "fakes.h"
 
@@ -305,6 +306,53 @@ TEST(SearchBoard, KeepsTheFastestAndTellsEachWriterTheOthersFailures) {
   EXPECT_EQ(greedy.FailuresSeenBy(1), "");
   EXPECT_EQ(ParseStrategy("beam"), Strategy::kBeam);
   EXPECT_FALSE(ParseStrategy("evolve").has_value());
+}
+
+TEST(LiveStatus, SaysWhatTheCallsDoAndEstimatesTheTimeLeft) {
+  FakeClock clock;
+  auto store = Store::OpenInMemory(clock);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->StartRun("run-1", "optimize", Json::object()).ok());
+  auto activity = std::make_shared<CallActivity>(clock);
+  {
+    LiveStatus live(store->get(), "run-1", activity, /*budget_s=*/0, clock);
+    live.PoolStarted("whole", 8);
+    activity->Queued();
+    activity->Queued();
+    activity->Started();
+    activity->RetryWait(12, CallOutcome::kRateLimited);
+    clock.Advance(30);
+    PoolProgress progress;
+    progress.attempts = 2;
+    progress.accepted = 1;
+    progress.best_speedup = 1.4;
+    progress.tokens = 3000;
+    progress.cost_usd = 0.02;
+    live.Attempted(progress);
+    // Two attempts in 30 s: six more at that pace.
+    EXPECT_EQ(live.Words(), "1 call(s) in flight, 1 queued; about 2 min left");
+    auto stored = (*store)->GetRunStatus("run-1");
+    ASSERT_TRUE(stored.ok() && stored->has_value());
+    EXPECT_EQ((**stored)["state"], "running");
+    EXPECT_EQ((**stored)["best_speedup"], 1.4);
+    EXPECT_EQ((**stored)["calls"]["waits_so_far"], 1);
+    EXPECT_DOUBLE_EQ((**stored)["eta_s"].get<double>(), 90.0);
+
+    activity->RetryWait(20, CallOutcome::kServerError);
+    EXPECT_EQ(live.Words(), "1 call(s) in flight, 1 queued; a retry waits 20 s (server_error); about 2 min left");
+    live.PoolStarted("relu", 4);  // the next pool counts on from the first
+    EXPECT_EQ(live.Current()["attempts"], 2);
+    EXPECT_EQ(live.Current()["best_speedup"], 1.4);
+    EXPECT_TRUE(live.Current()["eta_s"].is_null());  // nothing to pace it by yet
+  }
+  auto left = (*store)->GetRunStatus("run-1");
+  ASSERT_TRUE(left.ok() && left->has_value());
+  EXPECT_EQ((**left)["state"], "stopped");  // never finished: a reader must not wait for it
+
+  LiveStatus finished(store->get(), "run-1", nullptr, 0, clock);
+  finished.Finish("finished");
+  EXPECT_EQ((**(*store)->GetRunStatus("run-1"))["state"], "finished");
+  EXPECT_TRUE((**(*store)->GetRunStatus("run-1"))["calls"].is_null());
 }
 
 }  // namespace

@@ -198,6 +198,35 @@ TEST_F(CassetteTest, ATaggedCallWithOtherWordsOrAnotherTagIsNotMatched) {
   EXPECT_TRUE(replay->Complete(Tagged("max error 0.5 at [3, 4]", 2)).ok());
 }
 
+std::string LongPrompt(const std::string& feedback) {
+  std::string prompt = "# Task: repair ModelNew\n";
+  for (int line = 0; line < 40; ++line) prompt += "line " + std::to_string(line) + " of the program\n";
+  return prompt + "Failing input sets:\n" + feedback + "\nTolerance: allclose\n";
+}
+
+TEST_F(CassetteTest, ATaggedCallMatchesItsRecordingWhenAFewLinesOfALongPromptSayOtherWords) {
+  // The evaluator describes where bad elements are in words that change from run to run.
+  WriteCassette(CassetteLine(Tagged(LongPrompt("rows: every row; columns: 3 of 16 columns, from 0 to 9"), 2),
+                             OkCompletion("round 2 reply")) + "\n");
+  auto replay = Replay();
+  EXPECT_EQ(replay->Complete(Tagged(LongPrompt("rows: rows 4 to 9 only; columns: every column"), 3)).outcome,
+            CallOutcome::kNoRecording);  // another round
+  EXPECT_EQ(replay->Complete(Tagged(LongPrompt("rows: rows 4 to 9 only; columns: every column"), 2)).text,
+            "round 2 reply");
+}
+
+TEST_F(CassetteTest, ATaggedCallWhosePromptDiffersInManyLinesIsNotMatched) {
+  WriteCassette(CassetteLine(Tagged(LongPrompt("a"), 2), OkCompletion("round 2 reply")) + "\n");
+  auto replay = Replay();
+  std::string other_task = LongPrompt("a");
+  for (const char* word : {"line", "of", "the"}) {
+    for (size_t at = other_task.find(word); at != std::string::npos; at = other_task.find(word, at + 2)) {
+      other_task.replace(at, 1, "L");
+    }
+  }
+  EXPECT_EQ(replay->Complete(Tagged(other_task, 2)).outcome, CallOutcome::kNoRecording);
+}
+
 TEST_F(CassetteTest, AnExactMatchWinsOverATaggedOne) {
   WriteCassette(CassetteLine(Tagged("max error 0.125", 2), OkCompletion("first")) + "\n" +
                 CassetteLine(Tagged("max error 0.5", 2), OkCompletion("second")) + "\n");

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/clock.h"
 #include "fakes.h"
 
 namespace kforge {
@@ -25,6 +26,29 @@ TEST_F(RetryPolicyTest, RateLimitWaitsExactlyTheRetryAfterThenSucceeds) {
   EXPECT_EQ(exchange.outcome, CallOutcome::kOk);
   EXPECT_EQ(exchange.attempts, 2);
   EXPECT_EQ(sleeper_->sleeps(), std::vector<double>({7.0}));
+}
+
+TEST_F(RetryPolicyTest, EveryWaitIsToldToTheCallActivity) {
+  FakeClock clock;
+  auto activity = std::make_shared<CallActivity>(clock);
+  transport_.Reply(429, "", {{"retry-after", "7"}});
+  transport_.Reply(200, "{}");
+  RetryPolicy policy({}, sleeper_, std::make_shared<ScriptedRandom>(std::vector<double>{0.5}), activity);
+  activity->Queued();
+  activity->Started();
+  Post(policy);
+  ActivitySnapshot during = activity->Snapshot();  // the fake sleeper did not advance the clock
+  EXPECT_EQ(during.in_flight, 1);
+  EXPECT_EQ(during.retry_waits, 1);
+  EXPECT_DOUBLE_EQ(during.wait_left_s, 7.0);
+  EXPECT_EQ(during.wait_reason, "rate_limited");
+  clock.Advance(7);
+  activity->Finished();
+  ActivitySnapshot after = activity->Snapshot();
+  EXPECT_EQ(after.in_flight, 0);
+  EXPECT_EQ(after.retry_waits, 0);  // over
+  EXPECT_EQ(after.waits_so_far, 1);
+  EXPECT_DOUBLE_EQ(after.waited_s, 7.0);
 }
 
 TEST_F(RetryPolicyTest, RetryAfterIsCapped) {

@@ -284,6 +284,21 @@ TEST_F(StoreTest, BaselinesAreKeptByKeyAndReplacedByALaterRecord) {
   EXPECT_FALSE(store_->RecordBaseline("key-3", "task", "eager", Json::array()).ok());
 }
 
+TEST_F(StoreTest, ARunsLiveStatusIsReplacedAsItChanges) {
+  ASSERT_TRUE(store_->StartRun("run-1", "optimize", Json::object()).ok());
+  auto missing = store_->GetRunStatus("run-1");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  ASSERT_TRUE(store_->RecordRunStatus("run-1", Json{{"state", "running"}, {"in_flight", 3}}).ok());
+  ASSERT_TRUE(store_->RecordRunStatus("run-1", Json{{"state", "finished"}, {"in_flight", 0}}).ok());
+  auto status = store_->GetRunStatus("run-1");
+  ASSERT_TRUE(status.ok() && status->has_value());
+  EXPECT_EQ((**status)["state"], "finished");
+  EXPECT_EQ((**status)["in_flight"], 0);
+  EXPECT_TRUE((**status).contains("updated_at"));
+  EXPECT_FALSE(store_->RecordRunStatus("run-1", Json::array()).ok());
+}
+
 TEST_F(StoreTest, TuningIsKeptPerKernelAndGpuAndReplacedByALaterRecord) {
   auto missing = store_->GetTuning("k1", "NVIDIA H200");
   ASSERT_TRUE(missing.ok()) << missing.status().ToString();
