@@ -27,6 +27,7 @@ def fingerprint(device: str) -> dict[str, Any]:
             cuda=torch.version.cuda,
             compute_capability=f"{props.major}.{props.minor}",
             sm_count=props.multi_processor_count,
+            gpu_count=torch.cuda.device_count(),
             memory_bytes=props.total_memory,
             l2_bytes=getattr(props, "L2_cache_size", 0),
             shared_memory_per_block_optin=getattr(props, "shared_memory_per_block_optin", 0),

@@ -63,6 +63,33 @@ def test_command_provider_writes_the_kernel(tmp_path):
     assert report["llm"]["pool"]["best"]["writer"] == 1
 
 
+def test_two_evaluators_judge_two_writers_candidates_at_once(tmp_path):
+    reply = tmp_path / "reply.md"
+    honest = open(os.path.join(REPO, "tests", "corpus", "candidates", "l1_01_relu", "honest_relu.py")).read()
+    reply.write_text("```python\n" + honest + "```\n")
+    code, report, log = kforge(tmp_path, "optimize", "--json", "--out", str(tmp_path / "out"), "--llm",
+                               f"command:cat {reply}", "--workers", "2", "--rounds", "1", "--evaluators", "2",
+                               "--budget-gpu", "10m", RELU)
+    assert code == 0, log[-3000:]
+    assert "2 evaluation(s) at once" in log
+    assert verdicts(report) == ["accepted", "accepted"]
+    evaluators = report["llm"]["evaluators"]
+    # Each evaluation starts its own worker set and takes seconds: the two writers' candidates overlapped.
+    assert evaluators["slots"] == 2 and evaluators["peak_at_once"] == 2, evaluators
+    assert evaluators["device_seconds"] > 0
+    assert report["llm"]["settings"]["evaluators"] == 2 and report["llm"]["settings"]["budget_gpu_s"] == 600
+
+
+def test_a_spent_device_time_budget_stops_the_writers(tmp_path):
+    code, report, log = optimize_llm(tmp_path, f"replay:{CASSETTE}", "--rounds", "4", "--budget-gpu", "1s")
+    assert code == 0, log[-3000:]
+    # The cassette's third round would be accepted; a candidate that runs takes more than a second on
+    # the CPU, so the budget is spent before it (after the first or the second round).
+    assert verdicts(report) in (["compile_error"], ["compile_error", "rejected_hack(memoization)"])
+    assert report["llm"]["evaluators"]["device_seconds"] >= 1
+    assert "device-time budget of 1 s of evaluations is spent" in report["llm"]["stop_reason"], report["llm"]
+
+
 def test_interrupted_stage_resumes_without_asking_again(tmp_path):
     cassette = tmp_path / "cassette.jsonl"
     lines = open(CASSETTE).read().splitlines(keepends=True)
@@ -220,7 +247,9 @@ def test_search_settings_out_of_range_are_refused_before_any_work(tmp_path):
                                ("--min-gain", "1.5", "--min-gain must be at least 0 and below 1"),
                                ("--workers", "0", "--workers and --rounds must be at least 1"),
                                ("--strategy", "evolve", "--strategy must be greedy or beam, not 'evolve'"),
-                               ("--beam-width", "0", "--beam-width must be at least 1")):
+                               ("--beam-width", "0", "--beam-width must be at least 1"),
+                               ("--evaluators", "0", "--evaluators must be from 1 to 16"),
+                               ("--budget-gpu", "soon", "--budget-gpu:")):
         done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--out",
                                str(tmp_path / "out"), "--llm", f"replay:{CASSETTE}", flag, value, RELU],
                               capture_output=True, text=True, timeout=60)

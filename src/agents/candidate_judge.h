@@ -1,12 +1,16 @@
-// Who decides on a candidate: an interface that many kernel writers share. SerialJudge runs one
-// Evaluator (not thread-safe, and its device is a pool of depth 1) behind a mutex, so
-// evaluations happen one at a time in the order writers arrive.
+// Who decides on a candidate: an interface that many kernel writers share. A JudgePool holds one
+// Evaluator per device slot (an Evaluator is not thread-safe, and its device is a pool of depth
+// 1): each candidate goes to a free slot, so with one slot evaluations take turns in the order
+// writers arrive, and with one slot per GPU that many run at once.
 #pragma once
 
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "eval/evaluation.h"
 #include "eval/evaluator.h"
@@ -20,26 +24,42 @@ class CandidateJudge {
   // The candidate's evaluation; a non-OK Status only when the task itself is broken or kforge
   // failed outside the evaluation. Thread-safe.
   virtual Result<Evaluation> Judge(const TaskFile& task, const std::filesystem::path& candidate) = 0;
+  // Seconds the judge's devices have spent evaluating so far, over every slot (what a GPU-time
+  // budget counts); 0 for a judge that does not keep it.
+  virtual double busy_seconds() const { return 0; }
 };
 
 // Told about every evaluation as it finishes (the CLI records them in the store). Called under
-// the judge's lock, so calls never overlap.
+// the judge's own lock, so calls never overlap, whichever slot evaluated.
 using EvaluationObserver =
     std::function<void(const TaskFile& task, const std::filesystem::path& candidate, const Evaluation& evaluation)>;
 
-class SerialJudge : public CandidateJudge {
+class JudgePool : public CandidateJudge {
  public:
-  // `evaluator` must outlive the judge and be used by nothing else meanwhile.
-  explicit SerialJudge(Evaluator& evaluator, EvaluationObserver observer = {})
-      : evaluator_(evaluator), observer_(std::move(observer)) {}
+  // Every evaluator must outlive the pool and be used by nothing else meanwhile; at least one.
+  explicit JudgePool(std::vector<Evaluator*> evaluators, EvaluationObserver observer = {},
+                     const Clock& clock = RealClock());
 
-  // An exception from the evaluator or the observer becomes an Internal status.
+  // Waits for a free slot, evaluates there; an exception from the evaluator or the observer
+  // becomes an Internal status.
   Result<Evaluation> Judge(const TaskFile& task, const std::filesystem::path& candidate) override;
+  double busy_seconds() const override;
+
+  size_t slots() const { return evaluators_.size(); }
+  // The most evaluations that ran at the same time so far.
+  int peak_concurrency() const;
 
  private:
-  std::mutex mutex_;
-  Evaluator& evaluator_;              // used only under mutex_
-  const EvaluationObserver observer_;  // called only under mutex_
+  const std::vector<Evaluator*> evaluators_;
+  const EvaluationObserver observer_;  // called only under observer_mutex_
+  const Clock& clock_;
+  mutable std::mutex mutex_;
+  std::condition_variable slot_freed_;
+  std::vector<bool> busy_;     // guarded by mutex_
+  int running_ = 0;            // guarded by mutex_
+  int peak_ = 0;               // guarded by mutex_
+  double busy_seconds_ = 0;    // guarded by mutex_
+  std::mutex observer_mutex_;
 };
 
 }  // namespace kforge

@@ -219,6 +219,7 @@ Status KernelWriter::JudgeProgram(const std::string& program, AttemptRecord& rec
     fatal_ = evaluation.status().WithContext("judging " + record.candidate.string());
     return Status::Ok();
   }
+  budget_.ChargeEvaluation(evaluation->duration_s);
   record.outcome = AttemptOutcome::kJudged;
   record.verdict_kind = evaluation->verdict.kind;
   record.verdict = evaluation->verdict.ToString();

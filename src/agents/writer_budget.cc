@@ -17,6 +17,9 @@ bool WriterBudget::TryStartAttempt() {
     StopLocked(fmt::format("the budget of ${:.2f} is spent (${:.4f})", limits_.max_usd, spent_usd_));
   } else if (limits_.max_tokens > 0 && tokens_ >= limits_.max_tokens) {
     StopLocked(fmt::format("the budget of {} tokens is spent ({} tokens)", limits_.max_tokens, tokens_));
+  } else if (limits_.max_eval_seconds > 0 && eval_seconds_ >= limits_.max_eval_seconds) {
+    StopLocked(fmt::format("the device-time budget of {:g} s of evaluations is spent ({:.0f} s)",
+                           limits_.max_eval_seconds, eval_seconds_));
   } else if (limits_.max_attempts > 0 && attempts_ >= limits_.max_attempts) {
     StopLocked(fmt::format("the limit of {} attempts is reached", limits_.max_attempts));
   }
@@ -29,6 +32,11 @@ void WriterBudget::Charge(double cost_usd, int64_t tokens) {
   std::lock_guard<std::mutex> lock(mutex_);
   spent_usd_ += cost_usd;
   tokens_ += tokens;
+}
+
+void WriterBudget::ChargeEvaluation(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  eval_seconds_ += seconds;
 }
 
 void WriterBudget::Stop(const std::string& reason) {
@@ -65,6 +73,11 @@ int64_t WriterBudget::tokens() const {
 int WriterBudget::attempts() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return attempts_;
+}
+
+double WriterBudget::eval_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return eval_seconds_;
 }
 
 double WriterBudget::elapsed_seconds() const { return clock_.NowSeconds() - started_; }

@@ -1,5 +1,5 @@
 // What kernel writers share to know when to stop: a stop flag with its reason, and the limits of
-// a run (wall seconds, dollars, attempts) with what has been spent so far. A limit is checked
+// a run (wall seconds, dollars, tokens, attempts, device seconds) with what has been spent so far. A limit is checked
 // when an attempt starts, so calls already in flight may overshoot the dollar limit by one
 // call each. Thread-safe.
 #pragma once
@@ -17,6 +17,7 @@ struct BudgetLimits {
   double max_usd = 0;      // from Completion.cost_usd; 0 = no limit
   int64_t max_tokens = 0;  // prompt and completion tokens; 0 = no limit
   int max_attempts = 0;    // rounds started, over all writers; 0 = no limit
+  double max_eval_seconds = 0;  // device time: seconds the evaluations took, over all writers; 0 = no limit
 };
 
 class WriterBudget {
@@ -28,6 +29,8 @@ class WriterBudget {
   // limit reached stops the budget with its reason.
   bool TryStartAttempt();
   void Charge(double cost_usd, int64_t tokens);
+  // Adds an evaluation's duration to the device time spent.
+  void ChargeEvaluation(double seconds);
   // Stops every writer at its next attempt; the first reason is kept.
   void Stop(const std::string& reason);
 
@@ -36,6 +39,7 @@ class WriterBudget {
   double spent_usd() const;
   int64_t tokens() const;
   int attempts() const;
+  double eval_seconds() const;
   double elapsed_seconds() const;
 
  private:
@@ -50,6 +54,7 @@ class WriterBudget {
   double spent_usd_ = 0;     // guarded by mutex_
   int64_t tokens_ = 0;       // guarded by mutex_
   int attempts_ = 0;         // guarded by mutex_
+  double eval_seconds_ = 0;  // guarded by mutex_
 };
 
 }  // namespace kforge

@@ -106,7 +106,7 @@ Json AgentSettings::ToJson() const {
           {"budget_usd", budget_usd}, {"budget_tokens", budget_tokens}, {"budget_s", budget_s},
           {"record", record},         {"route", route},           {"patience", patience},
           {"min_gain", min_gain},     {"kernel_counters", kernel_counters}, {"strategy", strategy},
-          {"beam_width", beam_width}};
+          {"beam_width", beam_width}, {"budget_gpu_s", budget_gpu_s}, {"evaluators", evaluators}};
 }
 
 Status AgentSettings::Validate() const {
@@ -118,6 +118,9 @@ Status AgentSettings::Validate() const {
   if (beam_width < 1) return Status::InvalidArgument("--beam-width must be at least 1");
   if (!(min_gain >= 0 && min_gain < 1)) return Status::InvalidArgument("--min-gain must be at least 0 and below 1");
   if (budget_usd < 0 || budget_tokens < 0) return Status::InvalidArgument("--budget-usd and --budget-tokens cannot be negative");
+  if (evaluators < 1 || evaluators > kMaxEvaluators) {
+    return Status::InvalidArgument(fmt::format("--evaluators must be from 1 to {}", kMaxEvaluators));
+  }
   return Status::Ok();
 }
 
@@ -137,6 +140,8 @@ AgentSettings AgentSettings::FromJson(const Json& json) {
   settings.kernel_counters = JsonGet<bool>(json, "kernel_counters", settings.kernel_counters);
   settings.strategy = JsonGet<std::string>(json, "strategy", settings.strategy);
   settings.beam_width = JsonGet<int>(json, "beam_width", settings.beam_width);
+  settings.budget_gpu_s = JsonGet<double>(json, "budget_gpu_s", 0);
+  settings.evaluators = JsonGet<int>(json, "evaluators", settings.evaluators);
   return settings;
 }
 
@@ -175,6 +180,9 @@ BudgetLimits RemainingBudget(const Stage& stage) {
     UsageTotals used = stage.provider.Totals();
     limits.max_usd = std::max(1e-9, stage.settings.budget_usd - used.cost_usd - used.estimated_cost_usd);
   }
+  if (stage.settings.budget_gpu_s > 0) {
+    limits.max_eval_seconds = std::max(1e-3, stage.settings.budget_gpu_s - stage.judge.busy_seconds());
+  }
   if (stage.max_tokens > 0) {
     UsageTotals used = stage.provider.Totals();
     limits.max_tokens =
@@ -189,7 +197,8 @@ bool BudgetSpent(const Stage& stage) {
   bool money = stage.settings.budget_usd > 0 && used.cost_usd + used.estimated_cost_usd >= stage.settings.budget_usd;
   bool tokens = stage.max_tokens > 0 &&
                 used.prompt_tokens + used.completion_tokens + used.estimated_tokens >= stage.max_tokens;
-  return time || money || tokens;
+  bool device = stage.settings.budget_gpu_s > 0 && stage.judge.busy_seconds() >= stage.settings.budget_gpu_s;
+  return time || money || tokens || device;
 }
 
 Result<PoolResult> RunPool(Stage& stage, const WriterBrief& brief, const std::filesystem::path& folder,
@@ -309,9 +318,15 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
 
   EvalOptions judged_with = eval_options;
   judged_with.kernel_counters = settings.kernel_counters;
-  Evaluator evaluator(workspace.workers(), judged_with);
+  ASSIGN_OR_RETURN(std::vector<DeviceWorkers*> slots, workspace.EvaluatorSlots(settings.evaluators));
+  std::vector<std::unique_ptr<Evaluator>> evaluators;
+  std::vector<Evaluator*> judged_by;
+  for (DeviceWorkers* slot : slots) {
+    evaluators.push_back(std::make_unique<Evaluator>(*slot, judged_with));
+    judged_by.push_back(evaluators.back().get());
+  }
   const std::string origin = "llm:" + settings.llm;
-  SerialJudge judge(evaluator, [&](const TaskFile& judged, const std::filesystem::path& candidate, const Evaluation& evaluation) {
+  JudgePool judge(judged_by, [&](const TaskFile& judged, const std::filesystem::path& candidate, const Evaluation& evaluation) {
     auto source = ReadFile(candidate);
     if (source.ok()) (void)workspace.Record(judged, *source, origin, evaluation, brief.precision, brief.mode);
   });
@@ -320,8 +335,8 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
   Stage stage{workspace, settings,          start, prompts, *provider.provider, judge, common, provider.max_tokens,
               RealClock().NowSeconds(), &live, ""};
   if (!common.quiet) {
-    LogInfo("LLM stage: {} writer(s) x {} round(s) with {}; {} first; rounds in {}", settings.workers, settings.rounds,
-            settings.llm, ToString(routes.front()), folder.string());
+    LogInfo("LLM stage: {} writer(s) x {} round(s) with {}; {} first; {} evaluation(s) at once; rounds in {}",
+            settings.workers, settings.rounds, settings.llm, ToString(routes.front()), judge.slots(), folder.string());
   }
 
   AgentOutcome outcome;
@@ -368,6 +383,8 @@ Result<AgentOutcome> RunAgentStage(Workspace& workspace, const TaskFile& task, c
                              {"unpriced_calls", usage.unpriced_calls},
                              // what attempts without a usage report (timeouts) may have been billed: an estimate
                              {"estimated_tokens", usage.estimated_tokens}, {"estimated_cost_usd", usage.estimated_cost_usd}};
+  outcome.report["evaluators"] = {{"slots", judge.slots()}, {"peak_at_once", judge.peak_concurrency()},
+                                  {"device_seconds", judge.busy_seconds()}};
   if (best) {
     outcome.best_source = best->source;
     outcome.best_evaluation = best->evaluation;

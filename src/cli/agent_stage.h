@@ -25,6 +25,9 @@
 
 namespace kforge {
 
+// The most evaluations at once: one per GPU of the largest hosts.
+constexpr int kMaxEvaluators = 16;
+
 struct AgentSettings {
   std::string llm;          // provider spec ("openai:gpt-4o", "replay:FILE", ...); empty: no LLM stage
   std::string llm_config;   // JSON config file (keys, base URLs, prices, concurrency); optional
@@ -33,6 +36,8 @@ struct AgentSettings {
   double budget_usd = 0;    // 0: no limit
   int64_t budget_tokens = 0;  // prompt and completion tokens of every call; 0: no limit
   double budget_s = 0;      // wall seconds for the whole stage; 0: no limit
+  double budget_gpu_s = 0;  // device seconds the stage's evaluations may take, over every evaluator; 0: no limit
+  int evaluators = 1;       // evaluations at once: one per GPU (one on the CPU unless asked)
   std::string record;       // also write every call to this cassette (replayable with replay:FILE)
   std::string route = "auto";  // auto (the router decides), whole (program) or decompose (per fusion group)
   std::string strategy = "greedy";  // greedy: independent writers; beam: they continue from the fastest `beam_width`

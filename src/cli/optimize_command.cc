@@ -25,6 +25,7 @@ struct OptimizeFlags {
   std::string out = "out";
   std::string describe;  // a plain-language task for the model to write, instead of `task`
   std::string budget;    // the LLM stage's wall-time budget, as written
+  std::string budget_gpu;  // its device-time budget, as written
   bool json = false;
   OptimizeSettings settings;
 };
@@ -230,8 +231,19 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
     if (!budget.ok()) return UsageError("--budget: " + budget.status().message());
     settings.agents.budget_s = *budget;
   }
+  if (!flags.budget_gpu.empty()) {
+    auto budget = ParseDuration(flags.budget_gpu);
+    if (!budget.ok()) return UsageError("--budget-gpu: " + budget.status().message());
+    settings.agents.budget_gpu_s = *budget;
+  }
   auto workspace = Workspace::OpenForCandidates(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
+  if (!settings.agents.llm.empty()) {
+    // More evaluators than GPUs is refused here, before the compiler's stage.
+    if (auto slots = (*workspace)->EvaluatorSlots(settings.agents.evaluators); !slots.ok()) {
+      return UsageError(slots.status().message());
+    }
+  }
   std::filesystem::path task_path = flags.task;
   if (!flags.describe.empty()) {
     auto written = WriteDescribedTask(**workspace, flags.describe, settings.agents, flags.out, common);
@@ -315,6 +327,11 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--budget-tokens", agents.budget_tokens,
                  "stop starting rounds once the calls used this many prompt and completion tokens (0: no limit)");
   app.add_option("--budget", flags->budget, "stop starting rounds after this long: 90s, 30m, 2h");
+  app.add_option("--budget-gpu", flags->budget_gpu,
+                 "stop starting rounds once the evaluations took this much device time, over every evaluator: 90s, 30m");
+  app.add_option("--evaluators", agents.evaluators,
+                 "evaluations at once, one per GPU (each sees only its own GPU; on the CPU, that many worker sets)")
+      ->capture_default_str();
   app.add_option("--record", agents.record, "also write every model call to this cassette (replay it with replay:FILE)");
   app.add_option("--route", agents.route,
                  "auto: the router picks whole-program generation or decomposition into the compiler's fusion groups "

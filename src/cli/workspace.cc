@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -114,6 +115,8 @@ Result<std::unique_ptr<Workspace>> Workspace::Open(const CommonOptions& options)
   ASSIGN_OR_RETURN(sandbox.syscall_filter, BuildSyscallFilter(SyscallPolicy{.allow_exec = workspace->device_ != "cpu"}));
   sandbox.allow_unisolated = options.unsafe_no_isolation;
   workspace->workers_ = std::make_unique<DeviceWorkers>(spec, sandbox);
+  workspace->worker_spec_ = spec;
+  workspace->sandbox_settings_ = sandbox;
 
   // A store that exists but cannot be read is never replaced: its history would be gone.
   const std::filesystem::path db_path = workspace->root_ / "kforge.db";
@@ -167,6 +170,45 @@ EvalOptions Workspace::EvalDefaults(bool fresh_baselines) {
 }
 
 std::filesystem::path Workspace::ScratchDir() const { return ScratchRoot(root_); }
+
+Result<std::vector<DeviceWorkers*>> Workspace::EvaluatorSlots(int count) {
+  if (count < 1) return Status::InvalidArgument(fmt::format("--evaluators must be at least 1 (got {})", count));
+  if (count == 1) return std::vector<DeviceWorkers*>{workers_.get()};
+  // The GPUs this process may use, as CUDA names them: the parent's CUDA_VISIBLE_DEVICES, else 0..n-1.
+  std::vector<std::string> gpus;
+  if (device_ != "cpu") {
+    if (device_ != "cuda:0") {
+      return Status::InvalidArgument("--evaluators " + std::to_string(count) + " with --device " + device_ +
+                                     ": pick the GPUs with CUDA_VISIBLE_DEVICES instead");
+    }
+    auto env = ProcessEnvironment();
+    if (auto visible = env.find("CUDA_VISIBLE_DEVICES"); visible != env.end() && !visible->second.empty()) {
+      std::stringstream list(visible->second);
+      for (std::string id; std::getline(list, id, ',');) gpus.push_back(id);
+    } else {
+      for (int64_t i = 0; i < JsonGet<int64_t>(fingerprint_, "gpu_count", 1); ++i) gpus.push_back(std::to_string(i));
+    }
+    if (static_cast<int>(gpus.size()) < count) {
+      return Status::InvalidArgument(fmt::format(
+          "--evaluators {}: this machine shows {} GPU(s); evaluations sharing a GPU would time each other", count,
+          gpus.size()));
+    }
+  }
+  std::vector<DeviceWorkers*> slots;
+  for (int slot = 0; slot < count; ++slot) {
+    if (slot_workers_.size() <= static_cast<size_t>(slot)) {
+      WorkerSpec spec = worker_spec_;
+      SandboxSettings sandbox = sandbox_settings_;
+      if (!gpus.empty()) {
+        SetVariable(spec.environment, "CUDA_VISIBLE_DEVICES", gpus[slot]);
+        sandbox.candidate_environment["CUDA_VISIBLE_DEVICES"] = gpus[slot];
+      }
+      slot_workers_.push_back(std::make_unique<DeviceWorkers>(spec, sandbox));
+    }
+    slots.push_back(slot_workers_[slot].get());
+  }
+  return slots;
+}
 
 Result<Json> Workspace::Fingerprint() {
   ASSIGN_OR_RETURN(Json fingerprint, workers_->Fingerprint());

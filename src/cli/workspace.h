@@ -40,6 +40,10 @@ class Workspace {
 
   const std::string& device() const { return device_; }
   DeviceWorkers& workers() { return *workers_; }
+  // Worker sets for `count` evaluations at once (after OpenForDevice): {&workers()} for one; for
+  // more, one set per GPU, each seeing only its GPU (CUDA_VISIBLE_DEVICES, candidates too), or on
+  // the CPU that many independent sets. InvalidArgument when the machine has fewer GPUs.
+  Result<std::vector<DeviceWorkers*>> EvaluatorSlots(int count);
   Store* store() { return store_.get(); }  // never null once Open succeeded
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path ScratchDir() const;
@@ -68,6 +72,9 @@ class Workspace {
   Json fingerprint_;
   std::string baseline_environment_;
   std::unique_ptr<DeviceWorkers> workers_;
+  WorkerSpec worker_spec_;           // what workers_ was made from: EvaluatorSlots copies it
+  SandboxSettings sandbox_settings_;
+  std::vector<std::unique_ptr<DeviceWorkers>> slot_workers_;  // EvaluatorSlots' sets, one per GPU
   std::unique_ptr<Store> store_;
   StoredBaselines stored_baselines_{nullptr, true};  // over store_: reused, or measured again
   StoredBaselines fresh_baselines_{nullptr, false};

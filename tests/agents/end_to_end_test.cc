@@ -39,7 +39,7 @@ TEST_F(WriterEndToEndTest, CassetteRepliesJudgedByTheRealEvaluatorOnTheCpu) {
   brief.device = "cpu";
   brief.target = TargetDescription("cpu", "");
   int judged = 0;
-  SerialJudge judge(cpu->evaluator(), [&](const TaskFile&, const fs::path&, const Evaluation&) { ++judged; });
+  JudgePool judge({&cpu->evaluator()}, [&](const TaskFile&, const fs::path&, const Evaluation&) { ++judged; });
   WriterBudget budget(BudgetLimits{});
   WriterSettings settings;
   settings.max_rounds = 5;

@@ -53,6 +53,19 @@ TEST(WriterBudget, TokenLimitCountsWhatWasCharged) {
   EXPECT_EQ(budget.stop_reason(), "the budget of 2000 tokens is spent (2100 tokens)");
 }
 
+TEST(WriterBudget, DeviceTimeLimitCountsTheEvaluationsNotTheWallClock) {
+  FakeClock clock;
+  WriterBudget budget(BudgetLimits{.max_eval_seconds = 30}, clock);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  clock.Advance(600);  // a long model call costs no device time
+  budget.ChargeEvaluation(20);
+  EXPECT_TRUE(budget.TryStartAttempt());
+  budget.ChargeEvaluation(12.5);
+  EXPECT_FALSE(budget.TryStartAttempt());
+  EXPECT_EQ(budget.eval_seconds(), 32.5);
+  EXPECT_EQ(budget.stop_reason(), "the device-time budget of 30 s of evaluations is spent (32 s)");
+}
+
 TEST(WriterBudget, WallTimeLimit) {
   FakeClock clock;
   clock.Advance(1000);  // the budget counts from its own start
