@@ -106,6 +106,34 @@ def test_a_working_endpoint_is_checked_once_then_writes(tmp_path):
     assert [a["verdict"] for a in report_of(done)["llm"]["pool"]["attempts"]] == ["accepted"]
 
 
+def test_a_role_with_a_model_of_its_own_gets_its_calls(tmp_path):
+    wrong = "```python\n" + HONEST.replace("tl.where(x > 0.0, x, 0.0)", "tl.where(x > 0.0, x, 1.0)") + "```\n"
+    assert wrong != "```python\n" + HONEST + "```\n"
+    honest = "```python\n" + HONEST + "```\n"
+
+    def answer(request, index):
+        # The writer model's program is wrong; a repair (the same role) fixes it.
+        return chat_reply(wrong if index == 0 else honest)
+
+    with FakeLlmServer({("GET", "/v1/models"): models("coder", "writer"),
+                        ("POST", "/v1/chat/completions"): answer}) as server:
+        done, _ = optimize(tmp_path, "compat:coder", "--llm-for", "write=compat:writer", "--workers", "1",
+                           "--rounds", "2", env=compat(server))
+        listing = server.calls("GET", "/v1/models")
+        chat_calls = server.calls("POST", "/v1/chat/completions")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "write calls go to compat:writer" in done.stderr and "repair calls go to compat:writer" in done.stderr
+    assert len(listing) == 2  # each model is checked before any paid call
+    assert [call.body["model"] for call in chat_calls] == ["writer", "writer"]
+    report = report_of(done)
+    assert report["llm"]["settings"]["role_llms"] == {"write": "compat:writer"}
+    assert report["llm"]["usage"]["calls"] == 2
+    stored = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", "--json"],
+                            capture_output=True, text=True, timeout=60)
+    assert stored.returncode == 0, stored.stderr
+    assert {call["model"] for call in json.loads(stored.stdout)} == {"writer"}
+
+
 def test_a_reasoning_model_request_carries_no_temperature_and_the_configured_limit(tmp_path):
     config = tmp_path / "llm.json"
     config.write_text(json.dumps({"models": {"o4*": {"max_output_tokens": 20000, "reasoning_effort": "high"}}}))

@@ -246,7 +246,9 @@ def test_search_settings_out_of_range_are_refused_before_any_work(tmp_path):
     for flag, value, words in (("--patience", "0", "--patience must be at least 1"),
                                ("--min-gain", "1.5", "--min-gain must be at least 0 and below 1"),
                                ("--workers", "0", "--workers and --rounds must be at least 1"),
-                               ("--strategy", "evolve", "--strategy must be greedy or beam, not 'evolve'"),
+                               ("--strategy", "random", "--strategy must be greedy, beam or evolve, not 'random'"),
+                               ("--llm-for", "planner=openai:o3", "no role 'planner'"),
+                               ("--llm-for", "optimize", "--llm-for takes ROLE=SPEC"),
                                ("--beam-width", "0", "--beam-width must be at least 1"),
                                ("--evaluators", "0", "--evaluators must be from 1 to 16"),
                                ("--budget-gpu", "soon", "--budget-gpu:")):

@@ -7,6 +7,7 @@ const char* ToString(PromptKind kind) {
     case PromptKind::kWrite: return "write";
     case PromptKind::kRepair: return "repair";
     case PromptKind::kSpeedup: return "speedup";
+    case PromptKind::kRecombine: return "recombine";
   }
   return "unknown";
 }

@@ -18,6 +18,7 @@ enum class PromptKind {
   kWrite,    // first attempt: the task alone
   kRepair,   // the last attempt failed: its program and the evaluator's feedback
   kSpeedup,  // an accepted candidate exists: make it faster
+  kRecombine,  // evolve: combine the strengths of two accepted candidates of different islands
 };
 
 enum class AttemptOutcome {

@@ -93,7 +93,7 @@ WriterResult KernelWriter::Run() {
 Result<AttemptRecord> KernelWriter::RunRound(int round) {
   double started = clock_.NowSeconds();
   last_evaluation_.reset();
-  ContinueFromBoard();
+  ContinueFromBoard(round);
   RoundContext context = ContextFor(round);
   AttemptRecord record;
   record.writer = settings_.index;
@@ -106,7 +106,8 @@ Result<AttemptRecord> KernelWriter::RunRound(int round) {
 
   ASSIGN_OR_RETURN(Completion completion, AskModel(context, record));
   if (std::optional<std::string> program = ProgramFrom(completion, record)) RETURN_IF_ERROR(JudgeProgram(*program, record));
-  if (context.kind == PromptKind::kSpeedup && !record.improved) ++memory_.rounds_without_gain;
+  bool faster_asked = context.kind == PromptKind::kSpeedup || context.kind == PromptKind::kRecombine;
+  if (faster_asked && !record.improved) ++memory_.rounds_without_gain;
   if (settings_.board) settings_.board->NoteFailure(record);
   record.seconds = clock_.NowSeconds() - started;
   RETURN_IF_ERROR(SaveOutcome(record));
@@ -146,15 +147,24 @@ Status KernelWriter::SaveOutcome(const AttemptRecord& record) const {
   return Save(record, "verdict.json", verdict.dump(2) + "\n");
 }
 
-void KernelWriter::ContinueFromBoard() {
+void KernelWriter::ContinueFromBoard(int round) {
+  memory_.parent.reset();
+  memory_.mate.reset();
   if (!settings_.board) return;
-  std::optional<AcceptedCandidate> start = settings_.board->StartFor(settings_.index);
-  if (!start || (memory_.best && memory_.best->source == start->source)) return;
-  if (memory_.best && !IsBetter(*start, memory_.best, settings_.min_gain)) return;
-  memory_.best = std::move(start);
-  memory_.previous_candidate.clear();
-  memory_.previous_feedback.clear();
-  memory_.reply_problem.clear();
+  std::optional<AcceptedCandidate> start = settings_.board->StartFor(settings_.index, round);
+  if (start && !(memory_.best && memory_.best->source == start->source)) {
+    if (!memory_.best || IsBetter(*start, memory_.best, settings_.min_gain)) {
+      memory_.best = std::move(start);
+      memory_.previous_candidate.clear();
+      memory_.previous_feedback.clear();
+      memory_.reply_problem.clear();
+    } else if (settings_.board->strategy() == Strategy::kEvolve) {
+      memory_.parent = std::move(start);  // exploring: this round mutates the runner-up
+    }
+  }
+  if (memory_.best) {
+    memory_.mate = settings_.board->MateFor(settings_.index, round, memory_.parent ? *memory_.parent : *memory_.best);
+  }
 }
 
 RoundContext KernelWriter::ContextFor(int round) const {
@@ -164,8 +174,9 @@ RoundContext KernelWriter::ContextFor(int round) const {
   context.previous_candidate = memory_.previous_candidate;
   context.previous_feedback = memory_.previous_feedback;
   context.reply_problem = memory_.reply_problem;
-  context.best = memory_.best ? &*memory_.best : nullptr;
-  if (memory_.best) context.kind = PromptKind::kSpeedup;
+  context.best = memory_.parent ? &*memory_.parent : memory_.best ? &*memory_.best : nullptr;
+  context.mate = memory_.mate ? &*memory_.mate : nullptr;
+  if (memory_.best) context.kind = memory_.mate ? PromptKind::kRecombine : PromptKind::kSpeedup;
   else if (!memory_.previous_candidate.empty() || !memory_.reply_problem.empty()) context.kind = PromptKind::kRepair;
   else context.kind = PromptKind::kWrite;
   return context;

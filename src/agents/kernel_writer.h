@@ -66,6 +66,8 @@ class KernelWriter {
  private:
   struct Memory {
     std::optional<AcceptedCandidate> best;
+    std::optional<AcceptedCandidate> parent;  // evolve: this round mutates another than `best` (its island's runner-up)
+    std::optional<AcceptedCandidate> mate;    // evolve: this round recombines the parent with it
     std::string previous_candidate;
     std::string previous_feedback;
     std::string reply_problem;
@@ -73,8 +75,9 @@ class KernelWriter {
   };
 
   Result<AttemptRecord> RunRound(int round);
-  // Under beam: continue from the board's candidate for this writer when it beats its own best.
-  void ContinueFromBoard();
+  // Under beam and evolve: continue from the board's candidate for this writer when it beats its
+  // own best; under evolve also explore from a runner-up or recombine with another island's best.
+  void ContinueFromBoard(int round);
   RoundContext ContextFor(int round) const;
   // Sends the round's prompt and records what the call cost. Errors: a template, the run folder.
   Result<Completion> AskModel(const RoundContext& context, AttemptRecord& record);

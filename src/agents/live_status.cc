@@ -16,12 +16,103 @@ std::string Duration(double seconds) {
   return fmt::format("{:.1f} h", seconds / 3600);
 }
 
+Json Optional(const std::optional<double>& value) { return value ? Json(*value) : Json(); }
+
+std::optional<double> OptionalNumber(const Json& json, const char* key) {
+  const Json& value = JsonField(json, key);
+  if (!value.is_number()) return std::nullopt;
+  return value.get<double>();
+}
+
 }  // namespace
+
+Json RunStatus::ToJson() const {
+  Json out = {{"state", state},
+              {"scope", fmt::format("{}", fmt::join(scopes, ", "))},
+              {"scopes", scopes},
+              {"planned_attempts", planned_attempts},
+              {"attempts", attempts},
+              {"accepted", accepted},
+              {"best_speedup", Optional(best_speedup)},
+              {"tokens", tokens},
+              {"cost_usd", cost_usd},
+              {"elapsed_s", elapsed_s},
+              {"eta_s", Optional(eta_s)},
+              {"calls", Json()}};
+  if (!updated_at.empty()) out["updated_at"] = updated_at;
+  if (calls) {
+    out["calls"] = {{"queued", calls->queued},           {"in_flight", calls->in_flight},
+                    {"retry_waits", calls->retry_waits}, {"wait_left_s", calls->wait_left_s},
+                    {"wait_reason", calls->wait_reason}, {"waits_so_far", calls->waits_so_far},
+                    {"waited_s", calls->waited_s}};
+  }
+  return out;
+}
+
+RunStatus RunStatus::FromJson(const Json& json) {
+  RunStatus status;
+  status.state = JsonGet<std::string>(json, "state", "?");
+  status.updated_at = JsonGet<std::string>(json, "updated_at", "");
+  const Json& scopes = JsonField(json, "scopes");
+  if (scopes.is_array()) {
+    for (const Json& scope : scopes) {
+      if (scope.is_string()) status.scopes.push_back(scope.get<std::string>());
+    }
+  }
+  status.planned_attempts = JsonGet<int>(json, "planned_attempts", 0);
+  status.attempts = JsonGet<int>(json, "attempts", 0);
+  status.accepted = JsonGet<int>(json, "accepted", 0);
+  status.best_speedup = OptionalNumber(json, "best_speedup");
+  status.tokens = JsonGet<int64_t>(json, "tokens", 0);
+  status.cost_usd = JsonGet<double>(json, "cost_usd", 0);
+  status.elapsed_s = JsonGet<double>(json, "elapsed_s", 0);
+  status.eta_s = OptionalNumber(json, "eta_s");
+  const Json& calls = JsonField(json, "calls");
+  if (calls.is_object()) {
+    Calls read;
+    read.queued = JsonGet<int>(calls, "queued", 0);
+    read.in_flight = JsonGet<int>(calls, "in_flight", 0);
+    read.retry_waits = JsonGet<int>(calls, "retry_waits", 0);
+    read.wait_left_s = JsonGet<double>(calls, "wait_left_s", 0);
+    read.wait_reason = JsonGet<std::string>(calls, "wait_reason", "");
+    read.waits_so_far = JsonGet<int64_t>(calls, "waits_so_far", 0);
+    read.waited_s = JsonGet<double>(calls, "waited_s", 0);
+    status.calls = read;
+  }
+  return status;
+}
+
+std::string RunStatus::Brief() const {
+  std::string out;
+  if (calls) {
+    out = fmt::format("{} call(s) in flight", calls->in_flight);
+    if (calls->queued > 0) out += fmt::format(", {} queued", calls->queued);
+    if (calls->retry_waits > 0) {
+      out += fmt::format("; a retry waits {} ({})", Duration(calls->wait_left_s), calls->wait_reason);
+    }
+  }
+  if (eta_s) out += fmt::format("{}about {} left", out.empty() ? "" : "; ", Duration(*eta_s));
+  return out;
+}
+
+std::string RunStatus::Words() const {
+  std::string best = best_speedup ? fmt::format("{:.2f}x", *best_speedup) : "-";
+  std::string in = scopes.empty() ? "-" : fmt::format("{}", fmt::join(scopes, ", "));
+  std::string out = fmt::format("status ({}, {}): {} of {} attempt(s) in {}, {} accepted, best {}, {} tokens, ${:.4f}, {:.0f} s",
+                                state, updated_at.empty() ? "?" : updated_at, attempts, planned_attempts, in, accepted,
+                                best, tokens, cost_usd, elapsed_s);
+  if (calls) {
+    out += fmt::format("; calls: {} in flight, {} queued, {} waiting to retry; {} retry wait(s) so far ({:.0f} s)",
+                       calls->in_flight, calls->queued, calls->retry_waits, calls->waits_so_far, calls->waited_s);
+  }
+  if (eta_s) out += fmt::format("; about {:.0f} s left", *eta_s);
+  return out;
+}
 
 LiveStatus::LiveStatus(Store* store, std::string run_id, std::shared_ptr<CallActivity> activity, double budget_s,
                        const Clock& clock)
     : store_(store), run_id_(std::move(run_id)), activity_(std::move(activity)), budget_s_(budget_s), clock_(clock),
-      started_s_(clock.NowSeconds()), pool_started_s_(started_s_) {}
+      started_s_(clock.NowSeconds()) {}
 
 LiveStatus::~LiveStatus() {
   bool unfinished = false;
@@ -53,27 +144,24 @@ void LiveStatus::StartTicking(double period_s) {
 void LiveStatus::PoolStarted(const std::string& scope, int planned) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    earlier_.attempts += pool_.attempts;
-    earlier_.accepted += pool_.accepted;
-    earlier_.tokens += pool_.tokens;
-    earlier_.cost_usd += pool_.cost_usd;
-    if (pool_.best_speedup && (!earlier_.best_speedup || *pool_.best_speedup > *earlier_.best_speedup)) {
-      earlier_.best_speedup = pool_.best_speedup;
-    }
-    pool_ = PoolProgress{};
-    scope_ = scope;
-    planned_ = planned;
-    pool_started_s_ = clock_.NowSeconds();
+    Pool& pool = pools_[scope];
+    pool.planned = planned;
+    pool.running = true;
   }
   Write();
 }
 
-void LiveStatus::Attempted(const PoolProgress& progress) {
+void LiveStatus::Attempted(const std::string& scope, const PoolProgress& progress) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    pool_ = progress;
+    pools_[scope].progress = progress;
   }
   Write();
+}
+
+void LiveStatus::PoolEnded(const std::string& scope) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pools_[scope].running = false;
 }
 
 void LiveStatus::Finish(const std::string& state) {
@@ -87,64 +175,43 @@ void LiveStatus::Finish(const std::string& state) {
   Write();
 }
 
-Json LiveStatus::Current() const {
+RunStatus LiveStatus::Current() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return CurrentLocked();
-}
-
-Json LiveStatus::CurrentLocked() const {
   double now = clock_.NowSeconds();
-  std::optional<double> best = earlier_.best_speedup;
-  if (pool_.best_speedup && (!best || *pool_.best_speedup > *best)) best = pool_.best_speedup;
-  // Time left: the current pool's remaining attempts at the pace of its finished ones, capped by
-  // the time budget; unknown until an attempt finished.
-  Json eta;
-  if (state_ == "running" && pool_.attempts > 0 && planned_ > 0) {
-    double per_attempt = (now - pool_started_s_) / pool_.attempts;
-    double left = std::max(0, planned_ - pool_.attempts) * per_attempt;
-    if (budget_s_ > 0) left = std::min(left, std::max(0.0, budget_s_ - (now - started_s_)));
-    eta = left;
+  RunStatus status;
+  status.state = state_;
+  status.elapsed_s = now - started_s_;
+  int left_to_try = 0;
+  for (const auto& [scope, pool] : pools_) {
+    status.attempts += pool.progress.attempts;
+    status.accepted += pool.progress.accepted;
+    status.tokens += pool.progress.tokens;
+    status.cost_usd += pool.progress.cost_usd;
+    const std::optional<double>& best = pool.progress.best_speedup;
+    if (best && (!status.best_speedup || *best > *status.best_speedup)) status.best_speedup = best;
+    if (!pool.running) continue;
+    status.scopes.push_back(scope);
+    status.planned_attempts += pool.planned;
+    left_to_try += std::max(0, pool.planned - pool.progress.attempts);
   }
-  Json calls;
+  // Time left: the running pools' remaining attempts at the stage's pace so far (attempts per
+  // second, pools at once included), capped by the time budget; unknown until an attempt finished.
+  if (state_ == "running" && status.attempts > 0 && !status.scopes.empty()) {
+    double left = left_to_try * status.elapsed_s / status.attempts;
+    if (budget_s_ > 0) left = std::min(left, std::max(0.0, budget_s_ - status.elapsed_s));
+    status.eta_s = left;
+  }
   if (activity_) {
     ActivitySnapshot snapshot = activity_->Snapshot();
-    calls = {{"queued", snapshot.queued},           {"in_flight", snapshot.in_flight},
-             {"retry_waits", snapshot.retry_waits}, {"wait_left_s", snapshot.wait_left_s},
-             {"wait_reason", snapshot.wait_reason}, {"waits_so_far", snapshot.waits_so_far},
-             {"waited_s", snapshot.waited_s}};
+    status.calls = RunStatus::Calls{snapshot.queued,      snapshot.in_flight,    snapshot.retry_waits, snapshot.wait_left_s,
+                                    snapshot.wait_reason, snapshot.waits_so_far, snapshot.waited_s};
   }
-  return {{"state", state_},
-          {"scope", scope_},
-          {"planned_attempts", planned_},
-          {"attempts", earlier_.attempts + pool_.attempts},
-          {"accepted", earlier_.accepted + pool_.accepted},
-          {"best_speedup", best ? Json(*best) : Json()},
-          {"tokens", earlier_.tokens + pool_.tokens},
-          {"cost_usd", earlier_.cost_usd + pool_.cost_usd},
-          {"elapsed_s", now - started_s_},
-          {"eta_s", eta},
-          {"calls", calls}};
-}
-
-std::string LiveStatus::Words() const {
-  Json status = Current();
-  std::string out;
-  const Json& calls = status["calls"];
-  if (calls.is_object()) {
-    out = fmt::format("{} call(s) in flight", calls["in_flight"].get<int>());
-    if (calls["queued"].get<int>() > 0) out += fmt::format(", {} queued", calls["queued"].get<int>());
-    if (calls["retry_waits"].get<int>() > 0) {
-      out += fmt::format("; a retry waits {} ({})", Duration(calls["wait_left_s"].get<double>()),
-                         calls["wait_reason"].get<std::string>());
-    }
-  }
-  if (status["eta_s"].is_number()) out += fmt::format("{}about {} left", out.empty() ? "" : "; ", Duration(status["eta_s"].get<double>()));
-  return out;
+  return status;
 }
 
 void LiveStatus::Write() const {
   if (store_ == nullptr) return;
-  Status written = store_->RecordRunStatus(run_id_, Current());
+  Status written = store_->RecordRunStatus(run_id_, Current().ToJson());
   if (!written.ok()) LogDebug("the live status was not stored: {}", written.ToString());
 }
 

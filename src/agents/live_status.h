@@ -1,15 +1,18 @@
 // The live status of an LLM stage: model calls queued and in flight, retries sleeping (and why),
 // attempts, accepted candidates, the best speedup so far, tokens and money spent, and an estimate
 // of the time left. Kept in the store's run_status row (replaced every `period_s` while the stage
-// runs and after every attempt) for a dashboard, and said in words on the console. Thread-safe.
+// runs and after every attempt) for a dashboard, and said in words on the console. Pools may run
+// at once (the parts of a decomposition): each is followed by its scope. Thread-safe.
 #pragma once
 
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agents/writer_pool.h"
 #include "core/clock.h"
@@ -18,6 +21,38 @@
 #include "store/store.h"
 
 namespace kforge {
+
+// The status as stored (ToJson) and read back (FromJson, which takes what it can: a missing or
+// mistyped field keeps its default).
+struct RunStatus {
+  struct Calls {
+    int queued = 0, in_flight = 0, retry_waits = 0;
+    double wait_left_s = 0;
+    std::string wait_reason;
+    int64_t waits_so_far = 0;
+    double waited_s = 0;
+  };
+
+  std::string state = "running";  // running, finished, failed or stopped
+  std::string updated_at;         // set by the store
+  std::vector<std::string> scopes;  // the pools running ("whole", a fusion group's name, ...)
+  int planned_attempts = 0;       // of the running pools
+  int attempts = 0, accepted = 0;
+  std::optional<double> best_speedup;
+  int64_t tokens = 0;
+  double cost_usd = 0;
+  double elapsed_s = 0;
+  std::optional<double> eta_s;
+  std::optional<Calls> calls;
+
+  Json ToJson() const;
+  static RunStatus FromJson(const Json& json);
+  // "2 call(s) in flight, 1 queued; a retry waits 12 s (rate_limited); about 3 min left": what
+  // the console adds to each attempt's line.
+  std::string Brief() const;
+  // Everything, in one paragraph, for `kforge show --llm --run RUN --status`.
+  std::string Words() const;
+};
 
 class LiveStatus {
  public:
@@ -30,18 +65,23 @@ class LiveStatus {
   void StartTicking(double period_s);
   // A pool of `planned` attempts at most (writers x rounds) starts in `scope`.
   void PoolStarted(const std::string& scope, int planned);
-  // After each attempt of the current pool.
-  void Attempted(const PoolProgress& progress);
+  // After each attempt of the pool of `scope`.
+  void Attempted(const std::string& scope, const PoolProgress& progress);
+  // The pool of `scope` ended: its attempts still count, its planned ones no longer.
+  void PoolEnded(const std::string& scope);
   // The stage ended: "finished", "failed" or "stopped"; the last status is written.
   void Finish(const std::string& state);
 
-  Json Current() const;
-  // "2 call(s) in flight, 1 queued; a retry waits 12 s (rate_limited); about 3 min left"
-  std::string Words() const;
+  RunStatus Current() const;
 
  private:
+  struct Pool {
+    int planned = 0;
+    PoolProgress progress;
+    bool running = true;
+  };
+
   void Write() const;
-  Json CurrentLocked() const;
 
   Store* store_;
   std::string run_id_;
@@ -52,11 +92,7 @@ class LiveStatus {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::string state_ = "running";
-  std::string scope_;
-  int planned_ = 0;           // of the current pool
-  PoolProgress pool_;         // of the current pool
-  PoolProgress earlier_;      // of the pools before it, summed
-  double pool_started_s_ = 0;
+  std::map<std::string, Pool> pools_;  // by scope
   bool stop_ = false;
   std::thread ticker_;
 };

@@ -21,36 +21,100 @@ std::string FirstLine(const std::string& text) {
   return line.size() > kMaxMessageChars ? line.substr(0, kMaxMessageChars) + "..." : line;
 }
 
+bool Holds(const std::vector<AcceptedCandidate>& population, const AcceptedCandidate& candidate) {
+  return std::any_of(population.begin(), population.end(),
+                     [&](const AcceptedCandidate& kept) { return kept.source == candidate.source; });
+}
+
+Json KeptJson(const std::vector<AcceptedCandidate>& population) {
+  Json kept = Json::array();
+  for (const AcceptedCandidate& candidate : population) {
+    kept.push_back({{"writer", candidate.writer}, {"round", candidate.round}, {"speedup", candidate.speedup()}});
+  }
+  return kept;
+}
+
 }  // namespace
 
-const char* ToString(Strategy strategy) { return strategy == Strategy::kBeam ? "beam" : "greedy"; }
+const char* ToString(Strategy strategy) {
+  switch (strategy) {
+    case Strategy::kGreedy: return "greedy";
+    case Strategy::kBeam: return "beam";
+    case Strategy::kEvolve: return "evolve";
+  }
+  return "greedy";
+}
 
 std::optional<Strategy> ParseStrategy(const std::string& text) {
-  if (text == "greedy") return Strategy::kGreedy;
-  if (text == "beam") return Strategy::kBeam;
+  for (Strategy strategy : {Strategy::kGreedy, Strategy::kBeam, Strategy::kEvolve}) {
+    if (text == ToString(strategy)) return strategy;
+  }
   return std::nullopt;
 }
 
-SearchBoard::SearchBoard(Strategy strategy, int width) : strategy_(strategy), width_(std::max(1, width)) {}
+SearchBoard::SearchBoard(Strategy strategy, int width, int islands)
+    : strategy_(strategy), width_(std::max(1, width)), islands_(std::max(1, islands)) {}
+
+int SearchBoard::IslandOf(int writer) const { return std::max(0, writer - 1) % islands_; }
+
+void SearchBoard::Insert(Population& population, const AcceptedCandidate& candidate) {
+  if (Holds(population, candidate)) return;  // the same program again (an adopted one re-accepted)
+  auto at = std::upper_bound(population.begin(), population.end(), candidate,
+                             [](const AcceptedCandidate& a, const AcceptedCandidate& b) { return RankTime(a) < RankTime(b); });
+  population.insert(at, candidate);
+  if (population.size() > width_) population.resize(width_);
+}
 
 void SearchBoard::Offer(const AcceptedCandidate& candidate) {
   if (strategy_ == Strategy::kGreedy) return;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const AcceptedCandidate& kept : kept_) {
-    if (kept.source == candidate.source) return;  // the same program again (an adopted one re-accepted)
-  }
-  auto at = std::upper_bound(kept_.begin(), kept_.end(), candidate, [](const AcceptedCandidate& a, const AcceptedCandidate& b) {
-    return RankTime(a) < RankTime(b);
-  });
-  kept_.insert(at, candidate);
-  if (kept_.size() > width_) kept_.resize(width_);
+  Insert(kept_[PopulationOf(candidate.writer)], candidate);
 }
 
-std::optional<AcceptedCandidate> SearchBoard::StartFor(int writer) const {
+std::optional<AcceptedCandidate> SearchBoard::StartFor(int writer, int round) {
   if (strategy_ == Strategy::kGreedy) return std::nullopt;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (kept_.empty()) return std::nullopt;
-  return kept_[static_cast<size_t>(std::max(0, writer - 1)) % kept_.size()];
+  if (strategy_ == Strategy::kBeam) {
+    const Population& kept = kept_[0];
+    if (kept.empty()) return std::nullopt;
+    return kept[static_cast<size_t>(std::max(0, writer - 1)) % kept.size()];
+  }
+  Population& island = kept_[IslandOf(writer)];
+  if (round % kMigrateEvery == 0) {
+    // The fastest of all, when another island holds it, joins this one if it is faster.
+    const AcceptedCandidate* fastest = nullptr;
+    for (const auto& [id, population] : kept_) {
+      if (!population.empty() && (fastest == nullptr || RankTime(population.front()) < RankTime(*fastest))) {
+        fastest = &population.front();
+      }
+    }
+    if (fastest != nullptr && !Holds(island, *fastest) &&
+        (island.empty() || RankTime(*fastest) < RankTime(island.front()))) {
+      AcceptedCandidate migrant = *fastest;
+      Insert(island, migrant);
+      ++migrations_;
+      return migrant;
+    }
+  }
+  if (island.empty()) return std::nullopt;
+  if (round % kExploreEvery == 0 && island.size() > 1) return island[1];
+  return island.front();
+}
+
+std::optional<AcceptedCandidate> SearchBoard::MateFor(int writer, int round, const AcceptedCandidate& parent) const {
+  if (strategy_ != Strategy::kEvolve || round % kRecombineEvery != 0) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const AcceptedCandidate* mate = nullptr;
+  for (const auto& [id, population] : kept_) {
+    if (id == IslandOf(writer)) continue;
+    for (const AcceptedCandidate& candidate : population) {
+      if (candidate.source == parent.source) continue;
+      if (mate == nullptr || RankTime(candidate) < RankTime(*mate)) mate = &candidate;
+      break;  // an island's fastest other program
+    }
+  }
+  if (mate == nullptr) return std::nullopt;
+  return *mate;
 }
 
 void SearchBoard::NoteFailure(const AttemptRecord& attempt) {
@@ -76,13 +140,31 @@ std::string SearchBoard::FailuresSeenBy(int writer) const {
   return out;
 }
 
-Json SearchBoard::ToJson() const {
+std::vector<AcceptedCandidate> SearchBoard::Kept() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  Json kept = Json::array();
-  for (const AcceptedCandidate& candidate : kept_) {
-    kept.push_back({{"writer", candidate.writer}, {"round", candidate.round}, {"speedup", candidate.speedup()}});
+  std::vector<AcceptedCandidate> all;
+  for (const auto& [id, population] : kept_) {
+    for (const AcceptedCandidate& candidate : population) {
+      if (!Holds(all, candidate)) all.push_back(candidate);
+    }
   }
-  return {{"strategy", ToString(strategy_)}, {"width", width_}, {"kept", kept}, {"failures", failures_.size()}};
+  std::stable_sort(all.begin(), all.end(),
+                   [](const AcceptedCandidate& a, const AcceptedCandidate& b) { return RankTime(a) < RankTime(b); });
+  return all;
+}
+
+Json SearchBoard::ToJson() const {
+  std::vector<AcceptedCandidate> all = Kept();
+  std::lock_guard<std::mutex> lock(mutex_);
+  Json out = {{"strategy", ToString(strategy_)}, {"width", width_}, {"kept", KeptJson(all)}, {"failures", failures_.size()}};
+  if (strategy_ == Strategy::kEvolve) {
+    Json islands = Json::array();
+    for (const auto& [id, population] : kept_) islands.push_back({{"island", id}, {"kept", KeptJson(population)}});
+    out["islands"] = islands;
+    out["island_count"] = islands_;
+    out["migrations"] = migrations_;
+  }
+  return out;
 }
 
 }  // namespace kforge

@@ -4,37 +4,70 @@
 
 namespace kforge {
 
-WriterBudget::WriterBudget(BudgetLimits limits, const Clock& clock)
-    : limits_(limits), clock_(clock), started_(clock.NowSeconds()) {}
+WriterBudget::WriterBudget(BudgetLimits limits, const Clock& clock, WriterBudget* outer)
+    : limits_(limits), clock_(clock), outer_(outer), started_(clock.NowSeconds()) {}
 
-bool WriterBudget::TryStartAttempt() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (stopped_) return false;
+std::string WriterBudget::LimitReachedLocked() const {
   double elapsed = clock_.NowSeconds() - started_;
   if (limits_.max_seconds > 0 && elapsed >= limits_.max_seconds) {
-    StopLocked(fmt::format("the time budget of {:g} s is spent", limits_.max_seconds));
-  } else if (limits_.max_usd > 0 && spent_usd_ >= limits_.max_usd) {
-    StopLocked(fmt::format("the budget of ${:.2f} is spent (${:.4f})", limits_.max_usd, spent_usd_));
-  } else if (limits_.max_tokens > 0 && tokens_ >= limits_.max_tokens) {
-    StopLocked(fmt::format("the budget of {} tokens is spent ({} tokens)", limits_.max_tokens, tokens_));
-  } else if (limits_.max_eval_seconds > 0 && eval_seconds_ >= limits_.max_eval_seconds) {
-    StopLocked(fmt::format("the device-time budget of {:g} s of evaluations is spent ({:.0f} s)",
-                           limits_.max_eval_seconds, eval_seconds_));
-  } else if (limits_.max_attempts > 0 && attempts_ >= limits_.max_attempts) {
-    StopLocked(fmt::format("the limit of {} attempts is reached", limits_.max_attempts));
+    return fmt::format("the time budget of {:g} s is spent", limits_.max_seconds);
   }
-  if (stopped_) return false;
-  ++attempts_;
+  if (limits_.max_usd > 0 && spent_usd_ >= limits_.max_usd) {
+    return fmt::format("the budget of ${:.2f} is spent (${:.4f})", limits_.max_usd, spent_usd_);
+  }
+  if (limits_.max_tokens > 0 && tokens_ >= limits_.max_tokens) {
+    return fmt::format("the budget of {} tokens is spent ({} tokens)", limits_.max_tokens, tokens_);
+  }
+  if (limits_.max_eval_seconds > 0 && eval_seconds_ >= limits_.max_eval_seconds) {
+    return fmt::format("the device-time budget of {:g} s of evaluations is spent ({:.0f} s)", limits_.max_eval_seconds,
+                       eval_seconds_);
+  }
+  if (limits_.max_attempts > 0 && attempts_ >= limits_.max_attempts) {
+    return fmt::format("the limit of {} attempts is reached", limits_.max_attempts);
+  }
+  return "";
+}
+
+bool WriterBudget::TryStartAttempt() {
+  if (outer_ != nullptr && outer_->Spent()) {
+    Stop(outer_->stop_reason());
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopped_) return false;
+    std::string reason = LimitReachedLocked();
+    if (!reason.empty()) {
+      StopLocked(reason);
+      return false;
+    }
+    ++attempts_;
+  }
+  if (outer_ != nullptr && !outer_->TryStartAttempt()) {
+    Stop(outer_->stop_reason());
+    return false;
+  }
   return true;
 }
 
+bool WriterBudget::Spent() {
+  if (outer_ != nullptr && outer_->Spent()) Stop(outer_->stop_reason());
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopped_) return true;
+  std::string reason = LimitReachedLocked();
+  if (!reason.empty()) StopLocked(reason);
+  return stopped_;
+}
+
 void WriterBudget::Charge(double cost_usd, int64_t tokens) {
+  if (outer_ != nullptr) outer_->Charge(cost_usd, tokens);
   std::lock_guard<std::mutex> lock(mutex_);
   spent_usd_ += cost_usd;
   tokens_ += tokens;
 }
 
 void WriterBudget::ChargeEvaluation(double seconds) {
+  if (outer_ != nullptr) outer_->ChargeEvaluation(seconds);
   std::lock_guard<std::mutex> lock(mutex_);
   eval_seconds_ += seconds;
 }

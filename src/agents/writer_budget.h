@@ -1,7 +1,9 @@
 // What kernel writers share to know when to stop: a stop flag with its reason, and the limits of
 // a run (wall seconds, dollars, tokens, attempts, device seconds) with what has been spent so far. A limit is checked
 // when an attempt starts, so calls already in flight may overshoot the dollar limit by one
-// call each. Thread-safe.
+// call each. A budget may sit inside another (a pool's inside its stage's, when pools run at
+// once): what it spends is charged to both, a limit of either stops it, and stopping it leaves
+// the outer one running. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,8 @@ struct BudgetLimits {
 class WriterBudget {
  public:
   // `clock` must outlive the budget and be safe to read from every writer's thread.
-  explicit WriterBudget(BudgetLimits limits, const Clock& clock = RealClock());
+  // `outer`, when given, must outlive this budget.
+  explicit WriterBudget(BudgetLimits limits, const Clock& clock = RealClock(), WriterBudget* outer = nullptr);
 
   // Reserves one attempt. False when the budget was stopped or a limit is reached; the first
   // limit reached stops the budget with its reason.
@@ -33,6 +36,9 @@ class WriterBudget {
   void ChargeEvaluation(double seconds);
   // Stops every writer at its next attempt; the first reason is kept.
   void Stop(const std::string& reason);
+  // Whether no attempt may start any more: stopped, or a limit (its own or the outer one's) is
+  // reached, which stops it. Reserves nothing.
+  bool Spent();
 
   bool stopped() const;
   std::string stop_reason() const;  // "" while running
@@ -44,9 +50,12 @@ class WriterBudget {
 
  private:
   void StopLocked(const std::string& reason);
+  // The first of its own limits reached, in words; "" when none.
+  std::string LimitReachedLocked() const;
 
   const BudgetLimits limits_;
   const Clock& clock_;
+  WriterBudget* const outer_;
   const double started_;
   mutable std::mutex mutex_;
   std::string stop_reason_;  // guarded by mutex_

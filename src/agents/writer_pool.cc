@@ -18,6 +18,13 @@ std::string SummaryKind(const AttemptRecord& attempt) {
   return attempt.verdict.empty() ? ToString(attempt.outcome) : attempt.verdict;
 }
 
+// Evolve's islands: one per approach hint the writers' prompts carry (writer i has hint i - 1,
+// modulo their number), and no more than there are writers.
+int IslandCount(const PoolOptions& options, const PromptLibrary& prompts) {
+  int approaches = static_cast<int>(prompts.NamesUnder("approaches/").size());
+  return std::max(1, std::min(options.writers, approaches));
+}
+
 WriterResult FailedWriter(int index, const std::string& what) {
   WriterResult result;
   result.status = Status::Internal(fmt::format("writer {} failed: {}", index, what));
@@ -80,7 +87,7 @@ WriterPool::WriterPool(PoolOptions options, const WriterBrief& brief, const Prom
                        const Clock& clock)
     : options_(std::move(options)), brief_(brief), prompts_(prompts), provider_(provider), judge_(judge),
       run_dir_(std::move(run_dir)), on_progress_(std::move(on_progress)), clock_(clock),
-      budget_(options_.budget, clock), board_(options_.strategy, options_.beam_width) {}
+      budget_(options_.budget, clock, options_.within), board_(options_.strategy, options_.beam_width, IslandCount(options_, prompts)) {}
 
 PoolResult WriterPool::Run() {
   double started = clock_.NowSeconds();
@@ -115,6 +122,7 @@ PoolResult WriterPool::Run() {
   }
   pool.stop_reason = budget_.stop_reason();
   pool.search = board_.ToJson();
+  pool.kept = board_.Kept();
   pool.seconds = clock_.NowSeconds() - started;
   Status saved = WriteFile(run_dir_ / "summary.json", pool.ToJson().dump(2) + "\n");
   if (!saved.ok()) LogInfo("warning: the writers' summary was not saved: {}", saved.ToString());

@@ -36,8 +36,10 @@ struct PoolOptions {
   int speedup_patience = 2;
   double min_gain = 0.02;
   Strategy strategy = Strategy::kGreedy;
-  int beam_width = 2;          // beam: how many of the fastest accepted candidates the writers continue from
+  int beam_width = 2;          // beam: how many of the fastest accepted candidates the writers continue from;
+                               // evolve: how many each island keeps
   BudgetLimits budget;
+  WriterBudget* within = nullptr;  // the stage's budget, charged too (shared by pools that run at once); may be null
 };
 
 // The run so far, as a progress callback sees it after each attempt.
@@ -61,6 +63,7 @@ struct PoolResult {
   std::string fatal_call;                 // the first call failure that ends the stage (IsFatal), in words; "" when none
   PoolProgress totals;
   Json search;                            // the strategy and what its board kept (SearchBoard::ToJson)
+  std::vector<AcceptedCandidate> kept;    // what the board kept, fastest first (beam, evolve); empty under greedy
   double seconds = 0;
 
   // "7 attempts by 4 writers: 1 accepted, 2 compile_error, 1 no_code_block, ...; best 1.84x (writer 2, round 3)"

@@ -130,6 +130,15 @@ Result<std::string> RoundPrompt(const PromptLibrary& prompts, const WriterBrief&
       values["best_origin"] = BestSummary(*context.best);
       values["best_feedback"] = Trimmed(FeedbackFor(context.best->evaluation));
       return prompts.Render("speedup", values);
+    case PromptKind::kRecombine:
+      if (!context.best || !context.mate) return Status::Internal("a recombine prompt needs two accepted candidates");
+      values["best_candidate"] = Trimmed(context.best->source);
+      values["best_origin"] = BestSummary(*context.best);
+      values["best_feedback"] = Trimmed(FeedbackFor(context.best->evaluation));
+      values["mate_candidate"] = Trimmed(context.mate->source);
+      values["mate_origin"] = BestSummary(*context.mate);
+      values["mate_feedback"] = Trimmed(FeedbackFor(context.mate->evaluation));
+      return prompts.Render("recombine", values);
   }
   return Status::Internal("unknown prompt kind");
 }

@@ -34,7 +34,8 @@ struct RoundContext {
   std::string previous_candidate;  // the last program judged (and not the best)
   std::string previous_feedback;   // the evaluator's feedback on it
   std::string reply_problem;       // why the last reply gave nothing to judge ("" when it did)
-  const AcceptedCandidate* best = nullptr;  // for kSpeedup
+  const AcceptedCandidate* best = nullptr;  // for kSpeedup and kRecombine: the candidate to improve
+  const AcceptedCandidate* mate = nullptr;  // for kRecombine: another island's candidate to combine it with
   std::string others_failures;     // how the other writers' attempts failed (beam), "" when none
 };
 
@@ -61,7 +62,7 @@ std::string TargetDescription(const TargetMachine& machine);
 // The system message: system.md with the knowledge folder's examples.
 Result<std::string> SystemPrompt(const PromptLibrary& prompts, const WriterBrief& brief);
 
-// The user message for a round: write.md, repair.md or speedup.md; `variant` picks one of the
+// The user message for a round: write.md, repair.md, speedup.md or recombine.md; `variant` picks one of the
 // approaches/ hints (modulo their number) so that parallel writers try different things.
 Result<std::string> RoundPrompt(const PromptLibrary& prompts, const WriterBrief& brief, const RoundContext& context,
                                 int variant);

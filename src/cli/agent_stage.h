@@ -1,8 +1,6 @@
-// The LLM stage of `kforge optimize --llm`: pools of kernel writers judged by the evaluator one
-// evaluation at a time, on the whole program (starting from the built-in compiler's candidate)
-// or on each distinct fusion group as a task of its own, whose verified programs are then
-// composed into one ModelNew and judged end to end; the router picks which comes first and the
-// other is the fallback. The stage's folder (<out>/<task>/llm/) holds stage.json (what was asked,
+// The LLM stage of `kforge optimize --llm`, wired: the routed provider (one model per role),
+// one evaluator per device slot behind a JudgePool that records every evaluation, the live
+// status, and the search (search/agent_search.h: routes, pools, strategies, budgets). The stage's folder (<out>/<task>/llm/) holds stage.json (what was asked,
 // so `kforge resume` can continue it), the whole-program writers' rounds and summary.json,
 // parts/<group>/ (a part's task.py and its writers' rounds) and composed.py; every model call is in the store under the stage's run id,
 // and every evaluation as a candidate of origin "llm:<spec>". Wiring only.
@@ -13,56 +11,15 @@
 #include <string>
 
 #include "cli/workspace.h"
-#include "compiler/codegen/model_writer.h"
-#include "compiler/ir/graph.h"
-#include "compiler/passes/fusion_plan.h"
 #include "core/json.h"
 #include "eval/evaluation.h"
 #include "eval/evaluator.h"
 #include "llm/call_activity.h"
-#include "llm/limited_provider.h"
+#include "llm/routed_provider.h"
+#include "search/agent_search.h"
 #include "tasks/task.h"
 
 namespace kforge {
-
-// The most evaluations at once: one per GPU of the largest hosts.
-constexpr int kMaxEvaluators = 16;
-
-struct AgentSettings {
-  std::string llm;          // provider spec ("openai:gpt-4o", "replay:FILE", ...); empty: no LLM stage
-  std::string llm_config;   // JSON config file (keys, base URLs, prices, concurrency); optional
-  int workers = 4;
-  int rounds = 4;
-  double budget_usd = 0;    // 0: no limit
-  int64_t budget_tokens = 0;  // prompt and completion tokens of every call; 0: no limit
-  double budget_s = 0;      // wall seconds for the whole stage; 0: no limit
-  double budget_gpu_s = 0;  // device seconds the stage's evaluations may take, over every evaluator; 0: no limit
-  int evaluators = 1;       // evaluations at once: one per GPU (one on the CPU unless asked)
-  std::string record;       // also write every call to this cassette (replayable with replay:FILE)
-  std::string route = "auto";  // auto (the router decides), whole (program) or decompose (per fusion group)
-  std::string strategy = "greedy";  // greedy: independent writers; beam: they continue from the fastest `beam_width`
-  int beam_width = 2;
-  int patience = 2;         // speed-up rounds in a row without gain before a writer stops
-  double min_gain = 0.02;   // a faster candidate must beat the best by this fraction
-  bool kernel_counters = true;  // on a GPU, hardware counters of each candidate's kernels into the speed-up prompt
-
-  Json ToJson() const;
-  static AgentSettings FromJson(const Json& json);
-  // InvalidArgument naming the flag when a setting is out of range.
-  Status Validate() const;
-};
-
-// What the stage starts from.
-struct AgentStart {
-  std::string ir_summary;          // the captured graph and its fusion groups
-  std::string compiler_candidate;  // the built-in compiler's ModelNew ("" when it had none)
-  std::optional<Evaluation> compiler_evaluation;  // its evaluation, for the times to beat
-  // For decomposition (null: whole-program generation only): the graph after the passes, its
-  // plan, and how the compiler wrote its candidate (groups without a verified part keep that).
-  const ir::Graph* graph = nullptr;
-  const passes::FusionPlan* plan = nullptr;
-  codegen::ModelWriterOptions writer_options;
-};
 
 struct AgentOutcome {
   Json report;                         // settings, the pool's summary, attempts, usage, best
@@ -77,7 +34,7 @@ std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder
 
 // The provider a stage's writers share, with the token budget its calls are held to.
 struct StageProvider {
-  std::unique_ptr<LimitedProvider> provider;
+  std::unique_ptr<RoutedProvider> provider;  // --llm's model, and --llm-for's for their roles
   // --budget-tokens, or, for a model with no known price, --budget-usd turned into tokens at the
   // highest listed output price (so that the dollar budget cannot be overspent); 0: no limit.
   int64_t max_tokens = 0;

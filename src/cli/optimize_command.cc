@@ -26,6 +26,7 @@ struct OptimizeFlags {
   std::string describe;  // a plain-language task for the model to write, instead of `task`
   std::string budget;    // the LLM stage's wall-time budget, as written
   std::string budget_gpu;  // its device-time budget, as written
+  std::vector<std::string> llm_for;  // ROLE=SPEC, as written
   bool json = false;
   OptimizeSettings settings;
 };
@@ -223,6 +224,14 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
     return UsageError("--describe needs --llm: a model writes the task from the description");
   }
   OptimizeSettings settings = flags.settings;
+  for (const std::string& role_spec : flags.llm_for) {
+    size_t equals = role_spec.find('=');
+    if (equals == std::string::npos) return UsageError("--llm-for takes ROLE=SPEC, as in optimize=anthropic:claude-opus-4-1, not '" + role_spec + "'");
+    settings.agents.role_llms[role_spec.substr(0, equals)] = role_spec.substr(equals + 1);
+  }
+  if (!settings.agents.role_llms.empty() && settings.agents.llm.empty()) {
+    return UsageError("--llm-for needs --llm: the model of every role without one of its own");
+  }
   if (!settings.agents.llm.empty()) {
     if (Status valid = settings.agents.Validate(); !valid.ok()) return UsageError(valid.message());
   }
@@ -318,6 +327,11 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--llm", agents.llm,
                  "after the compiler, LLM kernel writers: openai:MODEL, anthropic:MODEL, compat:MODEL (OpenAI-compatible "
                  "server at KFORGE_LLM_BASE_URL), command:CMD (prompt on stdin, reply on stdout) or replay:CASSETTE");
+  app.add_option("--llm-for", flags->llm_for,
+                 "ROLE=SPEC: a model of its own for one role: write (the first program and its repairs), optimize "
+                 "(speed-ups and recombinations) or describe (--describe); repeatable; the others use --llm's")
+      ->expected(1)
+      ->allow_extra_args(false);
   app.add_option("--llm-config", agents.llm_config, "JSON file with keys, base URLs, prices and concurrency per provider");
   app.add_option("--workers", agents.workers, "kernel writers in parallel")->capture_default_str();
   app.add_option("--rounds", agents.rounds, "rounds (write, repair, speed up) per writer")->capture_default_str();
@@ -338,9 +352,13 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
                  "(the other is the fallback); whole; decompose")->capture_default_str();
   app.add_option("--strategy", agents.strategy,
                  "greedy: each writer follows its own line; beam: before each round a writer continues from one of "
-                 "the --beam-width fastest accepted candidates of all writers, and every writer is told how the "
-                 "others' attempts failed")->capture_default_str();
-  app.add_option("--beam-width", agents.beam_width, "beam: how many of the fastest candidates are kept")->capture_default_str();
+                 "the --beam-width fastest accepted candidates of all writers; evolve: islands of writers by approach, "
+                 "each keeping its --beam-width fastest, mutated by the speed-up prompt, the fastest migrating between "
+                 "islands, candidates of two islands recombined, and a decomposition's parts crossed over in several "
+                 "compositions. Under beam and evolve every writer is told how the others' attempts failed")
+      ->capture_default_str();
+  app.add_option("--beam-width", agents.beam_width, "beam: how many of the fastest candidates are kept; evolve: per island")
+      ->capture_default_str();
   app.add_option("--patience", agents.patience, "speed-up rounds in a row without a faster candidate before a writer stops")
       ->capture_default_str();
   app.add_option("--min-gain", agents.min_gain,

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "agents/live_status.h"
 #include "cli/commands.h"
 #include "report/text_report.h"
 
@@ -66,8 +67,6 @@ int ShowLlmCall(Store& store, const ShowFlags& flags) {
   return 0;
 }
 
-std::string RunStatusWords(const Json& status);
-
 int ShowLlmCalls(Store& store, const ShowFlags& flags) {
   auto calls = store.ListLlmCalls(flags.run, flags.limit);
   if (!calls.ok()) return UsageError(calls.status().message());
@@ -76,7 +75,7 @@ int ShowLlmCalls(Store& store, const ShowFlags& flags) {
     auto status = store.GetRunStatus(flags.run);
     if (!status.ok()) return UsageError(status.status().message());
     if (!status->has_value()) return UsageError("run " + flags.run + " has no live status stored");
-    std::printf("%s\n", flags.json ? (**status).dump(2).c_str() : RunStatusWords(**status).c_str());
+    std::printf("%s\n", flags.json ? (**status).dump(2).c_str() : RunStatus::FromJson(**status).Words().c_str());
     return 0;
   }
   if (flags.json) {
@@ -96,29 +95,9 @@ int ShowLlmCalls(Store& store, const ShowFlags& flags) {
   if (calls->empty()) std::printf("(no LLM calls stored%s)\n", flags.run.empty() ? "" : " for that run");
   if (!flags.run.empty()) {
     auto status = store.GetRunStatus(flags.run);
-    if (status.ok() && status->has_value()) std::printf("\n%s\n", RunStatusWords(**status).c_str());
+    if (status.ok() && status->has_value()) std::printf("\n%s\n", RunStatus::FromJson(**status).Words().c_str());
   }
   return 0;
-}
-
-// A run's live status (LiveStatus in the store) in one paragraph.
-std::string RunStatusWords(const Json& status) {
-  std::string best = status["best_speedup"].is_number() ? fmt::format("{:.2f}x", status["best_speedup"].get<double>()) : "-";
-  std::string out = fmt::format("status ({}, {}): {} of {} attempt(s) in {}, {} accepted, best {}, {} tokens, ${:.4f}, {:.0f} s",
-                                JsonGet<std::string>(status, "state", "?"), JsonGet<std::string>(status, "updated_at", "?"),
-                                JsonGet<int>(status, "attempts", 0), JsonGet<int>(status, "planned_attempts", 0),
-                                JsonGet<std::string>(status, "scope", "?"), JsonGet<int>(status, "accepted", 0), best,
-                                JsonGet<int64_t>(status, "tokens", 0), JsonGet<double>(status, "cost_usd", 0),
-                                JsonGet<double>(status, "elapsed_s", 0));
-  const Json& calls = JsonField(status, "calls");
-  if (calls.is_object()) {
-    out += fmt::format("; calls: {} in flight, {} queued, {} waiting to retry; {} retry wait(s) so far ({:.0f} s)",
-                       JsonGet<int>(calls, "in_flight", 0), JsonGet<int>(calls, "queued", 0),
-                       JsonGet<int>(calls, "retry_waits", 0), JsonGet<int64_t>(calls, "waits_so_far", 0),
-                       JsonGet<double>(calls, "waited_s", 0));
-  }
-  if (status["eta_s"].is_number()) out += fmt::format("; about {:.0f} s left", status["eta_s"].get<double>());
-  return out;
 }
 
 std::string Optional(const std::optional<double>& value, const char* format) {

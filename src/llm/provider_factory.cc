@@ -108,22 +108,71 @@ std::optional<ModelPrice> PriceOfSpec(const ProviderSpec& spec, const LlmConfig&
   return FindPrice(WithBuiltInPrices(config.prices), spec.argument);
 }
 
+namespace {
+
+// MakeProvider's provider, recorded by `recorder` when given, behind a LimitedProvider on `pool`.
+Result<std::unique_ptr<LimitedProvider>> LimitedOn(const std::string& text, const LlmConfig& config,
+                                                   std::shared_ptr<ConcurrencyPool> pool,
+                                                   std::shared_ptr<CassetteWriter> recorder, Store* store,
+                                                   std::optional<std::string> run_id,
+                                                   std::shared_ptr<CallActivity> activity) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, MakeProvider(text, config, activity));
+  if (recorder) provider = std::make_unique<RecordingProvider>(std::move(recorder), std::move(provider));
+  LimitOptions options;
+  options.pool = std::move(pool);
+  options.store = store;
+  options.run_id = std::move(run_id);
+  options.activity = std::move(activity);
+  return std::make_unique<LimitedProvider>(std::move(provider), std::move(options));
+}
+
+std::shared_ptr<ConcurrencyPool> PoolOf(const ProviderSpec& spec, const LlmConfig& config) {
+  return std::make_shared<ConcurrencyPool>("llm:" + spec.kind, config.ConcurrencyFor(spec.kind));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& text, const LlmConfig& config,
                                                              Store* store, std::optional<std::string> run_id,
                                                              const std::filesystem::path& record,
                                                              std::shared_ptr<CallActivity> activity) {
   ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(text));
-  ASSIGN_OR_RETURN(std::unique_ptr<Provider> provider, MakeProvider(text, config, activity));
+  std::shared_ptr<CassetteWriter> recorder;
   if (!record.empty()) {
-    ASSIGN_OR_RETURN(std::unique_ptr<RecordingProvider> recording, RecordingProvider::Open(record, std::move(provider)));
-    provider = std::move(recording);
+    ASSIGN_OR_RETURN(recorder, CassetteWriter::Open(record));
   }
-  LimitOptions options;
-  options.pool = std::make_shared<ConcurrencyPool>("llm:" + spec.kind, config.ConcurrencyFor(spec.kind));
-  options.store = store;
-  options.run_id = std::move(run_id);
-  options.activity = std::move(activity);
-  return std::make_unique<LimitedProvider>(std::move(provider), std::move(options));
+  return LimitedOn(text, config, PoolOf(spec, config), std::move(recorder), store, std::move(run_id), std::move(activity));
+}
+
+Result<std::unique_ptr<RoutedProvider>> MakeRoutedProvider(const std::string& text,
+                                                           const std::map<std::string, std::string>& specs,
+                                                           const LlmConfig& config, Store* store,
+                                                           std::optional<std::string> run_id,
+                                                           const std::filesystem::path& record,
+                                                           std::shared_ptr<CallActivity> activity) {
+  std::shared_ptr<CassetteWriter> recorder;
+  if (!record.empty()) {
+    ASSIGN_OR_RETURN(recorder, CassetteWriter::Open(record));
+  }
+  std::map<std::string, std::shared_ptr<ConcurrencyPool>> pools;  // by provider kind
+  std::vector<std::string> distinct = {text};
+  for (const auto& [kind, routed] : specs) {
+    if (std::find(distinct.begin(), distinct.end(), routed) == distinct.end()) distinct.push_back(routed);
+  }
+  std::vector<RoutedProvider::Route> routes;
+  for (const std::string& each : distinct) {
+    ASSIGN_OR_RETURN(ProviderSpec spec, ParseProviderSpec(each));
+    std::shared_ptr<ConcurrencyPool>& pool = pools[spec.kind];
+    if (!pool) pool = PoolOf(spec, config);
+    ASSIGN_OR_RETURN(std::unique_ptr<LimitedProvider> provider,
+                     LimitedOn(each, config, pool, recorder, store, run_id, activity));
+    RoutedProvider::Route route{each, std::move(provider), {}};
+    for (const auto& [kind, routed] : specs) {
+      if (routed == each) route.kinds.push_back(kind);
+    }
+    routes.push_back(std::move(route));
+  }
+  return std::make_unique<RoutedProvider>(std::move(routes));
 }
 
 }  // namespace kforge

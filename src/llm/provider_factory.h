@@ -5,12 +5,14 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "llm/limited_provider.h"
+#include "llm/routed_provider.h"
 #include "llm/llm_config.h"
 #include "llm/provider.h"
 #include "store/store.h"
@@ -41,5 +43,16 @@ Result<std::unique_ptr<LimitedProvider>> MakeLimitedProvider(const std::string& 
                                                              Store* store, std::optional<std::string> run_id,
                                                              const std::filesystem::path& record = {},
                                                              std::shared_ptr<CallActivity> activity = nullptr);
+
+// The providers of one stage, one model per role: `specs` maps tag kinds ("speedup", "describe")
+// to the spec whose model answers them, and every other call goes to `spec`. Each distinct spec
+// is a LimitedProvider; those of one provider kind share its pool, all share one cassette (when
+// `record` is not empty), the store and `activity`. InvalidArgument for a bad spec.
+Result<std::unique_ptr<RoutedProvider>> MakeRoutedProvider(const std::string& spec,
+                                                           const std::map<std::string, std::string>& specs,
+                                                           const LlmConfig& config, Store* store,
+                                                           std::optional<std::string> run_id,
+                                                           const std::filesystem::path& record = {},
+                                                           std::shared_ptr<CallActivity> activity = nullptr);
 
 }  // namespace kforge

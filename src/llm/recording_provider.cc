@@ -11,7 +11,7 @@ Result<std::unique_ptr<RecordingProvider>> RecordingProvider::Open(const std::fi
   return std::make_unique<RecordingProvider>(std::move(writer), std::move(inner));
 }
 
-RecordingProvider::RecordingProvider(std::unique_ptr<CassetteWriter> writer, std::unique_ptr<Provider> inner)
+RecordingProvider::RecordingProvider(std::shared_ptr<CassetteWriter> writer, std::unique_ptr<Provider> inner)
     : writer_(std::move(writer)), inner_(std::move(inner)) {}
 
 Completion RecordingProvider::Complete(const CompletionRequest& original) {

@@ -20,7 +20,8 @@ class RecordingProvider : public Provider {
   // IoError when the cassette cannot be opened for appending.
   static Result<std::unique_ptr<RecordingProvider>> Open(const std::filesystem::path& cassette,
                                                          std::unique_ptr<Provider> inner);
-  RecordingProvider(std::unique_ptr<CassetteWriter> writer, std::unique_ptr<Provider> inner);
+  // `writer` may be shared by several providers (one cassette for the models of every role).
+  RecordingProvider(std::shared_ptr<CassetteWriter> writer, std::unique_ptr<Provider> inner);
 
   // Calls the inner provider with the request's model filled in from its default, and records.
   Completion Complete(const CompletionRequest& request) override;
@@ -29,7 +30,7 @@ class RecordingProvider : public Provider {
   ProviderCheck Check() override { return inner_->Check(); }
 
  private:
-  std::unique_ptr<CassetteWriter> writer_;
+  std::shared_ptr<CassetteWriter> writer_;
   std::unique_ptr<Provider> inner_;
 };
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "cpu_evaluator.h"
 
@@ -12,6 +13,18 @@ namespace kforge {
 namespace {
 
 namespace fs = std::filesystem;
+
+// An honest ReLU and a memoizing one, each judged from a thread of its own, started together.
+std::pair<Result<Evaluation>, Result<Evaluation>> JudgeHonestAndCheatAtOnce(CandidateJudge& judge, const TaskFile& task,
+                                                                             const fs::path& corpus) {
+  Result<Evaluation> honest = Status::Internal("not run");
+  Result<Evaluation> cheat = Status::Internal("not run");
+  std::thread first([&] { honest = judge.Judge(task, corpus / "honest_relu.py"); });
+  std::thread second([&] { cheat = judge.Judge(task, corpus / "memo_data_ptr.py"); });
+  first.join();
+  second.join();
+  return {std::move(honest), std::move(cheat)};
+}
 
 class CandidateJudgeTest : public ::testing::Test {
  protected:
@@ -61,13 +74,7 @@ TEST_F(CandidateJudgeTest, AOneSlotPoolRunsTheRealEvaluatorOneCandidateAtATime) 
     inside = false;
   });
 
-  Result<Evaluation> honest = Status::Internal("not run");
-  Result<Evaluation> cheat = Status::Internal("not run");
-  std::thread first([&] { honest = judge.Judge(*task, corpus / "honest_relu.py"); });
-  std::thread second([&] { cheat = judge.Judge(*task, corpus / "memo_data_ptr.py"); });
-  first.join();
-  second.join();
-
+  auto [honest, cheat] = JudgeHonestAndCheatAtOnce(judge, *task, corpus);
   ASSERT_TRUE(honest.ok()) << honest.status().ToString();
   ASSERT_TRUE(cheat.ok()) << cheat.status().ToString();
   EXPECT_EQ(honest->verdict.ToString(), "accepted") << honest->verdict.message;
@@ -101,13 +108,7 @@ TEST_F(CandidateJudgeTest, ATwoSlotPoolJudgesTwoCandidatesAtOnce) {
                     inside = false;
                   });
   ASSERT_EQ(judge.slots(), 2u);
-  Result<Evaluation> honest = Status::Internal("not run");
-  Result<Evaluation> cheat = Status::Internal("not run");
-  std::thread first([&] { honest = judge.Judge(*task, corpus / "honest_relu.py"); });
-  std::thread second([&] { cheat = judge.Judge(*task, corpus / "memo_data_ptr.py"); });
-  first.join();
-  second.join();
-
+  auto [honest, cheat] = JudgeHonestAndCheatAtOnce(judge, *task, corpus);
   ASSERT_TRUE(honest.ok()) << honest.status().ToString();
   ASSERT_TRUE(cheat.ok()) << cheat.status().ToString();
   EXPECT_EQ(honest->verdict.ToString(), "accepted") << honest->verdict.message;

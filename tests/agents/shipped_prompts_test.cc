@@ -114,6 +114,25 @@ TEST_F(ShippedPromptsTest, SpeedupPromptShowsTheBestAndItsMeasurements) {
   EXPECT_NE(text.find("1.25x"), std::string::npos) << text;
 }
 
+TEST_F(ShippedPromptsTest, RecombinePromptShowsBothVersionsAndTheirMeasurements) {
+  AcceptedCandidate best{"/run/writer1/round2/candidate.py", "class ModelNew: version = 'a'\n",
+                         MakeEvaluation(VerdictKind::kAccepted, "correct on 8 input sets", 1.25), 1, 2};
+  AcceptedCandidate mate{"/run/writer2/round1/candidate.py", "class ModelNew: version = 'b'\n",
+                         MakeEvaluation(VerdictKind::kAccepted, "correct on 8 input sets", 1.75), 2, 1};
+  RoundContext context;
+  context.kind = PromptKind::kRecombine;
+  context.round = 3;
+  context.best = &best;
+  context.mate = &mate;
+  std::string text = Round(context);
+  for (const char* needle : {"version = 'a'", "version = 'b'", "writer 1, round 2", "writer 2, round 1", "1.25x",
+                             "1.75x", "faster than both"}) {
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
+  }
+  context.mate = nullptr;
+  EXPECT_FALSE(RoundPrompt(*library_, brief_, context, 0).ok()) << "a recombine round needs two candidates";
+}
+
 TEST_F(ShippedPromptsTest, VariantsPickDifferentApproaches) {
   RoundContext context;
   std::vector<std::string> prompts;

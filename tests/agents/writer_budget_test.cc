@@ -79,6 +79,28 @@ TEST(WriterBudget, WallTimeLimit) {
   EXPECT_EQ(budget.stop_reason(), "the time budget of 60 s is spent");
 }
 
+TEST(WriterBudget, APoolsBudgetInsideTheStagesIsChargedToBothAndStopsAlone) {
+  FakeClock clock;
+  WriterBudget stage(BudgetLimits{.max_tokens = 1000, .max_eval_seconds = 60}, clock);
+  WriterBudget first(BudgetLimits{}, clock, &stage);
+  WriterBudget second(BudgetLimits{}, clock, &stage);
+  EXPECT_TRUE(first.TryStartAttempt());
+  EXPECT_TRUE(second.TryStartAttempt());
+  EXPECT_EQ(stage.attempts(), 2);
+  first.Charge(0.01, 600);
+  first.ChargeEvaluation(10);
+  EXPECT_EQ(stage.tokens(), 600);
+  EXPECT_DOUBLE_EQ(stage.eval_seconds(), 10);
+  first.Stop("writer 1 has an accepted candidate");
+  EXPECT_FALSE(first.TryStartAttempt());
+  EXPECT_FALSE(stage.stopped()) << "one pool stopping leaves the others running";
+  EXPECT_TRUE(second.TryStartAttempt());
+  second.Charge(0.01, 400);  // the stage's 1000 tokens are spent by the two pools together
+  EXPECT_FALSE(second.TryStartAttempt());
+  EXPECT_EQ(second.stop_reason(), "the budget of 1000 tokens is spent (1000 tokens)");
+  EXPECT_TRUE(stage.Spent());
+}
+
 TEST(WriterBudget, AttemptLimitHoldsAcrossThreads) {
   WriterBudget budget(BudgetLimits{.max_attempts = 50});
   std::atomic<int> started{0};

@@ -267,7 +267,7 @@ TEST_F(WriterPoolTest, BeamWritersContinueFromTheFastestAndGreedyOnesDoNot) {
 
 TEST(SearchBoard, KeepsTheFastestAndTellsEachWriterTheOthersFailures) {
   SearchBoard board(Strategy::kBeam, 2);
-  EXPECT_FALSE(board.StartFor(1).has_value());
+  EXPECT_FALSE(board.StartFor(1, 1).has_value());
   auto accepted = [](int writer, double speedup, const std::string& source) {
     AcceptedCandidate candidate;
     candidate.writer = writer;
@@ -279,9 +279,9 @@ TEST(SearchBoard, KeepsTheFastestAndTellsEachWriterTheOthersFailures) {
   board.Offer(accepted(2, 2.0, "b"));
   board.Offer(accepted(3, 1.5, "c"));
   board.Offer(accepted(4, 2.0, "b"));  // the same program again: kept once
-  EXPECT_EQ(board.StartFor(1)->source, "b");
-  EXPECT_EQ(board.StartFor(2)->source, "c");
-  EXPECT_EQ(board.StartFor(3)->source, "b");  // ranks wrap around the kept ones
+  EXPECT_EQ(board.StartFor(1, 2)->source, "b");
+  EXPECT_EQ(board.StartFor(2, 2)->source, "c");
+  EXPECT_EQ(board.StartFor(3, 3)->source, "b");  // ranks wrap around the kept ones
   EXPECT_EQ(board.ToJson()["kept"].size(), 2u);
 
   AttemptRecord wrong;
@@ -302,10 +302,102 @@ TEST(SearchBoard, KeepsTheFastestAndTellsEachWriterTheOthersFailures) {
   SearchBoard greedy(Strategy::kGreedy, 2);
   greedy.Offer(accepted(1, 2.0, "a"));
   greedy.NoteFailure(wrong);
-  EXPECT_FALSE(greedy.StartFor(1).has_value());
+  EXPECT_FALSE(greedy.StartFor(1, 2).has_value());
   EXPECT_EQ(greedy.FailuresSeenBy(1), "");
   EXPECT_EQ(ParseStrategy("beam"), Strategy::kBeam);
-  EXPECT_FALSE(ParseStrategy("evolve").has_value());
+  EXPECT_EQ(ParseStrategy("evolve"), Strategy::kEvolve);
+  EXPECT_FALSE(ParseStrategy("random").has_value());
+}
+
+AcceptedCandidate Accepted(int writer, int round, double speedup, const std::string& source) {
+  AcceptedCandidate candidate;
+  candidate.writer = writer;
+  candidate.round = round;
+  candidate.source = source;
+  candidate.evaluation = MakeEvaluation(VerdictKind::kAccepted, "correct", speedup);
+  return candidate;
+}
+
+TEST(SearchBoard, EvolveKeepsIslandsMigratesTheFastestExploresAndRecombines) {
+  SearchBoard board(Strategy::kEvolve, 2, /*islands=*/2);
+  EXPECT_EQ(board.IslandOf(1), 0);
+  EXPECT_EQ(board.IslandOf(2), 1);
+  EXPECT_EQ(board.IslandOf(3), 0);  // writers 1 and 3 share an approach, and so an island
+  board.Offer(Accepted(1, 1, 1.2, "a1"));
+  board.Offer(Accepted(3, 1, 1.5, "a3"));
+  board.Offer(Accepted(1, 2, 1.1, "a1b"));  // third on island 0: not kept (width 2)
+  board.Offer(Accepted(2, 1, 3.0, "b2"));
+
+  // An odd, non-exploring round: the island's own fastest, not the faster one of the other island.
+  EXPECT_EQ(board.StartFor(1, 1)->source, "a3");
+  // Every third round explores the island's runner-up.
+  EXPECT_EQ(board.StartFor(3, 3)->source, "a1");
+  // A migration round: the fastest of all (island 1) joins island 0 and is its parent.
+  EXPECT_EQ(board.StartFor(1, 2)->source, "b2");
+  EXPECT_EQ(board.StartFor(1, 1)->source, "b2") << "the migrant now leads island 0";
+  // Island 1 has nothing faster to take in.
+  EXPECT_EQ(board.StartFor(2, 2)->source, "b2");
+
+  // Recombination, on its rounds only: another island's fastest program that is not the parent.
+  EXPECT_FALSE(board.MateFor(2, 2, Accepted(2, 1, 3.0, "b2")).has_value());
+  auto mate = board.MateFor(2, 3, Accepted(2, 1, 3.0, "b2"));
+  ASSERT_TRUE(mate.has_value());
+  EXPECT_EQ(mate->source, "a3") << "island 0's fastest other than the migrant b2";
+
+  Json json = board.ToJson();
+  EXPECT_EQ(json["strategy"], "evolve");
+  EXPECT_EQ(json["migrations"], 1);
+  EXPECT_EQ(json["islands"].size(), 2u);
+  std::vector<AcceptedCandidate> kept = board.Kept();
+  ASSERT_EQ(kept.size(), 2u) << "island 0 keeps the migrant and a3 (width 2): a1 fell out";
+  EXPECT_EQ(kept[0].source, "b2");
+  EXPECT_EQ(kept[1].source, "a3");
+
+  SearchBoard beam(Strategy::kBeam, 2);
+  beam.Offer(Accepted(1, 1, 1.2, "a"));
+  EXPECT_FALSE(beam.MateFor(2, 3, Accepted(2, 1, 3.0, "b")).has_value()) << "beam never recombines";
+}
+
+TEST_F(WriterPoolTest, EvolveWritersRecombineAcrossIslands) {
+  ScriptedProvider provider;
+  provider.AnswerWith([&](const CompletionRequest& request) {
+    int writer = WriterOf(request, 2);
+    if (request.tag.round == 1) return OkReply(ProgramReply(writer == 1 ? "accepted 1.5" : "accepted 2.0 island b"));
+    if (request.tag.kind == "recombine") return OkReply(ProgramReply("accepted 4.0 recombined"));
+    // Round 2 waits until both first programs are judged (and on the board) before it ends, so
+    // that round 3 finds a candidate on the other island to recombine with.
+    for (int i = 0; i < 5000 && judge_.calls() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return OkReply(ProgramReply("wrong_output"));
+  });
+  PoolOptions options;
+  options.writers = 2;
+  options.max_rounds = 3;
+  options.speedup_patience = 5;
+  options.strategy = Strategy::kEvolve;
+  options.beam_width = 2;
+  WriterPool pool(options, brief_, *prompts_, provider, judge_, run_ / "evolve", {});
+  PoolResult result = pool.Run();
+  ASSERT_TRUE(result.status.ok()) << result.status.ToString();
+  int recombined = 0, of_both_first = 0;
+  for (const CompletionRequest& request : provider.requests()) {
+    if (request.tag.kind != "recombine") continue;
+    ++recombined;
+    EXPECT_EQ(request.tag.round, 3);
+    std::string text = LastUserMessage(request.messages);
+    EXPECT_NE(text.find("# Task: combine two accepted versions"), std::string::npos) << text;
+    // The first recombination to start can only see the two first programs; a later one may see
+    // the first's result instead.
+    if (text.find("# accepted 1.5") != std::string::npos && text.find("# accepted 2.0 island b") != std::string::npos) {
+      ++of_both_first;
+    }
+  }
+  EXPECT_GE(recombined, 1) << "round 3 of a writer recombines its island's best with the other island's";
+  EXPECT_GE(of_both_first, 1);
+  ASSERT_TRUE(result.best.has_value());
+  EXPECT_DOUBLE_EQ(result.best->speedup(), 4.0);
+  EXPECT_EQ(result.search["strategy"], "evolve");
+  EXPECT_EQ(result.search["island_count"], 2);
 }
 
 TEST(LiveStatus, SaysWhatTheCallsDoAndEstimatesTheTimeLeft) {
@@ -328,9 +420,9 @@ TEST(LiveStatus, SaysWhatTheCallsDoAndEstimatesTheTimeLeft) {
     progress.best_speedup = 1.4;
     progress.tokens = 3000;
     progress.cost_usd = 0.02;
-    live.Attempted(progress);
+    live.Attempted("whole", progress);
     // Two attempts in 30 s: six more at that pace.
-    EXPECT_EQ(live.Words(), "1 call(s) in flight, 1 queued; about 2 min left");
+    EXPECT_EQ(live.Current().Brief(), "1 call(s) in flight, 1 queued; about 2 min left");
     auto stored = (*store)->GetRunStatus("run-1");
     ASSERT_TRUE(stored.ok() && stored->has_value());
     EXPECT_EQ((**stored)["state"], "running");
@@ -339,11 +431,31 @@ TEST(LiveStatus, SaysWhatTheCallsDoAndEstimatesTheTimeLeft) {
     EXPECT_DOUBLE_EQ((**stored)["eta_s"].get<double>(), 90.0);
 
     activity->RetryWait(20, CallOutcome::kServerError);
-    EXPECT_EQ(live.Words(), "1 call(s) in flight, 1 queued; a retry waits 20 s (server_error); about 2 min left");
+    EXPECT_EQ(live.Current().Brief(), "1 call(s) in flight, 1 queued; a retry waits 20 s (server_error); about 2 min left");
+    live.PoolEnded("whole");
     live.PoolStarted("relu", 4);  // the next pool counts on from the first
-    EXPECT_EQ(live.Current()["attempts"], 2);
-    EXPECT_EQ(live.Current()["best_speedup"], 1.4);
-    EXPECT_TRUE(live.Current()["eta_s"].is_null());  // nothing to pace it by yet
+    RunStatus next = live.Current();
+    EXPECT_EQ(next.attempts, 2);
+    EXPECT_EQ(next.best_speedup, 1.4);
+    EXPECT_EQ(next.scopes, std::vector<std::string>{"relu"});
+    EXPECT_EQ(next.planned_attempts, 4);
+    EXPECT_DOUBLE_EQ(next.eta_s.value_or(-1), 60.0) << "four attempts at the stage's pace of 15 s each";
+
+    // Parts of a decomposition run at once: both scopes, their planned attempts summed.
+    live.PoolStarted("softmax", 4);
+    PoolProgress softmax;
+    softmax.attempts = 1;
+    softmax.best_speedup = 2.5;
+    live.Attempted("softmax", softmax);
+    RunStatus both = live.Current();
+    EXPECT_EQ(both.scopes, (std::vector<std::string>{"relu", "softmax"}));
+    EXPECT_EQ(both.planned_attempts, 8);
+    EXPECT_EQ(both.attempts, 3);
+    EXPECT_EQ(both.best_speedup, 2.5);
+    RunStatus read = RunStatus::FromJson(both.ToJson());
+    EXPECT_EQ(read.ToJson(), both.ToJson()) << "what is stored reads back the same";
+    EXPECT_NE(read.Words().find("3 of 8 attempt(s) in relu, softmax, 1 accepted, best 2.50x"), std::string::npos)
+        << read.Words();
   }
   auto left = (*store)->GetRunStatus("run-1");
   ASSERT_TRUE(left.ok() && left->has_value());

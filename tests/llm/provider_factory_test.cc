@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/files.h"
+#include "llm/cassette.h"
 #include "test_http_server.h"
 
 namespace kforge {
@@ -93,15 +94,20 @@ TEST(ProviderFactoryTest, ReplayOpensTheCassette) {
   RemoveTreeQuietly(*dir);
 }
 
-TEST(ProviderFactoryTest, CompatProviderTalksToTheConfiguredServerWithTheSpecModel) {
-  TestHttpServer server;
-  server.OnPost("/v1/chat/completions", [](const httplib::Request& request, httplib::Response& response, int) {
+// An OpenAI-compatible server whose every reply names the model asked for, with the given usage.
+void AnswerWithTheModelName(TestHttpServer& server, int prompt_tokens, int completion_tokens) {
+  server.OnPost("/v1/chat/completions", [=](const httplib::Request& request, httplib::Response& response, int) {
     Json body = Json::parse(request.body);
     Json reply = {{"choices", {{{"message", {{"role", "assistant"}, {"content", "model was " + body["model"].get<std::string>()}}},
                                 {"finish_reason", "stop"}}}},
-                  {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 2}}}};
+                  {"usage", {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}}}};
     response.set_content(reply.dump(), "application/json");
   });
+}
+
+TEST(ProviderFactoryTest, CompatProviderTalksToTheConfiguredServerWithTheSpecModel) {
+  TestHttpServer server;
+  AnswerWithTheModelName(server, 1, 2);
   LlmConfig config = ConfigFromEnv({{"KFORGE_LLM_BASE_URL", server.Start() + "/v1"}, {"KFORGE_LLM_API_KEY", "local-key"}});
   config.prices["qwen"] = {1, 1};
   auto provider = MakeLimitedProvider("compat:qwen", config, nullptr, std::nullopt);
@@ -115,6 +121,42 @@ TEST(ProviderFactoryTest, CompatProviderTalksToTheConfiguredServerWithTheSpecMod
   EXPECT_EQ((*provider)->pool().name(), "llm:compat");
   EXPECT_EQ((*provider)->pool().depth(), LlmConfig::kDefaultConcurrency);
   EXPECT_DOUBLE_EQ((*provider)->Totals().cost_usd, 3e-6);
+}
+
+TEST(ProviderFactoryTest, EachRoleCallGoesToItsModelAndAllAreRecordedAndAccounted) {
+  TestHttpServer server;
+  AnswerWithTheModelName(server, 10, 5);
+  LlmConfig config = ConfigFromEnv({{"KFORGE_LLM_BASE_URL", server.Start() + "/v1"}, {"KFORGE_LLM_API_KEY", "local-key"}});
+  config.prices["small"] = {1, 1};
+  config.prices["large"] = {10, 10};
+  auto dir = MakeTempDir(std::filesystem::temp_directory_path(), "kforge_routed_test_");
+  ASSERT_TRUE(dir.ok());
+  std::filesystem::path cassette = *dir / "calls.jsonl";
+  auto routed = MakeRoutedProvider("compat:small", {{"speedup", "compat:large"}, {"recombine", "compat:large"}}, config,
+                                   nullptr, std::nullopt, cassette);
+  ASSERT_TRUE(routed.ok()) << routed.status().ToString();
+  EXPECT_EQ((*routed)->size(), 2u);
+  EXPECT_EQ((*routed)->SpecFor("recombine"), "compat:large");
+  EXPECT_EQ((*routed)->SpecFor("write"), "compat:small");
+  auto ask = [&](const std::string& kind) {
+    CompletionRequest request;
+    request.messages = {{Role::kUser, "hello"}};
+    request.tag = {"writer", "whole", 1, 1, kind};
+    return (*routed)->Complete(request).text;
+  };
+  EXPECT_EQ(ask("write"), "model was small");
+  EXPECT_EQ(ask("repair"), "model was small");
+  EXPECT_EQ(ask("speedup"), "model was large");
+  EXPECT_EQ(ask("recombine"), "model was large");
+  UsageTotals totals = (*routed)->Totals();
+  EXPECT_EQ(totals.calls, 4);
+  EXPECT_EQ(totals.prompt_tokens, 40);
+  EXPECT_NEAR(totals.cost_usd, 2 * 15e-6 + 2 * 150e-6, 1e-12) << "each call at its own model's price";
+  auto recorded = LoadCassette(cassette);
+  ASSERT_TRUE(recorded.ok()) << recorded.status().ToString();
+  EXPECT_EQ(recorded->size(), 4u) << "both models' calls in the one cassette";
+  EXPECT_FALSE(MakeRoutedProvider("compat:small", {{"speedup", "nonsense"}}, config, nullptr, std::nullopt).ok());
+  RemoveTreeQuietly(*dir);
 }
 
 class LlmConfigTest : public ::testing::Test {
