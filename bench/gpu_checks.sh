@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|graphs|probe|counters|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|graphs|probe|counters|strategies|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
 #  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
@@ -126,6 +126,29 @@ print(e['verdict_kind'], json.dumps(c)[:1500]); print('phase_s', e['evidence']['
     [ -n "$prompt" ] && cp "$prompt" "$out/counters_speedup_prompt.md"
     grep -n -A8 "What bounds the kernels\|Hardware counters were not read\|Bound by the host" "${prompt:-/dev/null}" | head -30
     tail -5 "$out/counters_llm.log" ;;
+esac
+case "$what" in
+  strategies)
+    # The search strategies side by side on one task of the suite (a carried kernelbench/ copy),
+    # replaying hand-written replies (bench/strategy_cassette.py: no model is measured, the search
+    # machinery is): 4 writers x KFORGE_STRATEGY_ROUNDS rounds each, every candidate judged for real,
+    # without hardware counters unless KFORGE_STRATEGY_FLAGS says otherwise (on 6.4 GB rows Nsight
+    # Compute's replays cost more than the evaluation; `counters` shows them in the prompt). One
+    # workspace, so eager, torch.compile and the compiler's tuning are measured once per call.
+    # KFORGE_STRATEGIES picks which (greedy beam evolve).
+    task="${KFORGE_STRATEGY_TASK:-kernelbench/level1/23_Softmax.py}"
+    python3 bench/strategy_cassette.py --out /tmp/kforge-strategies.jsonl
+    for s in ${KFORGE_STRATEGIES:-greedy beam evolve}; do
+      rm -rf "/tmp/kforge-strategies-out/$s"
+      timeout "${KFORGE_STRATEGY_LIMIT:-280}" "$kforge" --workspace /tmp/kforge-strategies optimize "$task" \
+        --out "/tmp/kforge-strategies-out/$s" --llm replay:/tmp/kforge-strategies.jsonl --strategy "$s" --workers 4 \
+        --rounds "${KFORGE_STRATEGY_ROUNDS:-3}" --route whole ${KFORGE_STRATEGY_FLAGS---no-kernel-counters} --json \
+        > "$out/strategy-$s.json" 2> "$out/strategy-$s.log"
+      echo "$s: exit $?"
+      tail -3 "$out/strategy-$s.log"
+    done
+    (cd /tmp/kforge-strategies-out && tar czf "$out/strategies-runs.tgz" .)
+    python3 bench/strategy_table.py --json "$out/strategies.json" /tmp/kforge-strategies-out/* | tee "$out/strategies.txt" ;;
 esac
 case "$what" in
   baseline|all)

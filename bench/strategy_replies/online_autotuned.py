@@ -1,0 +1,48 @@
+# online softmax autotuned {VERSION}
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[{CONFIGS}],
+    key=["n_cols"],
+)
+@triton.jit
+def softmax_online_tuned_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    # Online softmax (a running max and rescaled sum per lane, then one pass writing the output),
+    # with the block size and warp count picked by the autotuner for the row length.
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride
+    out_row = out_ptr + row * stride
+    offsets = tl.arange(0, BLOCK)
+    lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
+    lane_sum = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offsets
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float("-inf"){FIRST_LOAD_HINT})
+        new_max = tl.maximum(lane_max, x)
+        seen = new_max > float("-inf")
+        rescale = tl.where(seen, tl.exp(lane_max - new_max), 0.0)
+        lane_sum = lane_sum * rescale + tl.where(seen, tl.exp(x - new_max), 0.0)
+        lane_max = new_max
+    row_max = tl.max(lane_max, axis=0)
+    row_sum = tl.sum(tl.where(lane_max > float("-inf"), lane_sum * tl.exp(lane_max - row_max), 0.0), axis=0)
+    inverse = 1.0 / row_sum
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offsets
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0{SECOND_LOAD_HINT})
+        tl.store(out_row + cols, tl.exp(x - row_max) * inverse, mask=cols < n_cols{STORE_HINT})
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        rows, cols = x.shape
+        softmax_online_tuned_kernel[(rows,)](x, out, cols, x.stride(0))
+        return out
