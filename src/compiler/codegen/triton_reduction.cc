@@ -32,6 +32,9 @@ std::string Offset(const std::vector<std::pair<std::string, int64_t>>& terms) {
   return parts.empty() ? "0" : fmt::format("{}", fmt::join(parts, " + "));
 }
 
+// Rows at least this long are folded in blocks of 8192 (16 warps), shorter folded ones in 4096.
+constexpr int64_t kWideRow = 65536;
+
 // Fewest neighbouring kept elements worth a column-mode program for a scan or max.dim.
 constexpr int64_t kMinIndexColumns = 4;
 
@@ -68,9 +71,12 @@ class ReductionEmitter {
         single_ = true;
         block_ = rows;
       } else if (!HasWholeRowOp()) {
-        cols_ = columns;
+        // Folded: wide column tiles when the kept run is long. Measured on the H200 for a max over
+        // the middle dim of [128, 4096, 4095] (KernelBench level1/49): [64 x 64] tiles 3.38 ms,
+        // [16 x 256] 2.70 ms; [32 x 128], [32 x 256] (8 warps) and [128 x 64] no better than 3.28 ms.
+        cols_ = space_->full.back() >= 256 ? 256 : columns;
         single_ = false;
-        block_ = std::max<int64_t>(kMaxSingleBlock / 4 / columns, 8);
+        block_ = std::max<int64_t>(kMaxSingleBlock / 4 / cols_, 8);
       } else if (rows * kMinIndexColumns <= kMaxSingleBlock) {
         // A scan or max.dim needs its whole row in registers: as many columns as fit, so each
         // reduced step still loads a contiguous run instead of one strided element.
@@ -78,6 +84,16 @@ class ReductionEmitter {
         single_ = true;
         block_ = rows;
       }
+    }
+    if (!single_ && !split_) {
+      // Rows folded block by block: softmax's sum of exponentials joins its max's pass.
+      fold_online_ = true;
+      RETURN_IF_ERROR(ClassifyNodes());
+      // Folded rows take wide blocks, which keep more loads in flight (block / 512 warps).
+      // Measured on the H200 (bench/RESULTS.md, eighteenth session): an L2 norm over rows of 65535,
+      // 10.39 ms in blocks of 2048, 8.01 ms in blocks of 4096; softmax over rows of 393216, 4.78 ms
+      // in blocks of 4096, 4.61 ms in blocks of 8192.
+      if (!cols_) block_ = reduced_ >= kWideRow ? 8192 : 4096;
     }
     for (ir::ValueId id : group_.nodes) {
       if (!single_ && NeedsWholeRow(graph_.value(id).As<ir::OpNode>().op)) {
@@ -174,10 +190,12 @@ class ReductionEmitter {
         if (SpaceOf(input) != Space::kFull) {
           return Status::InvalidArgument(fmt::format("%{}: reduces a value that is not in the full space", op.name));
         }
+        std::optional<OnlineSum> online = fold_online_ ? FindOnlineSum(op) : std::nullopt;
         for (int32_t i = 0; i < op.num_outputs(); ++i) {
           space_of_[Key(op.ref(i))] = passes::IsScan(op.op) ? Space::kFull : Space::kKept;
-          level_[Key(op.ref(i))] = level + 1;
+          level_[Key(op.ref(i))] = online ? level_.at(Key(online->max)) : level + 1;
         }
+        if (online) online_[Key(op.ref())] = *online;
         continue;
       }
       if (op.num_outputs() != 1 || !passes::InReductionSpace(op.type().shape, *space_)) {
@@ -190,6 +208,40 @@ class ReductionEmitter {
     }
     return Status::Ok();
   }
+
+  // A folded row's length is a runtime argument of the kernel, not a literal: with a literal trip
+  // count Triton compiles the loop into slower code (measured on the H200 for softmax over rows of
+  // 393216: 4.85 ms with the literal, 4.64 ms with the argument, bench/RESULTS.md eighteenth session).
+  bool RowLengthIsArgument() const { return !single_ && !split_ && !cols_; }
+  std::string RowLength() const { return RowLengthIsArgument() ? "kf_n" : std::to_string(reduced_); }
+
+  // sum(exp(x - amax(x))) over the same dims (softmax's and log-softmax's normalizer, as the
+  // decompose pass writes them): it can be folded in the amax's own pass over x, online (a running
+  // max and a sum of exponentials rescaled to it, per lane), which saves one read of every row.
+  struct OnlineSum {
+    ir::NodeRef x;
+    ir::NodeRef max;
+  };
+  bool InGroup(ir::ValueId id) const { return std::find(group_.nodes.begin(), group_.nodes.end(), id) != group_.nodes.end(); }
+  const ir::OpNode* GroupOp(ir::NodeRef ref, const char* name) const {
+    if (!InGroup(ref.value)) return nullptr;
+    const ir::OpNode* op = graph_.value(ref.value).TryAs<ir::OpNode>();
+    return op != nullptr && op->op == name ? op : nullptr;
+  }
+  std::optional<OnlineSum> FindOnlineSum(const ir::OpNode& sum) const {
+    if (sum.op != "aten.sum.dim_IntList") return std::nullopt;
+    const ir::OpNode* exp = GroupOp(passes::TensorInputs(sum).front(), "aten.exp.default");
+    if (exp == nullptr) return std::nullopt;
+    const ir::OpNode* sub = GroupOp(passes::TensorInputs(*exp).front(), "aten.sub.Tensor");
+    if (sub == nullptr || sub->FindArgument({2, "alpha"}) != nullptr) return std::nullopt;
+    std::vector<ir::NodeRef> operands = passes::TensorInputs(*sub);
+    if (operands.size() != 2) return std::nullopt;
+    const ir::OpNode* max = GroupOp(operands[1], "aten.amax.default");
+    if (max == nullptr || passes::TensorInputs(*max).front() != operands[0]) return std::nullopt;
+    if (SpaceOf(operands[0]) != Space::kFull || SpaceOf(operands[1]) != Space::kKept) return std::nullopt;
+    return OnlineSum{operands[0], operands[1]};
+  }
+  bool IsOnline(const ir::OpNode& op) const { return online_.count(Key(op.ref())) > 0; }
 
   // -- emission ------------------------------------------------------------------------------
   // Ops that need a whole row in registers at once (max.dim's two outputs); argmax folds a row
@@ -367,6 +419,7 @@ class ReductionEmitter {
     std::vector<std::string> params;
     for (const auto& input : inputs_) params.push_back(Name(input.ref) + "_ptr");
     for (const auto& output : outputs_) params.push_back(Name(output) + "_ptr");
+    if (RowLengthIsArgument()) params.push_back("kf_n");
     params.push_back("R_BLOCK: tl.constexpr");
     if (cols_) params.push_back("C_BLOCK: tl.constexpr");
 
@@ -424,7 +477,7 @@ class ReductionEmitter {
   void EmitReducedIndex(SourceWriter& out, const std::string& range) {
     out.Line(fmt::format("kf_r = {}{}", range, cols_ ? "[:, None]" : ""));
     out.Line(cols_ ? fmt::format("kf_rmask = (kf_r < {}) & kf_kmask[None, :]", reduced_)
-                   : fmt::format("kf_rmask = kf_r < {}", reduced_));
+                   : fmt::format("kf_rmask = kf_r < {}", RowLength()));
     EmitUnravel(out, "kf_r", space_->dims, "kf_i");
   }
 
@@ -514,11 +567,13 @@ class ReductionEmitter {
     for (ir::ValueId id : group_.nodes) {
       const auto& op = graph_.value(id).As<ir::OpNode>();
       if (!passes::FusableReductionSpace(graph_, op) || (!single_ && passes::IsScan(op.op))) continue;
-      ir::NodeRef input = passes::TensorInputs(op).front();
+      ir::NodeRef input = IsOnline(op) ? online_.at(Key(op.ref())).x : passes::TensorInputs(op).front();
       if (level_.at(Key(input)) != pass) continue;
       reductions.push_back(&op);
       targets.push_back(input);
     }
+    // Online sums come last, so that their max is final when they are.
+    std::stable_partition(reductions.begin(), reductions.end(), [&](const ir::OpNode* op) { return !IsOnline(*op); });
     std::vector<ir::NodeRef> stores;
     if (last) {
       for (const ir::NodeRef& ref : outputs_) {
@@ -564,7 +619,7 @@ class ReductionEmitter {
                                PositionType()));
         }
       }
-      out.Open(fmt::format("for kf_r0 in range({}):", loop_range_.empty() ? fmt::format("0, {}, R_BLOCK", reduced_) : loop_range_));
+      out.Open(fmt::format("for kf_r0 in range({}):", loop_range_.empty() ? fmt::format("0, {}, R_BLOCK", RowLength()) : loop_range_));
       EmitReducedIndex(out, "(kf_r0 + tl.arange(0, R_BLOCK))");
       bool welford = std::any_of(reductions.begin(), reductions.end(), [](const ir::OpNode* op) { return IsVarMean(*op); });
       if (welford) {
@@ -606,6 +661,10 @@ class ReductionEmitter {
                            ReducedOffset(graph_.TypeOf(ref)->stride)));
     }
     for (const ir::OpNode* op : reductions) {
+      if (IsOnline(*op)) EmitOnlineSumStep(out, *op);  // before its max's step: it rescales from the old max
+    }
+    for (const ir::OpNode* op : reductions) {
+      if (IsOnline(*op)) continue;
       std::string x = Name(passes::TensorInputs(*op).front());
       if (single_) {
         EmitSingleReduction(out, *op, x);
@@ -637,6 +696,8 @@ class ReductionEmitter {
           EmitArgmaxFinish(out, *op);
         } else if (split_) {
           out.Line(fmt::format("tl.store(kf_part_{0}_ptr + kf_pid, {1}(kf_acc_{0}, axis=0))", Name(op->ref()), Finalize(*op)));
+        } else if (IsOnline(*op)) {
+          EmitOnlineSumFinish(out, *op);
         } else {
           out.Line(fmt::format("{0} = {1}(kf_acc_{0}, axis=0)", Name(op->ref()), Finalize(*op)));
         }
@@ -647,6 +708,26 @@ class ReductionEmitter {
       for (int32_t i = 0; i < op->num_outputs(); ++i) available_.insert(Key(op->ref(i)));
     }
     return EmitKeptNodes(out, kernel);
+  }
+
+  // One block of an online sum of exponentials: each lane's sum is rescaled from the max it was
+  // taken against to the new one, then this block's exp(x - new max) is added. A lane that has
+  // seen only -inf (masked, or -inf inputs) holds 0.
+  void EmitOnlineSumStep(SourceWriter& out, const ir::OpNode& op) {
+    const OnlineSum& online = online_.at(Key(op.ref()));
+    const std::string name = Name(op.ref()), max = "kf_acc_" + Name(online.max);
+    out.Line(fmt::format("kf_x_{0} = tl.where(kf_rmask, {1}, float('-inf'))", name, Name(online.x)));
+    out.Line(fmt::format("kf_new_{0} = tl.maximum({1}, kf_x_{0})", name, max));
+    out.Line(fmt::format("kf_acc_{0} = tl.where(kf_new_{0} == float('-inf'), 0.0, kf_acc_{0} * tl.exp({1} - kf_new_{0}) + "
+                         "tl.exp(kf_x_{0} - kf_new_{0}))", name, max));
+  }
+
+  // The row's sum from the lanes': each rescaled from its own max to the row's.
+  void EmitOnlineSumFinish(SourceWriter& out, const ir::OpNode& op) {
+    const OnlineSum& online = online_.at(Key(op.ref()));
+    const std::string max = Name(online.max), lanes = "kf_acc_" + max;
+    out.Line(fmt::format("{0} = tl.sum(tl.where({1} == float('-inf'), 0.0, kf_acc_{0} * tl.exp({1} - {2}{3})), axis=0)",
+                         Name(op.ref()), lanes, max, cols_ ? "[None, :]" : ""));
   }
 
   // A looped argmax keeps, per lane of the tile, the largest value seen and where: a later step
@@ -791,6 +872,7 @@ class ReductionEmitter {
       kernel.launch.push_back(EmptyLike(Name(ref), Allocated(ref)));
       args.push_back(Name(ref));
     }
+    if (RowLengthIsArgument()) args.push_back(std::to_string(reduced_));
     int64_t tile = block_ * std::max<int64_t>(cols_, 1);
     int warps = static_cast<int>(cols_ ? std::clamp<int64_t>(tile / 1024, 2, 8) : std::clamp<int64_t>(block_ / 512, 1, 16));
     args.push_back(fmt::format("R_BLOCK={}", block_));
@@ -822,6 +904,8 @@ class ReductionEmitter {
   std::map<int64_t, Space> space_of_;
   std::map<int64_t, int> level_;
   std::set<int64_t> available_;
+  bool fold_online_ = false;            // fold online sums (FindOnlineSum) into their max's pass
+  std::map<int64_t, OnlineSum> online_;  // the folded sums, by Key of their output
 };
 
 }  // namespace

@@ -2,7 +2,8 @@
 // shape folds its R elements. The group's pointwise ops run in the same kernel, before the
 // reductions (prologue), between them (softmax's exp of x - max) and after them (a norm's scale).
 // Rows of at most kMaxSingleBlock elements are held whole in registers and read once; longer rows
-// are folded block by block, one pass per level of reductions that depend on each other; a few
+// are folded block by block, one pass per level of reductions that depend on each other (softmax's
+// sum of exp(x - max) is folded online in its max's pass: two reads of a row, not three); a few
 // very long rows are split over many programs (ReductionSpace::split). var_mean folds Welford
 // summaries and merges them with Chan's formula.
 #pragma once

@@ -328,6 +328,16 @@ TEST(AttentionEndToEndTest, HeadDimsInPowerOfTwoParts) {
                        kTolerance, expected);
 }
 
+// Softmax over rows longer than the registers hold: the sum of exponentials is folded online in
+// the max's pass (a running max per lane and a sum rescaled to it), so each row is read twice
+// (max and sum, then the output), not three times; log-softmax alike, and in column tiles.
+TEST(LongSoftmaxEndToEndTest, FoldsTheSumOnlineAndMatchesPyTorch) {
+  PlanExpectations expected;
+  ExpectMatchesPyTorch("codegen/long_softmax", ModelWriterOptions{},
+                       {"kf_new_", "tl.exp(kf_acc_", "folded R_BLOCK at a time", "[None, :])), axis=0)"}, kTolerance,
+                       expected);
+}
+
 // A one-element parameter is one scalar load in every kernel kind: Triton's compiler (not the
 // interpreter) refuses a block mask on a scalar pointer.
 TEST(ScalarParameterEndToEndTest, IsAnUnmaskedScalarLoad) {
