@@ -167,7 +167,10 @@ def test_memory_limit_counts_the_whole_process_tree():
     pid = _tree(4, 200)
     ended = _zygote(100)._wait(pid, 60, 600 << 20, time.monotonic())
     assert ended["killed_for"] == "memory_limit", ended
-    assert ended["peak_rss_bytes"] > 600 << 20 and ended["peak_processes"] >= 4
+    # Three children of 200 MiB and the interpreters' own pages are already over 600 MiB, so on a
+    # loaded machine the tree may be killed before the fourth child runs; none of them is near
+    # the limit alone, so it takes at least three processes to reach it.
+    assert ended["peak_rss_bytes"] > 600 << 20 and ended["peak_processes"] >= 3
 
 
 def test_process_count_is_bounded():
