@@ -28,7 +28,6 @@ std::optional<double> OptionalNumber(const Json& json, const char* key) {
 
 Json RunStatus::ToJson() const {
   Json out = {{"state", state},
-              {"scope", fmt::format("{}", fmt::join(scopes, ", "))},
               {"scopes", scopes},
               {"planned_attempts", planned_attempts},
               {"attempts", attempts},
@@ -69,7 +68,7 @@ RunStatus RunStatus::FromJson(const Json& json) {
   status.eta_s = OptionalNumber(json, "eta_s");
   const Json& calls = JsonField(json, "calls");
   if (calls.is_object()) {
-    Calls read;
+    ActivitySnapshot read;
     read.queued = JsonGet<int>(calls, "queued", 0);
     read.in_flight = JsonGet<int>(calls, "in_flight", 0);
     read.retry_waits = JsonGet<int>(calls, "retry_waits", 0);
@@ -201,11 +200,7 @@ RunStatus LiveStatus::Current() const {
     if (budget_s_ > 0) left = std::min(left, std::max(0.0, budget_s_ - status.elapsed_s));
     status.eta_s = left;
   }
-  if (activity_) {
-    ActivitySnapshot snapshot = activity_->Snapshot();
-    status.calls = RunStatus::Calls{snapshot.queued,      snapshot.in_flight,    snapshot.retry_waits, snapshot.wait_left_s,
-                                    snapshot.wait_reason, snapshot.waits_so_far, snapshot.waited_s};
-  }
+  if (activity_) status.calls = activity_->Snapshot();
   return status;
 }
 

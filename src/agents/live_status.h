@@ -25,14 +25,6 @@ namespace kforge {
 // The status as stored (ToJson) and read back (FromJson, which takes what it can: a missing or
 // mistyped field keeps its default).
 struct RunStatus {
-  struct Calls {
-    int queued = 0, in_flight = 0, retry_waits = 0;
-    double wait_left_s = 0;
-    std::string wait_reason;
-    int64_t waits_so_far = 0;
-    double waited_s = 0;
-  };
-
   std::string state = "running";  // running, finished, failed or stopped
   std::string updated_at;         // set by the store
   std::vector<std::string> scopes;  // the pools running ("whole", a fusion group's name, ...)
@@ -43,7 +35,7 @@ struct RunStatus {
   double cost_usd = 0;
   double elapsed_s = 0;
   std::optional<double> eta_s;
-  std::optional<Calls> calls;
+  std::optional<ActivitySnapshot> calls;  // the provider's calls, when it reports them
 
   Json ToJson() const;
   static RunStatus FromJson(const Json& json);

@@ -16,6 +16,8 @@ double RankTime(const AcceptedCandidate& candidate) {
   return candidate.evaluation.candidate_ms->median;
 }
 
+bool FasterFirst(const AcceptedCandidate& a, const AcceptedCandidate& b) { return RankTime(a) < RankTime(b); }
+
 std::string FirstLine(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
   return line.size() > kMaxMessageChars ? line.substr(0, kMaxMessageChars) + "..." : line;
@@ -59,8 +61,7 @@ int SearchBoard::IslandOf(int writer) const { return std::max(0, writer - 1) % i
 
 void SearchBoard::Insert(Population& population, const AcceptedCandidate& candidate) {
   if (Holds(population, candidate)) return;  // the same program again (an adopted one re-accepted)
-  auto at = std::upper_bound(population.begin(), population.end(), candidate,
-                             [](const AcceptedCandidate& a, const AcceptedCandidate& b) { return RankTime(a) < RankTime(b); });
+  auto at = std::upper_bound(population.begin(), population.end(), candidate, FasterFirst);
   population.insert(at, candidate);
   if (population.size() > width_) population.resize(width_);
 }
@@ -84,12 +85,12 @@ std::optional<AcceptedCandidate> SearchBoard::StartFor(int writer, int round) {
     // The fastest of all, when another island holds it, joins this one if it is faster.
     const AcceptedCandidate* fastest = nullptr;
     for (const auto& [id, population] : kept_) {
-      if (!population.empty() && (fastest == nullptr || RankTime(population.front()) < RankTime(*fastest))) {
+      if (!population.empty() && (fastest == nullptr || FasterFirst(population.front(), *fastest))) {
         fastest = &population.front();
       }
     }
     if (fastest != nullptr && !Holds(island, *fastest) &&
-        (island.empty() || RankTime(*fastest) < RankTime(island.front()))) {
+        (island.empty() || FasterFirst(*fastest, island.front()))) {
       AcceptedCandidate migrant = *fastest;
       Insert(island, migrant);
       ++migrations_;
@@ -109,7 +110,7 @@ std::optional<AcceptedCandidate> SearchBoard::MateFor(int writer, int round, con
     if (id == IslandOf(writer)) continue;
     for (const AcceptedCandidate& candidate : population) {
       if (candidate.source == parent.source) continue;
-      if (mate == nullptr || RankTime(candidate) < RankTime(*mate)) mate = &candidate;
+      if (mate == nullptr || FasterFirst(candidate, *mate)) mate = &candidate;
       break;  // an island's fastest other program
     }
   }
@@ -148,8 +149,7 @@ std::vector<AcceptedCandidate> SearchBoard::Kept() const {
       if (!Holds(all, candidate)) all.push_back(candidate);
     }
   }
-  std::stable_sort(all.begin(), all.end(),
-                   [](const AcceptedCandidate& a, const AcceptedCandidate& b) { return RankTime(a) < RankTime(b); });
+  std::stable_sort(all.begin(), all.end(), FasterFirst);
   return all;
 }
 

@@ -49,6 +49,14 @@ std::string BestSummary(const AcceptedCandidate& best) {
   return fmt::format("writer {}, round {}", best.writer, best.round);
 }
 
+// `<role>_candidate`, `<role>_origin` and `<role>_feedback`: an accepted program, who wrote it and
+// how it was measured.
+void AddCandidate(PromptValues& values, const std::string& role, const AcceptedCandidate& candidate) {
+  values[role + "_candidate"] = Trimmed(candidate.source);
+  values[role + "_origin"] = BestSummary(candidate);
+  values[role + "_feedback"] = Trimmed(FeedbackFor(candidate.evaluation));
+}
+
 }  // namespace
 
 std::string TargetDescription(const std::string& device, const std::string& gpu_name) {
@@ -126,18 +134,12 @@ Result<std::string> RoundPrompt(const PromptLibrary& prompts, const WriterBrief&
       return prompts.Render("repair", values);
     case PromptKind::kSpeedup:
       if (!context.best) return Status::Internal("a speedup prompt needs an accepted candidate");
-      values["best_candidate"] = Trimmed(context.best->source);
-      values["best_origin"] = BestSummary(*context.best);
-      values["best_feedback"] = Trimmed(FeedbackFor(context.best->evaluation));
+      AddCandidate(values, "best", *context.best);
       return prompts.Render("speedup", values);
     case PromptKind::kRecombine:
       if (!context.best || !context.mate) return Status::Internal("a recombine prompt needs two accepted candidates");
-      values["best_candidate"] = Trimmed(context.best->source);
-      values["best_origin"] = BestSummary(*context.best);
-      values["best_feedback"] = Trimmed(FeedbackFor(context.best->evaluation));
-      values["mate_candidate"] = Trimmed(context.mate->source);
-      values["mate_origin"] = BestSummary(*context.mate);
-      values["mate_feedback"] = Trimmed(FeedbackFor(context.mate->evaluation));
+      AddCandidate(values, "best", *context.best);
+      AddCandidate(values, "mate", *context.mate);
       return prompts.Render("recombine", values);
   }
   return Status::Internal("unknown prompt kind");
