@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPLIES = os.path.join(HERE, "strategy_replies")
@@ -37,34 +38,64 @@ def config_list(pairs: list[tuple[int, int]]) -> str:
     return ", ".join(f"triton.Config({{'BLOCK': {block}}}, num_warps={warps})" for block, warps in pairs)
 
 
+MODULE = """# {title}
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+{kernel}
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        rows, cols = x.shape
+        {name}[(rows,)](x, out, cols, x.stride(0){launch})
+        return out
+"""
+
+
+def program(title: str, kernel: str, block: int | None = None, warps: int | None = None,
+            autotune: list[tuple[int, int]] | None = None, **hints: str) -> str:
+    """A complete module: the kernel of bench/strategy_replies/<kernel>.py and a ModelNew that
+    launches it one program per row, with BLOCK and num_warps given or autotuned."""
+    text = open(os.path.join(REPLIES, kernel + ".py")).read()
+    decorators = ""
+    if autotune:
+        decorators = f"@triton.autotune(\n    configs=[{config_list(autotune)}],\n    key=[\"n_cols\"],\n)\n"
+    text = text.replace("{DECORATORS}", decorators)
+    for key in ("FIRST_LOAD_HINT", "SECOND_LOAD_HINT", "STORE_HINT"):
+        text = text.replace("{" + key + "}", hints.get(key, ""))
+    assert not re.search(r"\{[A-Z_]+\}", text), text  # every placeholder filled
+    name = text.split("def ", 1)[1].split("(", 1)[0]
+    launch = "" if autotune else f", BLOCK={block}, num_warps={warps}"
+    return MODULE.format(title=title, kernel=text.rstrip("\n") + "\n", name=name, launch=launch)
+
+
 def programs(small: bool) -> dict[str, str]:
     def block(n: int) -> int:
         return 32 if small else n
 
-    def fill(template: str, version: str, **values) -> str:
-        text = open(os.path.join(REPLIES, template + ".py")).read().replace("{VERSION}", version)
-        values.setdefault("FIRST_LOAD_HINT", "")
-        values.setdefault("SECOND_LOAD_HINT", "")
-        values.setdefault("STORE_HINT", "")
-        for key, value in values.items():
-            text = text.replace("{" + key + "}", str(value))
-        assert "{" + "VERSION" not in text
-        return text
-
     return {
-        "three_v1": fill("three_pass", "v1", BLOCK=block(4096), WARPS=8),
-        "online_v1": fill("online", "v1", BLOCK=block(4096), WARPS=8),
-        "tiled_v0": fill("partial_sum_wrong", "v0", BLOCK=block(4096), WARPS=8),
-        "three_v2": fill("three_pass", "v2 (tiled, repaired)", BLOCK=block(8192), WARPS=16),
-        "auto_v1": fill("online_autotuned", "v1", CONFIGS=config_list([(block(2048), 4), (block(4096), 8)])),
-        "online_from_three_v1": fill("online", "v2 (from three-pass v1)", BLOCK=block(8192), WARPS=16),
-        "online_from_three_v2": fill("online", "v2b (from three-pass v2)", BLOCK=block(4096), WARPS=16),
-        "online_v3": fill("online", "v3 (streaming hints)", BLOCK=block(8192), WARPS=16,
-                          SECOND_LOAD_HINT=STREAMING, STORE_HINT=STREAMING),
-        "auto_v2": fill("online_autotuned", "v2", CONFIGS=config_list(
-            [(block(2048), 4), (block(4096), 8), (block(8192), 16), (block(16384), 16)])),
-        "recombined": fill("online_autotuned", "recombined", CONFIGS=config_list([(block(4096), 8), (block(8192), 16)]),
-                           SECOND_LOAD_HINT=STREAMING, STORE_HINT=STREAMING),
+        "three_v1": program("three-pass softmax v1", "three_pass", block(4096), 8),
+        "online_v1": program("online softmax v1", "online", block(4096), 8),
+        "tiled_v0": program("tiled softmax v0", "partial_sum_wrong", block(4096), 8),
+        "three_v2": program("three-pass softmax v2 (tiled, repaired)", "three_pass", block(8192), 16),
+        "auto_v1": program("online softmax autotuned v1", "online", autotune=[(block(2048), 4), (block(4096), 8)]),
+        "online_from_three_v1": program("online softmax v2 (from three-pass v1)", "online", block(8192), 16),
+        "online_from_three_v2": program("online softmax v2b (from three-pass v2)", "online", block(4096), 16),
+        "online_v3": program("online softmax v3 (streaming hints)", "online", block(8192), 16,
+                             SECOND_LOAD_HINT=STREAMING, STORE_HINT=STREAMING),
+        "auto_v2": program("online softmax autotuned v2", "online",
+                           autotune=[(block(2048), 4), (block(4096), 8), (block(8192), 16), (block(16384), 16)]),
+        "recombined": program("online softmax autotuned recombined", "online",
+                              autotune=[(block(4096), 8), (block(8192), 16)],
+                              SECOND_LOAD_HINT=STREAMING, STORE_HINT=STREAMING),
     }
 
 

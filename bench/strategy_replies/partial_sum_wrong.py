@@ -1,10 +1,3 @@
-# tiled softmax {VERSION}
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
 @triton.jit
 def softmax_tiled_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
     # Tiles of BLOCK columns; the max and the sum are taken over the row's first tile.
@@ -19,15 +12,3 @@ def softmax_tiled_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
         cols = start + offsets
         x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0)
         tl.store(out_row + cols, tl.exp(x - row_max) * inverse, mask=cols < n_cols)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.contiguous()
-        out = torch.empty_like(x)
-        rows, cols = x.shape
-        softmax_tiled_kernel[(rows,)](x, out, cols, x.stride(0), BLOCK={BLOCK}, num_warps={WARPS})
-        return out
