@@ -589,7 +589,7 @@ class ReductionEmitter {
       ir::NodeRef ref = stack.back();
       stack.pop_back();
       if (SpaceOf(ref) != Space::kFull || !needed.insert(Key(ref)).second) continue;
-      if (std::find(group_.nodes.begin(), group_.nodes.end(), ref.value) == group_.nodes.end()) continue;
+      if (!InGroup(ref.value)) continue;
       for (const ir::NodeRef& input : passes::TensorInputs(graph_.value(ref.value))) stack.push_back(input);
     }
 
