@@ -18,13 +18,15 @@ namespace {
 
 Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
   const auto& anchor = graph.value(group.nodes.front()).As<ir::OpNode>();
-  const bool batched = anchor.op == "aten.bmm.default";
   const ir::NodeRef a = anchor.args[0].As<ir::NodeRef>(), b = anchor.args[1].As<ir::NodeRef>();
   const ir::TensorType &a_type = *graph.TypeOf(a), &b_type = *graph.TypeOf(b);
   const ir::Shape& out_shape = anchor.type().shape;
   const size_t rank = out_shape.size();
-  const int64_t m = out_shape[rank - 2], n = out_shape[rank - 1], k = a_type.shape[rank - 1];
-  const int64_t batch = batched ? out_shape[0] : 1;
+  const size_t r = rank - 2;  // the first matrix dim; the dims before it are batch dims
+  const bool batched = r > 0;
+  const int64_t m = out_shape[r], n = out_shape[r + 1], k = a_type.shape[r + 1];
+  int64_t batch = 1;
+  for (size_t d = 0; d < r; ++d) batch *= out_shape[d];
   const std::vector<int64_t>& sa = a_type.stride;
   const std::vector<int64_t>& sb = b_type.stride;
 
@@ -42,17 +44,32 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
                        batched ? fmt::format("{} batches of ", batch) : "", m, n, k, options.dot_precision));
   EmitTilePosition(out, m, n);
   out.Line(batched ? "kf_batch = tl.program_id(1).to(tl.int64)" : "kf_batch = 0");
+  // Each batch dim's index (one dim: the program's batch itself), and the operands' offsets.
+  std::vector<std::string> batch_index;
+  std::vector<std::string> a_batch, b_batch;
+  int64_t inner = 1;
+  for (size_t d = r; d-- > 0;) {
+    std::string index = r == 1 ? "kf_batch" : fmt::format("kf_b{}", d);
+    if (r > 1) {
+      std::string value = inner == 1 ? "kf_batch" : fmt::format("(kf_batch // {})", inner);
+      if (d > 0) value = fmt::format("{} % {}", value, out_shape[d]);
+      out.Line(fmt::format("{} = {}", index, value));
+    }
+    inner *= out_shape[d];
+    batch_index.insert(batch_index.begin(), index);
+    a_batch.push_back(Term(index, sa[d]));
+    b_batch.push_back(Term(index, sb[d]));
+  }
   out.Line("kf_kk = tl.arange(0, BLOCK_K)");
-  const size_t r = rank - 2;  // the first matrix dim
   // An operand whose rows are contiguous along K (a transposed view: B = W.T of a linear layer)
   // is loaded K-fastest and transposed in registers, so each load is coalesced.
   const bool a_k_major = sa[r] == 1 && sa[r + 1] != 1, b_k_major = sb[r] == 1 && sb[r + 1] != 1;
-  out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum({batched ? Term("kf_batch", sa[0]) : "",
-                                                    Term(a_k_major ? "kf_m[None, :]" : "kf_m[:, None]", sa[r]),
-                                                    Term(a_k_major ? "kf_kk[:, None]" : "kf_kk[None, :]", sa[r + 1])})));
-  out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum({batched ? Term("kf_batch", sb[0]) : "",
-                                                    Term(b_k_major ? "kf_kk[None, :]" : "kf_kk[:, None]", sb[r]),
-                                                    Term(b_k_major ? "kf_n[:, None]" : "kf_n[None, :]", sb[r + 1])})));
+  a_batch.push_back(Term(a_k_major ? "kf_m[None, :]" : "kf_m[:, None]", sa[r]));
+  a_batch.push_back(Term(a_k_major ? "kf_kk[:, None]" : "kf_kk[None, :]", sa[r + 1]));
+  b_batch.push_back(Term(b_k_major ? "kf_kk[None, :]" : "kf_kk[:, None]", sb[r]));
+  b_batch.push_back(Term(b_k_major ? "kf_n[:, None]" : "kf_n[None, :]", sb[r + 1]));
+  out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum(a_batch)));
+  out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum(b_batch)));
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
   out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
   if (a_k_major) {
@@ -71,8 +88,9 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   out.Close();
   out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n));
   out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
-  std::vector<std::string> index = {"kf_m[:, None]", "kf_n[None, :]"};
-  if (batched) index.insert(index.begin(), "kf_batch");
+  std::vector<std::string> index = batch_index;
+  index.push_back("kf_m[:, None]");
+  index.push_back("kf_n[None, :]");
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
   out.Close();
   const std::optional<TileChoice> config = FinishGemmKernel(kernel, out.text(), MatmulTileSpace(m, options.dot_precision), options);

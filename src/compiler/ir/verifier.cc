@@ -89,7 +89,7 @@ struct MatmulOperands {
   const Shape* bias = nullptr;
   const Shape* a = nullptr;
   const Shape* b = nullptr;
-  size_t batch_rank = 0;  // 2 for mm, 3 for bmm; 0 for mv and dot
+  size_t batch_rank = 0;  // 2 for mm, 3 for bmm, the rank for a batched matmul; 0 for mv and dot
 };
 
 std::optional<MatmulOperands> FindMatmulOperands(const Graph& graph, const OpNode& node) {
@@ -104,6 +104,8 @@ std::optional<MatmulOperands> FindMatmulOperands(const Graph& graph, const OpNod
     operands.batch_rank = 2;
   else if (op == "aten.bmm.default" || op == "aten.baddbmm.default")
     operands.batch_rank = 3;
+  else if (op == "aten.matmul.default" && operands.a->size() >= 3 && operands.a->size() == operands.b->size())
+    operands.batch_rank = operands.a->size();  // the batched form passes make: batch dims alike
   else if (op != "aten.mv.default" && op != "aten.dot.default")
     return std::nullopt;
   return operands;

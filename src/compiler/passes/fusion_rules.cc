@@ -243,6 +243,14 @@ bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value) {
     const size_t rank = op->op == "aten.mm.default" ? 2 : 3;
     return op->args.size() == 2 && fp32(op->args[0], rank) && fp32(op->args[1], rank);
   }
+  // A product over several batch dims, both operands with the same ones (copy elision makes it).
+  if (op->op == "aten.matmul.default") {
+    const size_t rank = op->type().shape.size();
+    if (op->args.size() != 2 || rank < 3 || !fp32(op->args[0], rank) || !fp32(op->args[1], rank)) return false;
+    const ir::Shape& a = graph.TypeOf(op->args[0].As<ir::NodeRef>())->shape;
+    const ir::Shape& b = graph.TypeOf(op->args[1].As<ir::NodeRef>())->shape;
+    return std::equal(a.begin(), a.end() - 2, b.begin()) && a[rank - 1] == b[rank - 2];
+  }
   if (op->op != "aten.convolution.default" || op->args.size() != 9 || IsDepthwiseConvolution(graph, value)) return false;
   // convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
   const size_t rank = op->type().shape.size();

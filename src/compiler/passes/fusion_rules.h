@@ -81,7 +81,8 @@ bool IsRowGatherShape(const ir::Shape& x, int64_t dim, const ir::TensorType& ind
 std::optional<ReductionSpace> RowGatherSpace(const ir::Graph& graph, const ir::Value& value);
 // In the space: a pointwise op joins a reduction's group when its shape is the full or a reduced shape.
 bool InReductionSpace(const ir::Shape& shape, const ReductionSpace& space);
-// Fusable matmul: mm of fp32 matrices, bmm of fp32 batches, or a non-depthwise fp32 convolution, plain or
+// Fusable matmul: mm of fp32 matrices, bmm of fp32 batches, a matmul over several batch dims both
+// operands share (strided: copy elision's form), or a non-depthwise fp32 convolution, plain or
 // transposed, any groups (an implicit GEMM); its pointwise consumers of the same shape join it as an epilogue.
 bool IsFusableMatmul(const ir::Graph& graph, const ir::Value& value);
 // Fusable window op: 2-D max (indices unread), average or adaptive average pooling of an fp32 NCHW tensor,

@@ -10,6 +10,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/attention.h"
+#include "compiler/passes/copy_elision.h"
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/decompose.h"
 #include "compiler/passes/fusion_rules.h"
@@ -27,7 +28,8 @@ struct NamedPass {
 
 const std::vector<NamedPass>& GraphPasses() {
   static const std::vector<NamedPass> passes = {
-      {"recurrence", LowerRecurrence}, {"attention", FuseAttention}, {"decompose", Decompose}, {"dead_code", RemoveDeadCode}};
+      {"recurrence", LowerRecurrence}, {"attention", FuseAttention}, {"decompose", Decompose}, {"copies", ElideCopies},
+      {"dead_code", RemoveDeadCode}};
   return passes;
 }
 
@@ -38,7 +40,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string>& PassNames() {
-  static const std::vector<std::string> names = {"recurrence", "attention", "decompose", "dead_code", "fuse"};
+  static const std::vector<std::string> names = {"recurrence", "attention", "decompose", "copies", "dead_code", "fuse"};
   return names;
 }
 

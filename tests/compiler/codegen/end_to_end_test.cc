@@ -355,6 +355,17 @@ TEST(PermutedLayoutEndToEndTest, KernelsWriteTheCapturedLayoutAndMatchPyTorch) {
   ExpectMatchesPyTorch("codegen/permuted_layouts", ModelWriterOptions{}, {"torch.empty_strided("}, kTolerance, expected);
 }
 
+// Einsums over chunked sequences (Mamba2): no operand is copied contiguous before its product; the
+// products read them through their strides over batch dims that do not merge, and the permuted
+// sum the reshape copies is written contiguous.
+TEST(EinsumChunksEndToEndTest, ProductsReadPermutedOperandsWithoutCopiesAndMatchPyTorch) {
+  PlanExpectations expected;
+  expected.absent_ops = {"aten.clone.default"};
+  expected.absent_fragments = {"aten.clone", "aten.bmm", "aten.matmul"};
+  ExpectMatchesPyTorch("codegen/einsum_chunks", ModelWriterOptions{}, {"kf_b0 = (kf_batch // 4)", "kf_b1 = kf_batch % 4"},
+                       kTolerance, expected);
+}
+
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
 // `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).
 TEST(MaskLogicEndToEndTest, IsPointwiseKernelsAndMatchesPyTorch) {

@@ -1,0 +1,303 @@
+#include "compiler/passes/copy_elision.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/ir/visitor.h"
+#include "compiler/passes/fusion_rules.h"
+
+namespace kforge::passes {
+namespace {
+
+using ir::NodeRef;
+
+struct Dim {
+  int64_t size = 1;
+  int64_t stride = 0;
+};
+
+// Whether `outer` followed by `inner` is one dim of a strided view (PyTorch's view rule).
+bool Merges(const Dim& outer, const Dim& inner) { return outer.stride == inner.size * inner.stride; }
+
+// An operand of a batched product as the kernel reads it: the value it loads from, its batch dims
+// (outermost first, not yet matched with the other operand's), and its rows and columns.
+struct Operand {
+  NodeRef base;  // in the rewritten graph
+  std::vector<Dim> batch;
+  Dim rows, cols;
+  bool through_copy = false;
+};
+
+// Dims taken from the back of `dims` whose sizes multiply to `count`, merged into one; nullopt
+// when they do not multiply to it exactly or do not merge.
+std::optional<Dim> TakeMerged(std::vector<Dim>& dims, int64_t count) {
+  if (count == 1) return Dim{1, 0};
+  std::optional<Dim> merged;
+  while (!dims.empty() && (!merged || merged->size < count)) {
+    const Dim outer = dims.back();
+    dims.pop_back();
+    if (!merged) {
+      merged = outer;
+      continue;
+    }
+    if (!Merges(outer, *merged)) return std::nullopt;
+    merged = Dim{outer.size * merged->size, merged->stride};
+  }
+  if (!merged || merged->size != count) return std::nullopt;
+  return merged;
+}
+
+// `type`'s dims of a size other than 1, with their strides.
+std::vector<Dim> NonUnitDims(const ir::TensorType& type) {
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < type.shape.size(); ++d) {
+    if (type.shape[d] != 1) dims.push_back(Dim{type.shape[d], type.stride[d]});
+  }
+  return dims;
+}
+
+// x (strided) read as a [batch, rows, cols] product operand whose flattening it is.
+std::optional<Operand> SplitAs(const ir::TensorType& x, const ir::Shape& operand_shape) {
+  std::vector<Dim> dims = NonUnitDims(x);
+  Operand operand;
+  std::optional<Dim> cols = TakeMerged(dims, operand_shape[2]);
+  std::optional<Dim> rows = cols ? TakeMerged(dims, operand_shape[1]) : std::nullopt;
+  if (!rows) return std::nullopt;
+  int64_t batch = 1;
+  for (const Dim& dim : dims) batch *= dim.size;
+  if (batch != operand_shape[0]) return std::nullopt;
+  operand.batch = std::move(dims);
+  operand.rows = *rows;
+  operand.cols = *cols;
+  return operand;
+}
+
+bool IsCopy(const ir::OpNode& op) { return op.op == "aten.clone.default" || op.op == "aten.contiguous.default"; }
+
+bool IsFlatteningView(const ir::OpNode& op) {
+  return op.op == "aten.view.default" || op.op == "aten._unsafe_view.default" || op.op == "aten.reshape.default";
+}
+
+// Splits every dim of `dims` (whose sizes multiply to the last of `bounds`) at the running
+// products `bounds` (ascending, each dividing the next); nullopt when a bound falls inside a dim
+// at no whole number of its elements.
+std::optional<std::vector<Dim>> SplitAt(const std::vector<Dim>& dims, const std::vector<int64_t>& bounds) {
+  std::vector<Dim> split;
+  int64_t reached = 1;
+  size_t next = 0;
+  for (const Dim& dim : dims) {
+    const int64_t end = reached * dim.size;
+    std::vector<int64_t> sizes;  // outermost first
+    int64_t start = reached;
+    while (next < bounds.size() && bounds[next] <= end) {
+      if (bounds[next] % start != 0) return std::nullopt;
+      sizes.push_back(bounds[next] / start);
+      start = bounds[next++];
+    }
+    if (start != end) return std::nullopt;
+    int64_t stride = dim.stride;
+    std::vector<Dim> pieces(sizes.size());
+    for (size_t i = sizes.size(); i-- > 0;) {
+      pieces[i] = Dim{sizes[i], stride};
+      stride *= sizes[i];
+    }
+    split.insert(split.end(), pieces.begin(), pieces.end());
+    reached = end;
+  }
+  return split;
+}
+
+// The running products of `dims`' sizes, outermost first.
+std::vector<int64_t> Bounds(const std::vector<Dim>& dims) {
+  std::vector<int64_t> bounds;
+  int64_t product = 1;
+  for (const Dim& dim : dims) bounds.push_back(product *= dim.size);
+  return bounds;
+}
+
+// Both operands' batch dims over one common batch shape (each dim split where the other's is),
+// neighbours merged again where both operands allow; nullopt when they cannot be matched.
+std::optional<std::pair<std::vector<Dim>, std::vector<Dim>>> MatchBatches(const Operand& a, const Operand& b) {
+  std::vector<int64_t> bounds = Bounds(a.batch);
+  const std::vector<int64_t> more = Bounds(b.batch);
+  bounds.insert(bounds.end(), more.begin(), more.end());
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  std::optional<std::vector<Dim>> sa = SplitAt(a.batch, bounds), sb = SplitAt(b.batch, bounds);
+  if (!sa || !sb || sa->size() != sb->size()) return std::nullopt;
+  std::vector<Dim> ma, mb;
+  for (size_t i = 0; i < sa->size(); ++i) {
+    if (!ma.empty() && Merges(ma.back(), (*sa)[i]) && Merges(mb.back(), (*sb)[i])) {
+      ma.back() = Dim{ma.back().size * (*sa)[i].size, (*sa)[i].stride};
+      mb.back() = Dim{mb.back().size * (*sb)[i].size, (*sb)[i].stride};
+    } else {
+      ma.push_back((*sa)[i]);
+      mb.push_back((*sb)[i]);
+    }
+  }
+  return std::make_pair(std::move(ma), std::move(mb));
+}
+
+class CopyElider : public ir::GraphRewriter {
+ public:
+  explicit CopyElider(const ir::Graph& graph) : readers_(graph.size()) {
+    for (const ir::Value& value : graph) {
+      for (const NodeRef& ref : TensorInputs(value)) readers_[ref.value].insert(value.id);
+    }
+    for (const NodeRef& out : graph.LiveOuts()) returned_.insert(out.value);
+  }
+
+ protected:
+  Status RewriteOp(const ir::OpNode& node) override {
+    if (node.op == "aten.bmm.default") {
+      if (auto done = ReadThroughCopies(node)) return *done;
+    }
+    if (IsCopy(node)) {
+      if (auto done = DropCopyOfContiguousWrite(node)) return *done;
+    }
+    if (auto done = WriteContiguous(node)) return *done;
+    return CopyOp(node);
+  }
+
+ private:
+  const ir::OpNode* Producer(NodeRef ref) const {
+    const ir::Value* value = source().Resolve(ref);
+    return value ? value->TryAs<ir::OpNode>() : nullptr;
+  }
+  bool OnlyReader(ir::ValueId value, ir::ValueId reader) const {
+    return !returned_.count(value) && readers_[value].size() == 1 && readers_[value].count(reader);
+  }
+
+  // The bmm operand `ref` as read through `view(copy(x))`, or as itself. Types are the rewritten
+  // graph's: x may be written contiguous by now.
+  std::optional<Operand> Read(NodeRef ref, ir::ValueId bmm) {
+    const ir::TensorType& type = *builder().TypeOf(Map(ref));
+    const ir::OpNode* view = Producer(ref);
+    const ir::OpNode* copy = view && IsFlatteningView(*view) && OnlyReader(view->id, bmm) && !view->args.empty() &&
+                                     view->args[0].Is<NodeRef>()
+                                 ? Producer(view->args[0].As<NodeRef>())
+                                 : nullptr;
+    if (copy && IsCopy(*copy) && OnlyReader(copy->id, view->id) && copy->type().is_contiguous() &&
+        !copy->args.empty() && copy->args[0].Is<NodeRef>()) {
+      const NodeRef x = Map(copy->args[0].As<NodeRef>());
+      if (std::optional<Operand> through = SplitAs(*builder().TypeOf(x), type.shape)) {
+        through->base = x;
+        through->through_copy = true;
+        return through;
+      }
+    }
+    Operand own{Map(ref), {}, {type.shape[1], type.stride[1]}, {type.shape[2], type.stride[2]}, false};
+    if (type.shape[0] != 1) own.batch.push_back(Dim{type.shape[0], type.stride[0]});
+    return own;
+  }
+
+  // `base` viewed as [batch..., rows, cols] with those strides.
+  Result<NodeRef> ViewAs(const ir::OpNode& origin, const char* suffix, const Operand& operand,
+                         const std::vector<Dim>& batch) {
+    std::vector<Dim> dims = batch;
+    dims.push_back(operand.rows);
+    dims.push_back(operand.cols);
+    ir::Shape shape;
+    std::vector<int64_t> stride;
+    for (const Dim& dim : dims) {
+      shape.push_back(dim.size);
+      stride.push_back(dim.stride);
+    }
+    const ir::TensorType& base = *builder().TypeOf(operand.base);
+    if (shape == base.shape && stride == base.stride) return operand.base;
+    ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Make(shape, base.dtype, stride));
+    ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(builder().FreshName(origin.name + "_" + suffix), "aten.view.default",
+                                                     {ir::Argument(operand.base), ir::Argument(ir::IntList(shape))},
+                                                     {}, {type}));
+    return NodeRef{id, 0};
+  }
+
+  // bmm(view(copy(x)), ...) as a matmul reading x through its strides.
+  std::optional<Status> ReadThroughCopies(const ir::OpNode& bmm) {
+    if (bmm.args.size() != 2 || !bmm.args[0].Is<NodeRef>() || !bmm.args[1].Is<NodeRef>()) return std::nullopt;
+    std::optional<Operand> a = Read(bmm.args[0].As<NodeRef>(), bmm.id), b = Read(bmm.args[1].As<NodeRef>(), bmm.id);
+    if (!a || !b || !(a->through_copy || b->through_copy)) return std::nullopt;
+    // A dim of one would take whatever stride PyTorch's view gives it: kept out.
+    if (a->rows.size == 1 || a->cols.size == 1 || b->cols.size == 1 || bmm.type().shape[0] == 1) return std::nullopt;
+    auto batches = MatchBatches(*a, *b);
+    if (!batches) return std::nullopt;
+    Status status = [&]() -> Status {
+      ASSIGN_OR_RETURN(NodeRef va, ViewAs(bmm, "a", *a, batches->first));
+      ASSIGN_OR_RETURN(NodeRef vb, ViewAs(bmm, "b", *b, batches->second));
+      ir::Shape shape;
+      for (const Dim& dim : batches->first) shape.push_back(dim.size);
+      shape.push_back(a->rows.size);
+      shape.push_back(b->cols.size);
+      ASSIGN_OR_RETURN(ir::TensorType product_type, ir::TensorType::Contiguous(shape, bmm.type().dtype));
+      const bool one_batch_dim = shape.size() == 3;
+      ASSIGN_OR_RETURN(ir::ValueId product,
+                       builder().AddOp(one_batch_dim ? bmm.name : builder().FreshName(bmm.name + "_strided"),
+                                       one_batch_dim ? "aten.bmm.default" : "aten.matmul.default",
+                                       {ir::Argument(va), ir::Argument(vb)}, {}, {product_type}));
+      NodeRef result{product, 0};
+      if (!one_batch_dim) {
+        ASSIGN_OR_RETURN(ir::ValueId flat,
+                         builder().AddOp(bmm.name, "aten.view.default",
+                                         {ir::Argument(result), ir::Argument(ir::IntList(bmm.type().shape))}, {},
+                                         {bmm.type()}));
+        result = NodeRef{flat, 0};
+      }
+      Replace(bmm, {result});
+      return Status::Ok();
+    }();
+    if (!status.ok()) return std::nullopt;  // values already added stay unused; dead code drops them
+    return status;
+  }
+
+  // A pointwise result only a contiguous copy reads: written contiguous.
+  std::optional<Status> WriteContiguous(const ir::OpNode& node) {
+    const ir::Value& value = source().value(node.id);
+    if (!IsFusablePointwise(source(), value) || node.type().is_contiguous() || returned_.count(node.id) ||
+        readers_[node.id].size() != 1) {
+      return std::nullopt;
+    }
+    const ir::OpNode* copy = source().value(*readers_[node.id].begin()).TryAs<ir::OpNode>();
+    if (copy == nullptr || !IsCopy(*copy) || !copy->type().is_contiguous() || !(copy->type().shape == node.type().shape) ||
+        copy->type().dtype != node.type().dtype) {
+      return std::nullopt;
+    }
+    auto type = ir::TensorType::Contiguous(node.type().shape, node.type().dtype);
+    if (!type.ok()) return std::nullopt;
+    std::vector<ir::Argument> args;
+    for (const ir::Argument& arg : node.args) args.push_back(Map(arg));
+    std::vector<ir::NamedArgument> kwargs;
+    for (const ir::NamedArgument& kwarg : node.kwargs) kwargs.push_back({kwarg.name, Map(kwarg.argument)});
+    auto added = builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), {*type});
+    if (!added.ok()) return std::nullopt;
+    Replace(node, {NodeRef{*added, 0}});
+    written_contiguous_.insert(node.id);
+    return Status::Ok();
+  }
+
+  // The copy of a value WriteContiguous wrote contiguous: the value itself.
+  std::optional<Status> DropCopyOfContiguousWrite(const ir::OpNode& copy) {
+    if (copy.args.empty() || !copy.args[0].Is<NodeRef>()) return std::nullopt;
+    const NodeRef x = copy.args[0].As<NodeRef>();
+    if (!written_contiguous_.count(x.value)) return std::nullopt;
+    Replace(copy, {Map(x)});
+    return Status::Ok();
+  }
+
+  std::vector<std::set<ir::ValueId>> readers_;
+  std::set<ir::ValueId> returned_;
+  std::set<ir::ValueId> written_contiguous_;
+};
+
+}  // namespace
+
+Result<ir::Graph> ElideCopies(const ir::Graph& graph) {
+  CopyElider elider(graph);
+  return elider.Rewrite(graph);
+}
+
+}  // namespace kforge::passes

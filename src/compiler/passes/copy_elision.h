@@ -1,0 +1,20 @@
+// Copies a kernel can do without, which the captured program makes to hand a library call a
+// contiguous tensor:
+// - A batched product whose operand is a contiguous copy of a strided value, flattened
+//   (`bmm(view(clone(x)))`, what einsum's lowering writes before every bmm), reads x through its
+//   strides instead: x is viewed as [batch..., rows, cols] (its batch dims kept apart where they
+//   do not merge) and the product becomes a matmul over those batch dims, viewed back as the bmm's
+//   result.
+// - A pointwise result whose only reader copies it to contiguous is written contiguous in the
+//   first place, and the copy is dropped.
+// Each rewrite applies only where the copy has no other reader, so no data moves twice.
+#pragma once
+
+#include "compiler/ir/graph.h"
+#include "core/status.h"
+
+namespace kforge::passes {
+
+Result<ir::Graph> ElideCopies(const ir::Graph& graph);
+
+}  // namespace kforge::passes
