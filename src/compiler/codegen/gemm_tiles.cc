@@ -29,6 +29,18 @@ std::vector<TileChoice> MatmulTileSpace(int64_t m, const std::string& dot_precis
   return space;
 }
 
+std::vector<TileChoice> FmaTileSpace(int64_t m) {
+  int block_m = 1;
+  while (block_m < m && block_m < 64) block_m *= 2;
+  std::vector<TileChoice> space;
+  for (int block_n : {128, 256, 512, 1024}) {
+    if (block_m * block_n > 32768) continue;
+    for (int warps : {4, 8}) space.push_back({block_m, block_n, 16, 1, warps, 1});
+  }
+  if (space.empty()) space.push_back({block_m, 128, 16, 1, 4, 1});
+  return space;
+}
+
 void OpenGemmKernel(SourceWriter& out, const std::string& name, const std::vector<std::string>& params,
                     const ir::Graph& graph, const passes::FusionGroup& group, TileParameters parameters) {
   std::vector<std::string> all = params;

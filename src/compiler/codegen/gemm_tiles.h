@@ -33,6 +33,11 @@ extern const std::vector<TileChoice> kAttentionTileConfigs;
 std::vector<TileChoice> MatmulTileSpace(int64_t m, const std::string& dot_precision);
 constexpr int64_t kMaxShortM = 32;
 
+// A product of at most kMaxFmaK K steps runs as fp32 FMAs, not tl.dot; its space: BLOCK_M the
+// rows rounded up to a power of two (at most 64), wide column tiles (BLOCK_K and GROUP_M unused).
+constexpr int64_t kMaxFmaK = 8;
+std::vector<TileChoice> FmaTileSpace(int64_t m);
+
 // The configuration used without autotuning (the CPU interpreter), unless an emitter names another.
 constexpr TileChoice kFixedTile = {32, 32, 32, 8, 4, 2};
 

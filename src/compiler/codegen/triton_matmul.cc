@@ -40,13 +40,17 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
 
   SourceWriter out;
   OpenGemmKernel(out, kernel.name, params, graph, group);
-  out.Line(fmt::format("# {}{} x {} x {} (M x N x K); tl.dot with input_precision=\"{}\".",
-                       batched ? fmt::format("{} batches of ", batch) : "", m, n, k, options.dot_precision));
+  // A product of a few K steps (Mamba2's chunk recurrence: 3 x 3 by 3 x 1024, 16384 times) is K
+  // exact fp32 FMAs per output, in tiles as short as its M: a tensor-core dot would pad K to 16
+  // and M to 16, and three-pass TF32 would triple that.
+  const bool by_fma = k <= kMaxFmaK;
+  out.Line(fmt::format("# {}{} x {} x {} (M x N x K); {}.", batched ? fmt::format("{} batches of ", batch) : "", m, n, k,
+                       by_fma ? "one fp32 FMA per K step" : fmt::format("tl.dot with input_precision=\"{}\"", options.dot_precision)));
   EmitTilePosition(out, m, n);
   out.Line(batched ? "kf_batch = tl.program_id(1).to(tl.int64)" : "kf_batch = 0");
   // Each batch dim's index (one dim: the program's batch itself), and the operands' offsets.
   std::vector<std::string> batch_index;
-  std::vector<std::string> a_batch, b_batch;
+  std::vector<std::string> a_terms, b_terms;
   int64_t inner = 1;
   for (size_t d = r; d-- > 0;) {
     std::string index = r == 1 ? "kf_batch" : fmt::format("kf_b{}", d);
@@ -57,35 +61,49 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
     }
     inner *= out_shape[d];
     batch_index.insert(batch_index.begin(), index);
-    a_batch.push_back(Term(index, sa[d]));
-    b_batch.push_back(Term(index, sb[d]));
+    a_terms.push_back(Term(index, sa[d]));
+    b_terms.push_back(Term(index, sb[d]));
   }
-  out.Line("kf_kk = tl.arange(0, BLOCK_K)");
-  // An operand whose rows are contiguous along K (a transposed view: B = W.T of a linear layer)
-  // is loaded K-fastest and transposed in registers, so each load is coalesced.
-  const bool a_k_major = sa[r] == 1 && sa[r + 1] != 1, b_k_major = sb[r] == 1 && sb[r + 1] != 1;
-  a_batch.push_back(Term(a_k_major ? "kf_m[None, :]" : "kf_m[:, None]", sa[r]));
-  a_batch.push_back(Term(a_k_major ? "kf_kk[:, None]" : "kf_kk[None, :]", sa[r + 1]));
-  b_batch.push_back(Term(b_k_major ? "kf_kk[None, :]" : "kf_kk[:, None]", sb[r]));
-  b_batch.push_back(Term(b_k_major ? "kf_n[:, None]" : "kf_n[None, :]", sb[r + 1]));
-  out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum(a_batch)));
-  out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum(b_batch)));
-  out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-  out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
-  if (a_k_major) {
-    out.Line(fmt::format("kf_a_tile = tl.trans(tl.load(kf_a, mask=(kf_m[None, :] < {}) & (kf_kk[:, None] < {} - kf_k0), other=0.0))", m, k));
+  if (by_fma) {
+    // Written even for a stride of 0 (a broadcast dim), so each pointer stays a block.
+    a_terms.push_back(fmt::format("kf_m * {}", sa[r]));
+    b_terms.push_back(fmt::format("kf_n * {}", sb[r + 1]));
+    out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum(a_terms)));
+    out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum(b_terms)));
+    out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+    out.Open(fmt::format("for kf_k in tl.static_range({}):", k));
+    out.Line(fmt::format("kf_a_col = tl.load(kf_a + kf_k * {}, mask=kf_m < {}, other=0.0)", sa[r + 1], m));
+    out.Line(fmt::format("kf_b_row = tl.load(kf_b + kf_k * {}, mask=kf_n < {}, other=0.0)", sb[r], n));
+    out.Line("kf_acc += kf_a_col[:, None] * kf_b_row[None, :]");
+    out.Close();
   } else {
-    out.Line(fmt::format("kf_a_tile = tl.load(kf_a, mask=(kf_m[:, None] < {}) & (kf_kk[None, :] < {} - kf_k0), other=0.0)", m, k));
+    out.Line("kf_kk = tl.arange(0, BLOCK_K)");
+    // An operand whose rows are contiguous along K (a transposed view: B = W.T of a linear layer)
+    // is loaded K-fastest and transposed in registers, so each load is coalesced.
+    const bool a_k_major = sa[r] == 1 && sa[r + 1] != 1, b_k_major = sb[r] == 1 && sb[r + 1] != 1;
+    a_terms.push_back(Term(a_k_major ? "kf_m[None, :]" : "kf_m[:, None]", sa[r]));
+    a_terms.push_back(Term(a_k_major ? "kf_kk[:, None]" : "kf_kk[None, :]", sa[r + 1]));
+    b_terms.push_back(Term(b_k_major ? "kf_kk[None, :]" : "kf_kk[:, None]", sb[r]));
+    b_terms.push_back(Term(b_k_major ? "kf_n[:, None]" : "kf_n[None, :]", sb[r + 1]));
+    out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum(a_terms)));
+    out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum(b_terms)));
+    out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+    out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+    if (a_k_major) {
+      out.Line(fmt::format("kf_a_tile = tl.trans(tl.load(kf_a, mask=(kf_m[None, :] < {}) & (kf_kk[:, None] < {} - kf_k0), other=0.0))", m, k));
+    } else {
+      out.Line(fmt::format("kf_a_tile = tl.load(kf_a, mask=(kf_m[:, None] < {}) & (kf_kk[None, :] < {} - kf_k0), other=0.0)", m, k));
+    }
+    if (b_k_major) {
+      out.Line(fmt::format("kf_b_tile = tl.trans(tl.load(kf_b, mask=(kf_kk[None, :] < {} - kf_k0) & (kf_n[:, None] < {}), other=0.0))", k, n));
+    } else {
+      out.Line(fmt::format("kf_b_tile = tl.load(kf_b, mask=(kf_kk[:, None] < {} - kf_k0) & (kf_n[None, :] < {}), other=0.0)", k, n));
+    }
+    out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+    out.Line(fmt::format("kf_a += BLOCK_K * {}", sa[r + 1]));
+    out.Line(fmt::format("kf_b += BLOCK_K * {}", sb[r]));
+    out.Close();
   }
-  if (b_k_major) {
-    out.Line(fmt::format("kf_b_tile = tl.trans(tl.load(kf_b, mask=(kf_kk[None, :] < {} - kf_k0) & (kf_n[:, None] < {}), other=0.0))", k, n));
-  } else {
-    out.Line(fmt::format("kf_b_tile = tl.load(kf_b, mask=(kf_kk[:, None] < {} - kf_k0) & (kf_n[None, :] < {}), other=0.0)", k, n));
-  }
-  out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
-  out.Line(fmt::format("kf_a += BLOCK_K * {}", sa[r + 1]));
-  out.Line(fmt::format("kf_b += BLOCK_K * {}", sb[r]));
-  out.Close();
   out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n));
   out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
   std::vector<std::string> index = batch_index;
@@ -93,7 +111,9 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   index.push_back("kf_n[None, :]");
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
   out.Close();
-  const std::optional<TileChoice> config = FinishGemmKernel(kernel, out.text(), MatmulTileSpace(m, options.dot_precision), options);
+  const std::optional<TileChoice> config =
+      by_fma ? FinishGemmKernel(kernel, out.text(), FmaTileSpace(m), options, TileParameters::kGemm, FmaTileSpace(m).front())
+             : FinishGemmKernel(kernel, out.text(), MatmulTileSpace(m, options.dot_precision), options);
 
   std::vector<std::string> args = {VarName(graph, a), VarName(graph, b)};
   for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));

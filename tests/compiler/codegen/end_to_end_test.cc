@@ -366,6 +366,17 @@ TEST(EinsumChunksEndToEndTest, ProductsReadPermutedOperandsWithoutCopiesAndMatch
                        kTolerance, expected);
 }
 
+// Products of at most 8 K steps are K exact fp32 FMAs per output, in tiles as short as their M.
+TEST(ShortKProductsEndToEndTest, RunAsFmasAndMatchPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.absent_fragments = {"aten.bmm", "aten.mm", "aten.matmul"};
+  ExpectMatchesPyTorch("codegen/short_k_products", ModelWriterOptions{},
+                       {"for kf_k in tl.static_range(3):", "for kf_k in tl.static_range(1):", "for kf_k in tl.static_range(8):",
+                        "kf_acc += kf_a_col[:, None] * kf_b_row[None, :]", "BLOCK_M=4", "BLOCK_M=32"},
+                       kTolerance, expected);
+}
+
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
 // `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).
 TEST(MaskLogicEndToEndTest, IsPointwiseKernelsAndMatchesPyTorch) {
