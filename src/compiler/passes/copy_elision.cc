@@ -143,6 +143,87 @@ std::optional<std::pair<std::vector<Dim>, std::vector<Dim>>> MatchBatches(const 
   return std::make_pair(std::move(ma), std::move(mb));
 }
 
+}  // namespace
+
+std::optional<std::vector<int64_t>> ViewStrides(const ir::Shape& shape, const std::vector<int64_t>& stride,
+                                                const ir::Shape& target) {
+  std::vector<int64_t> result(target.size(), 0);
+  if (shape.empty()) return std::vector<int64_t>(target.size(), 1);
+  int64_t view_d = static_cast<int64_t>(target.size()) - 1;
+  int64_t chunk_stride = stride.back(), tensor_count = 1, view_count = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    tensor_count *= shape[static_cast<size_t>(d)];
+    // A chunk ends where the next dim out is not contiguous with this one.
+    if (d == 0 || (shape[static_cast<size_t>(d - 1)] != 1 && stride[static_cast<size_t>(d - 1)] != tensor_count * chunk_stride)) {
+      while (view_d >= 0 && (view_count < tensor_count || target[static_cast<size_t>(view_d)] == 1)) {
+        result[static_cast<size_t>(view_d)] = view_count * chunk_stride;
+        view_count *= target[static_cast<size_t>(view_d)];
+        --view_d;
+      }
+      if (view_count != tensor_count) return std::nullopt;
+      if (d > 0) {
+        chunk_stride = stride[static_cast<size_t>(d - 1)];
+        tensor_count = 1;
+        view_count = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return result;
+}
+
+namespace {
+
+// The type the metadata op `view` gives an input of type `input` (its own output type is what it
+// gave the captured input); nullopt for an op not handled here or no view.
+std::optional<ir::TensorType> Reviewed(const ir::OpNode& view, const ir::TensorType& input) {
+  ir::TensorType type = view.type();
+  const int64_t rank = input.rank();
+  auto dim_at = [](const ir::Argument& arg, int64_t n) -> std::optional<int64_t> {
+    const auto* d = arg.TryAs<int64_t>();
+    if (d == nullptr || *d < -n || *d >= n) return std::nullopt;
+    return *d < 0 ? *d + n : *d;
+  };
+  if (IsFlatteningView(view)) {
+    auto strides = ViewStrides(input.shape, input.stride, type.shape);
+    if (!strides) return std::nullopt;
+    type.stride = *strides;
+  } else if (view.op == "aten.permute.default" && view.args.size() == 2 && view.args[1].Is<ir::IntList>()) {
+    const ir::IntList& dims = view.args[1].As<ir::IntList>();
+    if (static_cast<int64_t>(dims.size()) != rank) return std::nullopt;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      auto d = dim_at(ir::Argument(dims[i]), rank);
+      if (!d) return std::nullopt;
+      type.stride[i] = input.stride[static_cast<size_t>(*d)];
+    }
+  } else if (view.op == "aten.unsqueeze.default" && view.args.size() == 2) {
+    auto d = dim_at(view.args[1], rank + 1);
+    if (!d) return std::nullopt;
+    type.stride = input.stride;
+    const size_t at = static_cast<size_t>(*d);
+    type.stride.insert(type.stride.begin() + *d, at < input.shape.size() ? input.shape[at] * input.stride[at] : 1);
+  } else {
+    return std::nullopt;
+  }
+  if (type.shape.size() != type.stride.size()) return std::nullopt;
+  return type;
+}
+
+// A [B, M, N] product's result stored with each matrix column-major.
+ir::TensorType ColumnMajor(const ir::TensorType& product) {
+  ir::TensorType type = product;
+  const size_t r = type.shape.size() - 2;
+  const int64_t m = type.shape[r], n = type.shape[r + 1];
+  type.stride[r] = 1;
+  type.stride[r + 1] = m;
+  int64_t stride = m * n;
+  for (size_t d = r; d-- > 0;) {
+    type.stride[d] = stride;
+    stride *= type.shape[d];
+  }
+  return type;
+}
+
 class CopyElider : public ir::GraphRewriter {
  public:
   explicit CopyElider(const ir::Graph& graph) : readers_(graph.size()) {
@@ -155,8 +236,11 @@ class CopyElider : public ir::GraphRewriter {
  protected:
   Status RewriteOp(const ir::OpNode& node) override {
     if (node.op == "aten.bmm.default") {
+      ChooseProductLayout(node);
       if (auto done = ReadThroughCopies(node)) return *done;
+      if (auto done = Retyped(node)) return *done;
     }
+    if (auto done = Retyped(node)) return *done;
     if (IsCopy(node)) {
       if (auto done = DropCopyOfContiguousWrite(node)) return *done;
     }
@@ -234,6 +318,8 @@ class CopyElider : public ir::GraphRewriter {
       shape.push_back(a->rows.size);
       shape.push_back(b->cols.size);
       ASSIGN_OR_RETURN(ir::TensorType product_type, ir::TensorType::Contiguous(shape, bmm.type().dtype));
+      const bool column_major = retyped_.count(bmm.id) > 0;
+      if (column_major) product_type = ColumnMajor(product_type);
       const bool one_batch_dim = shape.size() == 3;
       ASSIGN_OR_RETURN(ir::ValueId product,
                        builder().AddOp(one_batch_dim ? bmm.name : builder().FreshName(bmm.name + "_strided"),
@@ -244,7 +330,7 @@ class CopyElider : public ir::GraphRewriter {
         ASSIGN_OR_RETURN(ir::ValueId flat,
                          builder().AddOp(bmm.name, "aten.view.default",
                                          {ir::Argument(result), ir::Argument(ir::IntList(bmm.type().shape))}, {},
-                                         {bmm.type()}));
+                                         {column_major ? ColumnMajor(bmm.type()) : bmm.type()}));
         result = NodeRef{flat, 0};
       }
       Replace(bmm, {result});
@@ -254,18 +340,69 @@ class CopyElider : public ir::GraphRewriter {
     return status;
   }
 
-  // A pointwise result only a contiguous copy reads: written contiguous.
-  std::optional<Status> WriteContiguous(const ir::OpNode& node) {
-    const ir::Value& value = source().value(node.id);
-    if (!IsFusablePointwise(source(), value) || node.type().is_contiguous() || returned_.count(node.id) ||
+  // A product whose result only views carry to one pointwise op, which would read it across its
+  // rows (a transposed read, one element per row: Mamba2's y_diag added to y_off), is stored
+  // column-major instead when that makes the read contiguous; the views are retyped to match.
+  void ChooseProductLayout(const ir::OpNode& bmm) {
+    std::vector<const ir::OpNode*> chain;
+    ir::ValueId at = bmm.id;
+    while (!returned_.count(at) && readers_[at].size() == 1) {
+      const auto* reader = source().value(*readers_[at].begin()).TryAs<ir::OpNode>();
+      if (reader == nullptr || !Reviewed(*reader, source().value(at).type())) break;
+      chain.push_back(reader);
+      at = reader->id;
+    }
+    if (chain.empty() || returned_.count(at) || readers_[at].size() != 1) return;
+    const ir::Value& consumer = source().value(*readers_[at].begin());
+    if (!IsFusablePointwise(source(), consumer) || !(source().value(at).type().shape == consumer.type().shape)) return;
+    // The dim the consumer writes fastest: does the read follow it?
+    const ir::TensorType& written = consumer.type();
+    std::optional<size_t> fastest;
+    for (size_t d = 0; d < written.shape.size(); ++d) {
+      const bool unit = ToBeWrittenContiguous(consumer.As<ir::OpNode>()) ? d + 1 == written.shape.size() : written.stride[d] == 1;
+      if (unit && written.shape[d] > 1) fastest = d;
+    }
+    if (!fastest || source().value(at).type().stride[*fastest] == 1) return;
+    std::map<ir::ValueId, ir::TensorType> types = {{bmm.id, ColumnMajor(bmm.type())}};
+    ir::TensorType type = types[bmm.id];
+    for (const ir::OpNode* view : chain) {
+      std::optional<ir::TensorType> next = Reviewed(*view, type);
+      if (!next) return;
+      type = *next;
+      types[view->id] = type;
+    }
+    if (type.stride[*fastest] != 1) return;
+    retyped_.insert(types.begin(), types.end());
+  }
+
+  // A node ChooseProductLayout retyped, added with its new type.
+  std::optional<Status> Retyped(const ir::OpNode& node) {
+    auto it = retyped_.find(node.id);
+    if (it == retyped_.end()) return std::nullopt;
+    std::vector<ir::Argument> args;
+    for (const ir::Argument& arg : node.args) args.push_back(Map(arg));
+    std::vector<ir::NamedArgument> kwargs;
+    for (const ir::NamedArgument& kwarg : node.kwargs) kwargs.push_back({kwarg.name, Map(kwarg.argument)});
+    auto added = builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), {it->second});
+    if (!added.ok()) return added.status();
+    Replace(node, {NodeRef{*added, 0}});
+    return Status::Ok();
+  }
+
+  // Whether `node` is a pointwise result only a contiguous copy reads (WriteContiguous's case).
+  bool ToBeWrittenContiguous(const ir::OpNode& node) const {
+    if (!IsFusablePointwise(source(), node) || node.type().is_contiguous() || returned_.count(node.id) ||
         readers_[node.id].size() != 1) {
-      return std::nullopt;
+      return false;
     }
     const ir::OpNode* copy = source().value(*readers_[node.id].begin()).TryAs<ir::OpNode>();
-    if (copy == nullptr || !IsCopy(*copy) || !copy->type().is_contiguous() || !(copy->type().shape == node.type().shape) ||
-        copy->type().dtype != node.type().dtype) {
-      return std::nullopt;
-    }
+    return copy != nullptr && IsCopy(*copy) && copy->type().is_contiguous() && copy->type().shape == node.type().shape &&
+           copy->type().dtype == node.type().dtype;
+  }
+
+  // A pointwise result only a contiguous copy reads: written contiguous.
+  std::optional<Status> WriteContiguous(const ir::OpNode& node) {
+    if (!ToBeWrittenContiguous(node)) return std::nullopt;
     auto type = ir::TensorType::Contiguous(node.type().shape, node.type().dtype);
     if (!type.ok()) return std::nullopt;
     std::vector<ir::Argument> args;
@@ -291,6 +428,7 @@ class CopyElider : public ir::GraphRewriter {
   std::vector<std::set<ir::ValueId>> readers_;
   std::set<ir::ValueId> returned_;
   std::set<ir::ValueId> written_contiguous_;
+  std::map<ir::ValueId, ir::TensorType> retyped_;  // by source id: products stored column-major, their views
 };
 
 }  // namespace

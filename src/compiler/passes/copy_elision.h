@@ -7,8 +7,13 @@
 //   result.
 // - A pointwise result whose only reader copies it to contiguous is written contiguous in the
 //   first place, and the copy is dropped.
+// - A product whose result views carry to one pointwise op that would read it across its rows
+//   (one element per row) is stored column-major, and the views between are retyped to match.
 // Each rewrite applies only where the copy has no other reader, so no data moves twice.
 #pragma once
+
+#include <optional>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 #include "core/status.h"
@@ -16,5 +21,10 @@
 namespace kforge::passes {
 
 Result<ir::Graph> ElideCopies(const ir::Graph& graph);
+
+// PyTorch's strides for viewing a tensor of `shape` and `stride` as `target` (its view rule), or
+// nullopt when no view exists.
+std::optional<std::vector<int64_t>> ViewStrides(const ir::Shape& shape, const std::vector<int64_t>& stride,
+                                                const ir::Shape& target);
 
 }  // namespace kforge::passes

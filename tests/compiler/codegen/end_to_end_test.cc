@@ -366,6 +366,16 @@ TEST(EinsumChunksEndToEndTest, ProductsReadPermutedOperandsWithoutCopiesAndMatch
                        kTolerance, expected);
 }
 
+// A product read transposed by the pointwise op after it stores its result column-major.
+TEST(TransposedProductEndToEndTest, StoresColumnMajorForItsReaderAndMatchesPyTorch) {
+  PlanExpectations expected;
+  expected.absent_ops = {"aten.clone.default"};
+  expected.absent_fragments = {"aten.clone", "aten.bmm"};
+  ExpectMatchesPyTorch("codegen/transposed_product", ModelWriterOptions{},
+                       {"torch.empty_strided((6, 20, 12), (240, 1, 20)", "add = torch.empty((2, 3, 12, 20)"}, kTolerance,
+                       expected);
+}
+
 // Products of at most 8 K steps are K exact fp32 FMAs per output, in tiles as short as their M.
 TEST(ShortKProductsEndToEndTest, RunAsFmasAndMatchPyTorch) {
   PlanExpectations expected;

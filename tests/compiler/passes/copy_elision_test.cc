@@ -111,6 +111,37 @@ TEST(CopyElisionTest, RowsThatDoNotMergeKeepTheCopy) {
   EXPECT_EQ(CountOps(graph, "aten.matmul.default"), 0);
 }
 
+TEST(CopyElisionTest, AProductItsPointwiseReaderReadsTransposedIsStoredColumnMajor) {
+  // bmm [6, 20, 12] -> view [2, 3, 20, 12] -> permute to [2, 3, 12, 20] -> + c, copied contiguous.
+  ir::GraphBuilder b("transposed_read");
+  ir::ValueId a = AddInputOk(b, "a", {6, 20, 9});
+  ir::ValueId w = AddInputOk(b, "w", {6, 9, 12}, 1);
+  ir::ValueId c = AddInputOk(b, "c", {2, 3, 12, 20}, 2);
+  ir::ValueId bmm = AddOk(b, "bmm", "aten.bmm.default", {Ref(a), Ref(w)}, {F32({6, 20, 12})});
+  ir::ValueId view = AddOk(b, "view", "aten.view.default", {Ref(bmm), Ints({2, 3, 20, 12})}, {F32({2, 3, 20, 12})});
+  ir::ValueId permuted = AddOk(b, "permute", "aten.permute.default", {Ref(view), Ints({0, 1, 3, 2})},
+                               {Strided({2, 3, 12, 20}, {720, 240, 1, 12})});
+  ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(permuted), Ref(c)}, {Strided({2, 3, 12, 20}, {720, 240, 1, 12})});
+  ir::ValueId clone = AddOk(b, "clone", "aten.clone.default", {Ref(add)}, {F32({2, 3, 12, 20})});
+  ir::ValueId flat = AddOk(b, "flat", "aten.view.default", {Ref(clone), Ints({6, 240})}, {F32({6, 240})});
+  b.AddOutput({flat, 0});
+  ir::Graph graph = Elided(std::move(b).Build());
+  EXPECT_EQ(graph.Find("bmm")->type().stride, (std::vector<int64_t>{240, 1, 20}));
+  EXPECT_EQ(graph.Find("view")->type().stride, (std::vector<int64_t>{720, 240, 1, 20}));
+  EXPECT_EQ(graph.Find("permute")->type().stride, (std::vector<int64_t>{720, 240, 20, 1}));
+  EXPECT_TRUE(graph.Find("add")->type().is_contiguous());
+  EXPECT_EQ(CountOps(graph, "aten.clone.default"), 0);
+}
+
+TEST(CopyElisionTest, ViewStridesFollowPyTorchsRule) {
+  // Splitting a column-major matrix's batch dim and dropping a unit dim are views; merging its
+  // rows and columns is not.
+  EXPECT_EQ(ViewStrides({6, 20, 12}, {240, 1, 20}, {2, 3, 20, 12}), (std::vector<int64_t>{720, 240, 1, 20}));
+  EXPECT_EQ(ViewStrides({4, 1, 8}, {8, 8, 1}, {4, 8}), (std::vector<int64_t>{8, 1}));
+  EXPECT_EQ(ViewStrides({6, 20, 12}, {240, 1, 20}, {6, 240}), std::nullopt);
+  EXPECT_EQ(ViewStrides({2, 3, 4}, {12, 4, 1}, {6, 4}), (std::vector<int64_t>{4, 1}));
+}
+
 TEST(CopyElisionTest, APointwiseResultOnlyACopyReadsIsWrittenContiguous) {
   ir::GraphBuilder b("write_contiguous");
   ir::ValueId x = AddInputOk(b, "x", {4, 6});
