@@ -375,18 +375,22 @@ class CopyElider : public ir::GraphRewriter {
     retyped_.insert(types.begin(), types.end());
   }
 
-  // A node ChooseProductLayout retyped, added with its new type.
-  std::optional<Status> Retyped(const ir::OpNode& node) {
-    auto it = retyped_.find(node.id);
-    if (it == retyped_.end()) return std::nullopt;
+  // `node` added unchanged but for its one output's type, standing for the source's node.
+  Status AddRetyped(const ir::OpNode& node, ir::TensorType type) {
     std::vector<ir::Argument> args;
     for (const ir::Argument& arg : node.args) args.push_back(Map(arg));
     std::vector<ir::NamedArgument> kwargs;
     for (const ir::NamedArgument& kwarg : node.kwargs) kwargs.push_back({kwarg.name, Map(kwarg.argument)});
-    auto added = builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), {it->second});
-    if (!added.ok()) return added.status();
-    Replace(node, {NodeRef{*added, 0}});
+    ASSIGN_OR_RETURN(ir::ValueId added, builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), {std::move(type)}));
+    Replace(node, {NodeRef{added, 0}});
     return Status::Ok();
+  }
+
+  // A node ChooseProductLayout retyped, added with its new type.
+  std::optional<Status> Retyped(const ir::OpNode& node) {
+    auto it = retyped_.find(node.id);
+    if (it == retyped_.end()) return std::nullopt;
+    return AddRetyped(node, it->second);
   }
 
   // Whether `node` is a pointwise result only a contiguous copy reads (WriteContiguous's case).
@@ -405,13 +409,7 @@ class CopyElider : public ir::GraphRewriter {
     if (!ToBeWrittenContiguous(node)) return std::nullopt;
     auto type = ir::TensorType::Contiguous(node.type().shape, node.type().dtype);
     if (!type.ok()) return std::nullopt;
-    std::vector<ir::Argument> args;
-    for (const ir::Argument& arg : node.args) args.push_back(Map(arg));
-    std::vector<ir::NamedArgument> kwargs;
-    for (const ir::NamedArgument& kwarg : node.kwargs) kwargs.push_back({kwarg.name, Map(kwarg.argument)});
-    auto added = builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), {*type});
-    if (!added.ok()) return std::nullopt;
-    Replace(node, {NodeRef{*added, 0}});
+    if (!AddRetyped(node, *type).ok()) return std::nullopt;  // copied unchanged instead
     written_contiguous_.insert(node.id);
     return Status::Ok();
   }
