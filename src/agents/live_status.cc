@@ -205,8 +205,18 @@ RunStatus LiveStatus::Current() const {
 }
 
 void LiveStatus::Write() const {
+  const RunStatus status = Current();
+  // On a terminal the stage keeps one progress line under its log; elsewhere the attempt lines say it.
+  if (status.state == "running") {
+    SetStatusLine(fmt::format("[{}/{} attempts, {} accepted, best {}] {}", status.attempts, status.planned_attempts,
+                              status.accepted, status.best_speedup ? fmt::format("{:.2f}x", *status.best_speedup) : "-",
+                              status.Brief()),
+                  /*plain_elsewhere=*/false);
+  } else {
+    SetStatusLine("", false);
+  }
   if (store_ == nullptr) return;
-  Status written = store_->RecordRunStatus(run_id_, Current().ToJson());
+  Status written = store_->RecordRunStatus(run_id_, status.ToJson());
   if (!written.ok()) LogDebug("the live status was not stored: {}", written.ToString());
 }
 

@@ -76,7 +76,8 @@ std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder
 }
 
 Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store* store, const std::string& run_id,
-                                           const std::string& command, const CommonOptions& common) {
+                                           const std::string& command, const std::filesystem::path& folder,
+                                           const CommonOptions& common) {
   RETURN_IF_ERROR(settings.Validate());
   ASSIGN_OR_RETURN(LlmConfig config, LoadLlmConfig(settings.llm_config, ProcessEnvironment()));
   std::vector<ProviderSpec> specs;
@@ -87,7 +88,9 @@ Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store*
     if (!spec.ok()) return spec.status().WithContext("--llm-for " + role);
     specs.push_back(*spec);
   }
-  StartRunOnce(store, run_id, command, settings.ToJson());
+  Json run_config = settings.ToJson();
+  run_config["folder"] = std::filesystem::absolute(folder).lexically_normal().string();
+  StartRunOnce(store, run_id, command, run_config);
   StageProvider stage;
   stage.activity = std::make_shared<CallActivity>();
   ASSIGN_OR_RETURN(stage.provider, MakeRoutedProvider(settings.llm, settings.SpecsByCallKind(), config, store, run_id,
@@ -208,7 +211,7 @@ Result<std::filesystem::path> WriteDescribedTask(Workspace& workspace, const std
   std::filesystem::create_directories(out_dir, ec);
   const std::string run_id = "describe-" + name;
   Store* store = workspace.store();
-  ASSIGN_OR_RETURN(StageProvider provider, ConnectStageProvider(settings, store, run_id, "optimize --describe", common));
+  ASSIGN_OR_RETURN(StageProvider provider, ConnectStageProvider(settings, store, run_id, "optimize --describe", out_dir, common));
   ASSIGN_OR_RETURN(WorkerClient * trusted, workspace.workers().Trusted());
   // A version passes when the trusted worker can load, run and capture it like any task.
   auto check = [&](const std::string& source) -> Status {

@@ -42,12 +42,14 @@ struct StageProvider {
 };
 
 // The spec's provider, recorded to a cassette on request, behind the configured concurrency
-// limit, every call accounted in the store under `run_id` (started here as `command`),
+// limit, every call accounted in the store under `run_id` (started here as `command`, its config
+// naming `folder`, where the run's files go, for reports and the dashboard),
 // and checked before any paid call. InvalidArgument for a bad spec or config or a missing key;
 // Unavailable, with what to do, when the check shows that no call can succeed (an unreachable
 // server, a refused key). Its notes, and a model without a price, are printed unless quiet.
 Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store* store,
                                                               const std::string& run_id, const std::string& command,
+                                                              const std::filesystem::path& folder,
                                                               const CommonOptions& common);
 
 // Runs (or, when `folder` holds an interrupted stage, resumes) the stage with `provider` (from

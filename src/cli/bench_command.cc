@@ -9,6 +9,8 @@
 #include "cli/optimize.h"
 #include "core/files.h"
 #include "core/log.h"
+#include "report/bench_progress.h"
+#include "report/bench_row.h"
 #include "report/bench_summary.h"
 
 namespace kforge {
@@ -81,9 +83,12 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
 
   std::vector<Json> entries;
   std::vector<std::string> not_run;
-  size_t index = 0;
+  std::error_code ec;
+  fs::create_directories(flags.out, ec);
+  // A summary-only pass leaves the progress of the run it summarizes alone.
+  BenchProgressWriter progress(flags.no_run ? fs::path() : fs::path(flags.out) / "progress.json",
+                               static_cast<int>(tasks.size()));
   for (const TaskFile& task : tasks) {
-    ++index;
     const std::string level = LevelOf(suite, task.path);
     fs::path relative = fs::relative(task.path, suite);
     OptimizeSettings settings = flags.settings;
@@ -98,8 +103,10 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
       not_run.push_back(task.name);
       continue;
     }
-    if (entry.is_null()) {
-      if (!common.quiet) LogInfo("[{}/{}] {}", index, tasks.size(), task.name);
+    const bool reused = !entry.is_null();
+    if (!reused) {
+      progress.Started(task.name);
+      SetStatusLine(progress.progress().Line());
       auto report = OptimizeTask(**workspace, task, settings, common);
       if (report.ok()) {
         entry = std::move(report).value();
@@ -109,19 +116,19 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
       }
       entry["task_hash"] = task.hash;
       entry["level"] = level;
-      std::error_code ec;
       fs::create_directories(settings.folder, ec);
-      (void)WriteFile(report_path, entry.dump(1));  // also marks the task done for a resumed run
-    } else if (!common.quiet) {
-      LogInfo("[{}/{}] {}: done earlier ({})", index, tasks.size(), task.name, report_path.string());
+      (void)WriteFileAtomically(report_path, entry.dump(1));  // also marks the task done for a resumed run
     }
     entry["level"] = level;
-    if (!common.quiet) {
-      std::string verdict = entry.contains("error") ? "error" : JsonGet<std::string>(entry["evaluation"], "verdict", "?");
-      LogInfo("  {}", verdict);
-    }
+    const BenchRow row = RowFromReport(entry);
+    progress.Finished(task.name, row.verdict, row.timings_meaningful ? row.speedup_vs_eager : std::nullopt, reused);
+    LogInfo("{}: {}{}{}", task.name, row.verdict,
+            row.timings_meaningful && row.speedup_vs_eager ? fmt::format(" ({:.2f}x eager)", *row.speedup_vs_eager) : "",
+            reused ? fmt::format(", done earlier ({})", report_path.string()) : "");
     entries.push_back(std::move(entry));
   }
+  if (!flags.no_run) progress.AllDone();
+  SetStatusLine("");
 
   Json summary = SummarizeBench(entries);
   summary["suite"] = fs::absolute(suite).lexically_normal().string();
@@ -133,29 +140,9 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   summary["shard"] = flags.shard.empty() ? Json() : Json(flags.shard);
   summary["precision"] = common.precision;
   Json tasks_json = Json::array();
-  for (const Json& entry : entries) {
-    const Json evaluation = JsonField(entry, "evaluation");
-    const Json timing = JsonField(JsonField(evaluation, "evidence"), "timing");
-    tasks_json.push_back({{"task", entry.value("task", "")},
-                          {"level", entry.value("level", "")},
-                          {"verdict", entry.contains("error") ? Json("error") : JsonField(evaluation, "verdict")},
-                          {"candidate_ms", JsonField(JsonField(evaluation, "candidate_ms"), "median")},
-                          {"eager_ms", JsonField(JsonField(evaluation, "reference_ms"), "median")},
-                          {"compile_ms", JsonField(JsonField(timing, "reference_compile_ms"), "median")},
-                          {"speedup_vs_eager", JsonField(JsonField(evaluation, "speedup"), "speedup")},
-                          {"speedup_vs_compile", JsonField(JsonField(timing, "speedup_vs_compile"), "speedup")},
-                          {"fraction_of_roofline",
-                           JsonField(JsonField(JsonField(evaluation, "evidence"), "roofline"), "fraction_of_roofline")},
-                          {"compile_s", JsonGet<double>(JsonField(entry, "compile"), "capture_s", 0) +
-                                            JsonGet<double>(JsonField(entry, "compile"), "passes_s", 0) +
-                                            JsonGet<double>(JsonField(entry, "compile"), "codegen_s", 0)},
-                          {"startup_s", JsonGet<double>(JsonField(entry, "compile"), "startup_s", 0)},
-                          {"tuning", JsonField(JsonField(entry, "compile"), "tuning")}});
-  }
+  for (const Json& entry : entries) tasks_json.push_back(RowFromReport(entry).ToJson());
   summary["tasks"] = tasks_json;
   summary["not_run"] = not_run;
-  std::error_code ec;
-  fs::create_directories(flags.out, ec);
   // Shards of one suite share --out; each keeps its own summary, and --no-run without --shard
   // summarizes them all.
   const fs::path summary_path = fs::path(flags.out) / (flags.shard.empty() ? std::string("bench.json")

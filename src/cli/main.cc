@@ -19,6 +19,9 @@ const kforge::Command kCommands[] = {
     {"eval", "judge candidate kernels against a task: correctness, cheating checks, timing", kforge::AttachEval},
     {"baseline", "time a task's reference: eager and torch.compile", kforge::AttachBaseline},
     {"show", "list stored evaluations, or show one in full", kforge::AttachShow},
+    {"report", "write a self-contained HTML report with charts: a bench run, a task, two runs compared, an LLM run",
+     kforge::AttachReport},
+    {"serve", "a local web dashboard over the store and bench folders, live while runs write to them", kforge::AttachServe},
     {"ir", "capture a task's Model (torch.export) and print its graph IR", kforge::AttachIr},
 };
 

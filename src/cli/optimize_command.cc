@@ -77,7 +77,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   const std::filesystem::path stage_folder = settings.folder / "llm";
   if (!settings.agents.llm.empty()) {
     ASSIGN_OR_RETURN(provider, ConnectStageProvider(settings.agents, workspace.store(), StageRunId(task, stage_folder),
-                                                    "optimize --llm", common));
+                                                    "optimize --llm", stage_folder, common));
   }
   if (!common.quiet) LogInfo("compiling {}", task.name);
   bool on_cpu = workspace.device() == "cpu";
@@ -144,6 +144,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
                      RunAgentStage(workspace, task, settings.agents, start, options, stage_folder, provider, common));
     report["llm"] = agents.report;
     report["compiler_evaluation"] = evaluation.ToJson();
+    report["source_reason"] = ExplainCandidateChoice(agents.best_evaluation, evaluation);
     if (agents.best_evaluation && ReplacesCompilerCandidate(*agents.best_evaluation, evaluation)) {
       RETURN_IF_ERROR(WriteFile(folder / "model_new.py", *agents.best_source));
       evaluation = *agents.best_evaluation;
@@ -202,8 +203,9 @@ int PrintOptimizeReport(Json report, const std::filesystem::path& folder, bool j
                   static_cast<long long>(JsonGet<int64_t>(usage, "calls", 0)),
                   static_cast<long long>(JsonGet<int64_t>(usage, "prompt_tokens", 0) + JsonGet<int64_t>(usage, "completion_tokens", 0)),
                   JsonGet<double>(usage, "cost_usd", 0), unreported.c_str());
-      std::printf("source       model_new.py is the %s's candidate\n",
-                  JsonGet<std::string>(report, "source", "compiler") == "llm" ? "LLM stage" : "compiler");
+      std::printf("source       model_new.py is the %s's candidate: %s\n",
+                  JsonGet<std::string>(report, "source", "compiler") == "llm" ? "LLM stage" : "compiler",
+                  JsonGet<std::string>(report, "source_reason", "").c_str());
     }
     std::printf("wrote        %s and report.json\n", (folder / "model_new.py").string().c_str());
   }

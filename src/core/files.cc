@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <stdlib.h>
+#include <unistd.h>
 
 namespace kforge {
 
@@ -24,6 +25,19 @@ Status WriteFile(const std::filesystem::path& path, const std::string& contents)
   out << contents;
   out.close();
   if (!out) return Status::IoError("short write to " + path.string());
+  return Status::Ok();
+}
+
+Status WriteFileAtomically(const std::filesystem::path& path, const std::string& contents) {
+  std::filesystem::path temporary = path;
+  temporary += ".tmp" + std::to_string(::getpid());
+  RETURN_IF_ERROR(WriteFile(temporary, contents));
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    return Status::IoError("cannot replace " + path.string() + ": " + ec.message());
+  }
   return Status::Ok();
 }
 

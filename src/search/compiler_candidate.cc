@@ -132,4 +132,29 @@ bool ReplacesCompilerCandidate(const Evaluation& challenger, const Evaluation& c
   return !compiler.verdict.accepted() || MeasurablyFaster(challenger, compiler, /*min_gain=*/0);
 }
 
+std::string ExplainCandidateChoice(const std::optional<Evaluation>& challenger, const Evaluation& compiler) {
+  auto speed = [](const Evaluation& evaluation) {
+    return evaluation.timings_meaningful && evaluation.speedup ? fmt::format("{:.2f}x of eager", evaluation.speedup->speedup)
+                                                               : std::string("not timed");
+  };
+  if (!challenger || !challenger->verdict.accepted()) {
+    return compiler.verdict.accepted()
+               ? fmt::format("the LLM stage had no accepted candidate; the compiler's was accepted ({})", speed(compiler))
+               : "neither the compiler nor the LLM stage had an accepted candidate";
+  }
+  if (ReplacesCompilerCandidate(*challenger, compiler)) {
+    if (!compiler.verdict.accepted()) {
+      return fmt::format("the compiler's candidate was {}; the LLM stage's best was accepted ({})",
+                         compiler.verdict.ToString(), speed(*challenger));
+    }
+    return fmt::format("the LLM stage's best ({}) is measurably faster than the compiler's ({})", speed(*challenger),
+                       speed(compiler));
+  }
+  if (!challenger->timings_meaningful || !compiler.timings_meaningful) {
+    return "both were accepted and timings here mean nothing (the CPU): the compiler's candidate stays";
+  }
+  return fmt::format("the compiler's candidate ({}) stays: the LLM stage's best ({}) is not measurably faster",
+                     speed(compiler), speed(*challenger));
+}
+
 }  // namespace kforge

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,5 +75,9 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
 // Whether another candidate (the LLM stage's best) replaces the compiler's: it is accepted, and the
 // compiler's is not or is measurably slower (timings that mean nothing, on the CPU, decide nothing).
 bool ReplacesCompilerCandidate(const Evaluation& challenger, const Evaluation& compiler);
+// Why the candidate ReplacesCompilerCandidate chose won, in words for the console and report.json
+// ("the LLM stage's best (1.42x of eager) is measurably faster than the compiler's (1.10x)").
+// `challenger` is the LLM stage's best accepted candidate, if it had one.
+std::string ExplainCandidateChoice(const std::optional<Evaluation>& challenger, const Evaluation& compiler);
 
 }  // namespace kforge

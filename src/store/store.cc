@@ -166,6 +166,28 @@ Result<RunRecord> Store::GetRun(const std::string& run_id) {
   return record;
 }
 
+Result<std::vector<RunRecord>> Store::ListRuns(int limit) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ASSIGN_OR_RETURN(SqliteStatement statement,
+                   db_.Prepare("SELECT id, command, started_at, finished_at, status, config FROM runs "
+                               "ORDER BY started_at DESC, rowid DESC LIMIT ?"));
+  RETURN_IF_ERROR(statement.BindAll(static_cast<int64_t>(limit > 0 ? limit : -1)));
+  std::vector<RunRecord> runs;
+  while (true) {
+    ASSIGN_OR_RETURN(bool has_row, statement.Step());
+    if (!has_row) break;
+    RunRecord record;
+    record.id = statement.ColumnText(0);
+    record.command = statement.ColumnText(1);
+    record.started_at = statement.ColumnText(2);
+    record.finished_at = statement.ColumnOptionalText(3);
+    record.status = statement.ColumnText(4);
+    ASSIGN_OR_RETURN(record.config, ParseJson(statement.ColumnText(5), "config of run " + record.id));
+    runs.push_back(std::move(record));
+  }
+  return runs;
+}
+
 // ---- evaluations ----
 
 Result<int64_t> Store::RecordEvaluation(const EvaluationRecord& record) {

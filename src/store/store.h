@@ -54,6 +54,8 @@ class Store {
   // Marks a run finished with `status` ("succeeded", "failed", "interrupted", ...).
   Status FinishRun(const std::string& run_id, const std::string& status);
   Result<RunRecord> GetRun(const std::string& run_id);
+  // Newest first, at most `limit` (0 or less: all).
+  Result<std::vector<RunRecord>> ListRuns(int limit);
 
   // Records an evaluation and its measurements in one transaction and returns its id. The task,
   // candidate, environment and run it names must already be recorded (InvalidArgument otherwise).
