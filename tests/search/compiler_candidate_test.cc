@@ -266,5 +266,22 @@ TEST(ReplacesCompilerCandidateTest, AcceptedAndFasterOrFacingARejectedOne) {
   EXPECT_TRUE(ReplacesCompilerCandidate(untimed, wrong));
 }
 
+// The words say the same choice ReplacesCompilerCandidate makes, and why.
+TEST(ExplainCandidateChoiceTest, SaysWhichCandidateWonAndWhy) {
+  const Evaluation fast = Judged(VerdictKind::kAccepted, Json::object(), 2.0);
+  const Evaluation slow = Judged(VerdictKind::kAccepted, Json::object(), 1.5);
+  const Evaluation wrong = Judged(VerdictKind::kWrongOutput);
+  const Evaluation untimed = Judged(VerdictKind::kAccepted);
+  EXPECT_EQ(ExplainCandidateChoice(fast, slow),
+            "the LLM stage's best (2.00x of eager) is measurably faster than the compiler's (1.50x of eager)");
+  EXPECT_EQ(ExplainCandidateChoice(slow, fast),
+            "the compiler's candidate (2.00x of eager) stays: the LLM stage's best (1.50x of eager) is not measurably faster");
+  EXPECT_EQ(ExplainCandidateChoice(slow, wrong).rfind("the compiler's candidate was wrong_output; the LLM stage's best was accepted", 0), 0u);
+  EXPECT_EQ(ExplainCandidateChoice(std::nullopt, slow),
+            "the LLM stage had no accepted candidate; the compiler's was accepted (1.50x of eager)");
+  EXPECT_EQ(ExplainCandidateChoice(std::nullopt, wrong), "neither the compiler nor the LLM stage had an accepted candidate");
+  EXPECT_EQ(ExplainCandidateChoice(untimed, untimed).rfind("both were accepted and timings here mean nothing", 0), 0u);
+}
+
 }  // namespace
 }  // namespace kforge
