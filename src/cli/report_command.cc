@@ -53,19 +53,12 @@ Result<std::string> TaskPage(const fs::path& report_path) {
 // bench page by a relative path; the map is keyed by task name.
 std::map<std::string, std::string> WriteTaskPages(const fs::path& folder, const fs::path& page_dir) {
   std::map<std::string, std::string> links;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (!it->is_regular_file() || it->path().filename() != "report.json") continue;
-    auto text = ReadFile(it->path());
-    if (!text.ok()) continue;
-    auto report = ParseJson(*text, it->path().string());
-    if (!report.ok() || !report->contains("task")) continue;
-    auto page = TaskPage(it->path());
+  for (const TaskReportFile& file : TaskReportsUnder(folder)) {
+    auto page = TaskPage(file.path);
     if (!page.ok()) continue;
-    const fs::path html = it->path().parent_path() / "report.html";
+    const fs::path html = file.path.parent_path() / "report.html";
     if (!WriteFile(html, *page).ok()) continue;
-    links[JsonGet<std::string>(*report, "task", "")] = fs::relative(html, page_dir).string();
+    links[JsonGet<std::string>(file.report, "task", "")] = fs::relative(html, page_dir).string();
   }
   return links;
 }

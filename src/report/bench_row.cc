@@ -18,26 +18,6 @@ std::optional<double> Number(const Json& object, const char* key) {
 
 Json Optional(const std::optional<double>& value) { return value ? Json(*value) : Json(); }
 
-// The bench entries under `folder`: every report.json a bench wrote (they carry "level").
-std::vector<Json> ReportsUnder(const fs::path& folder) {
-  std::vector<fs::path> paths;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (it->is_regular_file() && it->path().filename() == "report.json") paths.push_back(it->path());
-  }
-  std::sort(paths.begin(), paths.end());
-  std::vector<Json> entries;
-  for (const fs::path& path : paths) {
-    auto text = ReadFile(path);
-    if (!text.ok()) continue;
-    auto parsed = ParseJson(*text, path.string());
-    // A report of the LLM stage's own rounds or another tool's file is not a bench entry.
-    if (parsed.ok() && parsed->is_object() && parsed->contains("task")) entries.push_back(std::move(parsed).value());
-  }
-  return entries;
-}
-
 }  // namespace
 
 Json BenchRow::ToJson() const {
@@ -122,6 +102,25 @@ BenchRow RowFromReport(const Json& entry) {
   return row;
 }
 
+std::vector<TaskReportFile> TaskReportsUnder(const fs::path& folder) {
+  std::vector<fs::path> paths;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file() && it->path().filename() == "report.json") paths.push_back(it->path());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<TaskReportFile> reports;
+  for (const fs::path& path : paths) {
+    auto text = ReadFile(path);
+    if (!text.ok()) continue;
+    auto parsed = ParseJson(*text, path.string());
+    // A report of the LLM stage's own rounds or another tool's file is not a task report.
+    if (parsed.ok() && parsed->is_object() && parsed->contains("task")) reports.push_back({path, std::move(parsed).value()});
+  }
+  return reports;
+}
+
 Result<BenchRun> LoadBenchRun(const fs::path& path) {
   BenchRun run;
   run.folder = path;
@@ -147,7 +146,8 @@ Result<BenchRun> LoadBenchRun(const fs::path& path) {
     return run;
   }
   if (!fs::is_directory(path)) return Status::InvalidArgument(path.string() + " is neither a bench folder nor a bench.json");
-  std::vector<Json> entries = ReportsUnder(path);
+  std::vector<Json> entries;
+  for (TaskReportFile& file : TaskReportsUnder(path)) entries.push_back(std::move(file.report));
   if (entries.empty()) {
     return Status::InvalidArgument(path.string() + " holds no bench.json and no task report.json yet");
   }

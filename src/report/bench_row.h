@@ -39,6 +39,16 @@ struct BenchRow {
 // The row of one bench entry: a report `optimize` wrote, or {"task", "level", "error"}.
 BenchRow RowFromReport(const Json& entry);
 
+// A task report found under a folder: where it is and what it says.
+struct TaskReportFile {
+  std::filesystem::path path;
+  Json report;
+};
+
+// Every task report (a report.json naming its "task") under `folder`, in path order; files that
+// cannot be read or are not task reports are skipped.
+std::vector<TaskReportFile> TaskReportsUnder(const std::filesystem::path& folder);
+
 // A bench run as its folder holds it: the summary (bench.json, or the shards' summaries merged)
 // and one row per task. Where no summary was written yet, or the folder's progress.json says a run
 // is in progress, the rows come from the task reports found under the folder.

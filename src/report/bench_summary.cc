@@ -8,16 +8,12 @@
 
 #include <fmt/format.h>
 
+#include "report/bench_row.h"
+
 namespace kforge {
 namespace {
 
 constexpr double kThresholds[] = {1.0, 1.5, 2.0};
-
-std::optional<double> Number(const Json& object, const char* key) {
-  const Json value = JsonField(object, key);
-  if (!value.is_number()) return std::nullopt;
-  return value.get<double>();
-}
 
 double GeometricMean(const std::vector<double>& values) {
   if (values.empty()) return 0;
@@ -86,17 +82,12 @@ Json LevelToJson(const Level& level) {
   return json;
 }
 
-// One task's report, read once: every key the summary uses, in one place. A report from an older
-// kforge may lack some; they read as absent.
+// One task's report, read once: its bench row (bench_row.h) and what only the summary uses. A
+// report from an older kforge may lack some keys; they read as absent.
 struct BenchEntry {
-  std::string task, level;
-  std::optional<std::string> error;  // the task could not be compiled or evaluated
-  std::string verdict, message;
-  bool timings_meaningful = false;
-  std::optional<double> speedup, speedup_vs_compile, eager_ms, compile_ms, roofline_fraction;
+  BenchRow row;
+  bool compiled = false;  // the report has the compiler's summary (compile_s counts)
   bool memory_bound = false;
-  std::optional<double> compile_s;  // capture, passes and codegen
-  double startup_s = 0;             // torch.export's one-time start-up, when this task paid it
   std::set<std::string> left_to_pytorch;
   int baselines_reused = 0, baselines_measured = 0;
   std::optional<double> trusted_memory_after;  // bytes: the allocator's on a GPU, resident on the CPU
@@ -104,38 +95,22 @@ struct BenchEntry {
 
 BenchEntry ParseEntry(const Json& entry) {
   BenchEntry parsed;
-  parsed.task = JsonGet<std::string>(entry, "task", "?");
-  parsed.level = JsonGet<std::string>(entry, "level", "suite");
-  if (entry.contains("error")) parsed.error = JsonGet<std::string>(entry, "error", "");
-  const Json compile = JsonField(entry, "compile");
-  if (compile.is_object()) {
-    parsed.compile_s = JsonGet<double>(compile, "capture_s", 0) + JsonGet<double>(compile, "passes_s", 0) +
-                       JsonGet<double>(compile, "codegen_s", 0);
-    parsed.startup_s = JsonGet<double>(compile, "startup_s", 0);
-  }
+  parsed.row = RowFromReport(entry);
+  if (parsed.row.level.empty()) parsed.row.level = "suite";
+  const Json& compile = JsonField(entry, "compile");
+  parsed.compiled = compile.is_object();
   for (const Json& group : JsonField(compile, "left_to_pytorch")) {
     for (const Json& op : JsonField(group, "ops")) {
       if (op.is_string()) parsed.left_to_pytorch.insert(op.get<std::string>());
     }
   }
-  const Json evaluation = JsonField(entry, "evaluation");
-  const Json evidence = JsonField(evaluation, "evidence");
-  const Json timing = JsonField(evidence, "timing");
-  const Json roofline = JsonField(evidence, "roofline");
-  parsed.verdict = JsonGet<std::string>(evaluation, "verdict", "");
-  parsed.message = JsonGet<std::string>(evaluation, "message", "");
-  parsed.timings_meaningful = JsonGet<bool>(evaluation, "timings_meaningful", false);
-  parsed.speedup = Number(JsonField(evaluation, "speedup"), "speedup");
-  parsed.speedup_vs_compile = Number(JsonField(timing, "speedup_vs_compile"), "speedup");
-  parsed.eager_ms = Number(JsonField(evaluation, "reference_ms"), "median");
-  parsed.compile_ms = Number(JsonField(timing, "reference_compile_ms"), "median");
-  parsed.roofline_fraction = Number(roofline, "fraction_of_roofline");
-  parsed.memory_bound = MemoryBound(roofline);
+  const Json& evidence = JsonField(JsonField(entry, "evaluation"), "evidence");
+  parsed.memory_bound = MemoryBound(JsonField(evidence, "roofline"));
   // How the reference timings of the final evaluation were obtained: from the store or measured.
   for (const auto& [mode, baseline] : JsonField(evidence, "baselines").items()) {
     ++(JsonGet<bool>(baseline, "from_store", false) ? parsed.baselines_reused : parsed.baselines_measured);
   }
-  const Json memory = JsonField(evidence, "trusted_memory_after");
+  const Json& memory = JsonField(evidence, "trusted_memory_after");
   if (memory.is_object()) {
     parsed.trusted_memory_after = memory.contains("allocated_bytes") ? JsonGet<double>(memory, "allocated_bytes", 0)
                                                                     : JsonGet<double>(memory, "rss_bytes", 0);
@@ -143,27 +118,28 @@ BenchEntry ParseEntry(const Json& entry) {
   return parsed;
 }
 
-void Count(const BenchEntry& entry, Level& level) {
+void Count(const BenchEntry& parsed, Level& level) {
+  const BenchRow& entry = parsed.row;
   ++level.tasks;
-  if (entry.compile_s) level.compile_s.push_back(*entry.compile_s);
+  if (parsed.compiled) level.compile_s.push_back(entry.compile_s);
   if (entry.timings_meaningful && entry.eager_ms && entry.compile_ms && *entry.compile_ms > 0) {
     level.compile_faster_than_eager += *entry.eager_ms > *entry.compile_ms;
   }
   level.startup_s += entry.startup_s;
-  if (entry.error || entry.verdict != "accepted") {
-    std::string why = entry.error ? "error: " + *entry.error : entry.verdict + ": " + entry.message;
+  if (!entry.accepted()) {
+    std::string why = entry.verdict + ": " + entry.message;
     why = why.substr(0, 300);
     std::replace(why.begin(), why.end(), '\n', ' ');
-    for (const std::string& op : entry.left_to_pytorch) ++level.left_to_pytorch[op];
-    level.failed.push_back({{"task", entry.task}, {"why", why}, {"left_to_pytorch", entry.left_to_pytorch}});
+    for (const std::string& op : parsed.left_to_pytorch) ++level.left_to_pytorch[op];
+    level.failed.push_back({{"task", entry.task}, {"why", why}, {"left_to_pytorch", parsed.left_to_pytorch}});
     return;
   }
   ++level.accepted;
   if (!entry.timings_meaningful) return;
-  if (entry.speedup && *entry.speedup > 0) {
+  if (entry.speedup_vs_eager && *entry.speedup_vs_eager > 0) {
     ++level.timed;
-    level.speedups.push_back(*entry.speedup);
-    for (int i = 0; i < 3; ++i) level.faster_than_eager[i] += *entry.speedup > kThresholds[i];
+    level.speedups.push_back(*entry.speedup_vs_eager);
+    for (int i = 0; i < 3; ++i) level.faster_than_eager[i] += *entry.speedup_vs_eager > kThresholds[i];
   }
   if (entry.speedup_vs_compile && *entry.speedup_vs_compile > 0) {
     ++level.compile_timed;
@@ -173,8 +149,8 @@ void Count(const BenchEntry& entry, Level& level) {
   if (entry.eager_ms && entry.compile_ms && *entry.eager_ms > 0 && *entry.compile_ms > 0) {
     level.compile_over_eager.push_back(*entry.eager_ms / *entry.compile_ms);
   }
-  if (entry.roofline_fraction) level.roofline.push_back(*entry.roofline_fraction);
-  if (entry.roofline_fraction && entry.memory_bound) level.roofline_memory_bound.push_back(*entry.roofline_fraction);
+  if (entry.fraction_of_roofline) level.roofline.push_back(*entry.fraction_of_roofline);
+  if (entry.fraction_of_roofline && parsed.memory_bound) level.roofline_memory_bound.push_back(*entry.fraction_of_roofline);
 }
 
 }  // namespace
@@ -185,7 +161,7 @@ Json SummarizeBench(const std::vector<Json>& entries) {
   std::vector<double> memory_after;  // the trusted worker's, in run order: it must not grow over a bench
   for (const Json& json : entries) {
     const BenchEntry entry = ParseEntry(json);
-    Count(entry, levels[entry.level]);
+    Count(entry, levels[entry.row.level]);
     Count(entry, levels["all"]);
     reused += entry.baselines_reused;
     measured += entry.baselines_measured;

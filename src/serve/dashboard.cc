@@ -88,21 +88,6 @@ std::optional<size_t> BenchIndex(const std::string& page, size_t count) {
   }
 }
 
-// The task reports under a bench folder by task name.
-std::map<std::string, fs::path> TaskReports(const fs::path& folder) {
-  std::map<std::string, fs::path> reports;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (!it->is_regular_file() || it->path().filename() != "report.json") continue;
-    auto text = ReadFile(it->path());
-    if (!text.ok()) continue;
-    auto report = ParseJson(*text, it->path().string());
-    if (report.ok() && report->is_object() && report->contains("task")) reports[JsonGet<std::string>(*report, "task", "")] = it->path();
-  }
-  return reports;
-}
-
 }  // namespace
 
 Dashboard::Dashboard(Store* store, DashboardOptions options)
@@ -222,22 +207,15 @@ void Dashboard::Route() {
   });
   server.Get(R"(/bench/(\d+)/task)", [this](const httplib::Request& request, httplib::Response& response) {
     auto index = BenchIndex("bench/" + request.matches[1].str(), options_.bench_folders.size());
-    const auto reports = index ? TaskReports(options_.bench_folders[*index]) : std::map<std::string, fs::path>();
-    auto it = reports.find(request.get_param_value("name"));
-    if (it == reports.end()) {
-      response.status = 404;
-      response.set_content("no such task in this bench", "text/plain; charset=utf-8");
+    const std::string name = request.get_param_value("name");
+    for (const TaskReportFile& file : index ? TaskReportsUnder(options_.bench_folders[*index]) : std::vector<TaskReportFile>()) {
+      if (JsonGet<std::string>(file.report, "task", "") != name) continue;
+      auto source = ReadFile(file.path.parent_path() / "model_new.py");
+      response.set_content(TaskReportHtml(file.report, source.ok() ? *source : ""), "text/html; charset=utf-8");
       return;
     }
-    auto text = ReadFile(it->second);
-    auto report = text.ok() ? ParseJson(*text, it->second.string()) : Result<Json>(text.status());
-    if (!report.ok()) {
-      response.status = 500;
-      response.set_content(report.status().message(), "text/plain; charset=utf-8");
-      return;
-    }
-    auto source = ReadFile(it->second.parent_path() / "model_new.py");
-    response.set_content(TaskReportHtml(*report, source.ok() ? *source : ""), "text/html; charset=utf-8");
+    response.status = 404;
+    response.set_content("no such task in this bench", "text/plain; charset=utf-8");
   });
   // Browsers ask for an icon whatever the page says.
   server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& response) {
