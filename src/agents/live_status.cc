@@ -16,14 +16,6 @@ std::string Duration(double seconds) {
   return fmt::format("{:.1f} h", seconds / 3600);
 }
 
-Json Optional(const std::optional<double>& value) { return value ? Json(*value) : Json(); }
-
-std::optional<double> OptionalNumber(const Json& json, const char* key) {
-  const Json& value = JsonField(json, key);
-  if (!value.is_number()) return std::nullopt;
-  return value.get<double>();
-}
-
 }  // namespace
 
 Json RunStatus::ToJson() const {
@@ -32,11 +24,11 @@ Json RunStatus::ToJson() const {
               {"planned_attempts", planned_attempts},
               {"attempts", attempts},
               {"accepted", accepted},
-              {"best_speedup", Optional(best_speedup)},
+              {"best_speedup", JsonOrNull(best_speedup)},
               {"tokens", tokens},
               {"cost_usd", cost_usd},
               {"elapsed_s", elapsed_s},
-              {"eta_s", Optional(eta_s)},
+              {"eta_s", JsonOrNull(eta_s)},
               {"calls", Json()}};
   if (!updated_at.empty()) out["updated_at"] = updated_at;
   if (calls) {
@@ -61,11 +53,11 @@ RunStatus RunStatus::FromJson(const Json& json) {
   status.planned_attempts = JsonGet<int>(json, "planned_attempts", 0);
   status.attempts = JsonGet<int>(json, "attempts", 0);
   status.accepted = JsonGet<int>(json, "accepted", 0);
-  status.best_speedup = OptionalNumber(json, "best_speedup");
+  status.best_speedup = JsonNumber(json, "best_speedup");
   status.tokens = JsonGet<int64_t>(json, "tokens", 0);
   status.cost_usd = JsonGet<double>(json, "cost_usd", 0);
   status.elapsed_s = JsonGet<double>(json, "elapsed_s", 0);
-  status.eta_s = OptionalNumber(json, "eta_s");
+  status.eta_s = JsonNumber(json, "eta_s");
   const Json& calls = JsonField(json, "calls");
   if (calls.is_object()) {
     ActivitySnapshot read;

@@ -82,6 +82,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
   std::vector<Json> entries;
+  std::vector<BenchRow> rows;  // one per entry: the summary's task rows
   std::vector<std::string> not_run;
   std::error_code ec;
   fs::create_directories(flags.out, ec);
@@ -126,6 +127,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
             row.timings_meaningful && row.speedup_vs_eager ? fmt::format(" ({:.2f}x eager)", *row.speedup_vs_eager) : "",
             reused ? fmt::format(", done earlier ({})", report_path.string()) : "");
     entries.push_back(std::move(entry));
+    rows.push_back(row);
   }
   if (!flags.no_run) progress.AllDone();
   SetStatusLine("");
@@ -140,7 +142,7 @@ int RunBench(const BenchFlags& flags, const CommonOptions& common) {
   summary["shard"] = flags.shard.empty() ? Json() : Json(flags.shard);
   summary["precision"] = common.precision;
   Json tasks_json = Json::array();
-  for (const Json& entry : entries) tasks_json.push_back(RowFromReport(entry).ToJson());
+  for (const BenchRow& row : rows) tasks_json.push_back(row.ToJson());
   summary["tasks"] = tasks_json;
   summary["not_run"] = not_run;
   // Shards of one suite share --out; each keeps its own summary, and --no-run without --shard

@@ -15,4 +15,12 @@ const Json& JsonField(const Json& object, const char* key) {
   return it == object.end() ? kNull : *it;
 }
 
+std::optional<double> JsonNumber(const Json& object, const char* key) {
+  const Json& value = JsonField(object, key);
+  if (!value.is_number()) return std::nullopt;
+  return value.get<double>();
+}
+
+Json JsonOrNull(const std::optional<double>& value) { return value ? Json(*value) : Json(); }
+
 }  // namespace kforge

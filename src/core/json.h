@@ -1,6 +1,7 @@
 // JSON is nlohmann::json throughout kforge; these helpers read fields without throwing.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -30,5 +31,10 @@ T JsonGet(const Json& object, const char* key, T fallback) {
 // The member `key` of `object`, or null when `object` is not an object or lacks it. Null
 // iterates as empty, so loops over optional arrays and objects need no guard.
 const Json& JsonField(const Json& object, const char* key);
+
+// The member `key` of `object` when it is a number, else nullopt (absent, null or mistyped).
+std::optional<double> JsonNumber(const Json& object, const char* key);
+// The value, or null when absent: how optional numbers are written.
+Json JsonOrNull(const std::optional<double>& value);
 
 }  // namespace kforge

@@ -13,12 +13,12 @@ Json BenchProgress::ToJson() const {
   for (const Latest& entry : latest) {
     latest_json.push_back({{"task", entry.task},
                            {"verdict", entry.verdict},
-                           {"speedup_vs_eager", entry.speedup_vs_eager ? Json(*entry.speedup_vs_eager) : Json()}});
+                           {"speedup_vs_eager", JsonOrNull(entry.speedup_vs_eager)}});
   }
   return {{"state", state},     {"total", total},         {"done", done},
           {"reused", reused},   {"accepted", accepted},   {"current", current},
           {"started_at", started_at}, {"updated_at", updated_at}, {"elapsed_s", elapsed_s},
-          {"eta_s", eta_s ? Json(*eta_s) : Json()}, {"latest", latest_json}};
+          {"eta_s", JsonOrNull(eta_s)}, {"latest", latest_json}};
 }
 
 BenchProgress BenchProgress::FromJson(const Json& json) {
@@ -32,11 +32,10 @@ BenchProgress BenchProgress::FromJson(const Json& json) {
   progress.started_at = JsonGet<std::string>(json, "started_at", "");
   progress.updated_at = JsonGet<std::string>(json, "updated_at", "");
   progress.elapsed_s = JsonGet<double>(json, "elapsed_s", 0);
-  if (JsonField(json, "eta_s").is_number()) progress.eta_s = json["eta_s"].get<double>();
+  progress.eta_s = JsonNumber(json, "eta_s");
   for (const Json& entry : JsonField(json, "latest")) {
-    Latest latest{JsonGet<std::string>(entry, "task", "?"), JsonGet<std::string>(entry, "verdict", "?"), std::nullopt};
-    if (JsonField(entry, "speedup_vs_eager").is_number()) latest.speedup_vs_eager = entry["speedup_vs_eager"].get<double>();
-    progress.latest.push_back(std::move(latest));
+    progress.latest.push_back({JsonGet<std::string>(entry, "task", "?"), JsonGet<std::string>(entry, "verdict", "?"),
+                               JsonNumber(entry, "speedup_vs_eager")});
   }
   return progress;
 }

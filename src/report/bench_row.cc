@@ -10,14 +10,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::optional<double> Number(const Json& object, const char* key) {
-  const Json& value = JsonField(object, key);
-  if (!value.is_number()) return std::nullopt;
-  return value.get<double>();
-}
-
-Json Optional(const std::optional<double>& value) { return value ? Json(*value) : Json(); }
-
 }  // namespace
 
 Json BenchRow::ToJson() const {
@@ -25,16 +17,16 @@ Json BenchRow::ToJson() const {
           {"level", level},
           {"verdict", verdict},
           {"message", message},
-          {"candidate_ms", Optional(candidate_ms)},
-          {"eager_ms", Optional(eager_ms)},
-          {"compile_ms", Optional(compile_ms)},
-          {"speedup_vs_eager", Optional(speedup_vs_eager)},
-          {"speedup_vs_compile", Optional(speedup_vs_compile)},
-          {"fraction_of_roofline", Optional(fraction_of_roofline)},
-          {"flops", Optional(flops)},
-          {"bytes", Optional(bytes)},
-          {"peak_flops_per_s", Optional(peak_flops_per_s)},
-          {"peak_bytes_per_s", Optional(peak_bytes_per_s)},
+          {"candidate_ms", JsonOrNull(candidate_ms)},
+          {"eager_ms", JsonOrNull(eager_ms)},
+          {"compile_ms", JsonOrNull(compile_ms)},
+          {"speedup_vs_eager", JsonOrNull(speedup_vs_eager)},
+          {"speedup_vs_compile", JsonOrNull(speedup_vs_compile)},
+          {"fraction_of_roofline", JsonOrNull(fraction_of_roofline)},
+          {"flops", JsonOrNull(flops)},
+          {"bytes", JsonOrNull(bytes)},
+          {"peak_flops_per_s", JsonOrNull(peak_flops_per_s)},
+          {"peak_bytes_per_s", JsonOrNull(peak_bytes_per_s)},
           {"timings_meaningful", timings_meaningful},
           {"compile_s", compile_s},
           {"startup_s", startup_s},
@@ -48,16 +40,16 @@ BenchRow BenchRow::FromJson(const Json& json) {
   row.level = JsonGet<std::string>(json, "level", "");
   row.verdict = JsonGet<std::string>(json, "verdict", "error");
   row.message = JsonGet<std::string>(json, "message", "");
-  row.candidate_ms = Number(json, "candidate_ms");
-  row.eager_ms = Number(json, "eager_ms");
-  row.compile_ms = Number(json, "compile_ms");
-  row.speedup_vs_eager = Number(json, "speedup_vs_eager");
-  row.speedup_vs_compile = Number(json, "speedup_vs_compile");
-  row.fraction_of_roofline = Number(json, "fraction_of_roofline");
-  row.flops = Number(json, "flops");
-  row.bytes = Number(json, "bytes");
-  row.peak_flops_per_s = Number(json, "peak_flops_per_s");
-  row.peak_bytes_per_s = Number(json, "peak_bytes_per_s");
+  row.candidate_ms = JsonNumber(json, "candidate_ms");
+  row.eager_ms = JsonNumber(json, "eager_ms");
+  row.compile_ms = JsonNumber(json, "compile_ms");
+  row.speedup_vs_eager = JsonNumber(json, "speedup_vs_eager");
+  row.speedup_vs_compile = JsonNumber(json, "speedup_vs_compile");
+  row.fraction_of_roofline = JsonNumber(json, "fraction_of_roofline");
+  row.flops = JsonNumber(json, "flops");
+  row.bytes = JsonNumber(json, "bytes");
+  row.peak_flops_per_s = JsonNumber(json, "peak_flops_per_s");
+  row.peak_bytes_per_s = JsonNumber(json, "peak_bytes_per_s");
   // Summaries written before the field existed held only GPU timings.
   row.timings_meaningful = JsonGet<bool>(json, "timings_meaningful", row.speedup_vs_eager.has_value());
   row.compile_s = JsonGet<double>(json, "compile_s", 0);
@@ -84,16 +76,16 @@ BenchRow RowFromReport(const Json& entry) {
   row.verdict = JsonGet<std::string>(evaluation, "verdict", "error");
   row.message = JsonGet<std::string>(evaluation, "message", "");
   row.timings_meaningful = JsonGet<bool>(evaluation, "timings_meaningful", false);
-  row.candidate_ms = Number(JsonField(evaluation, "candidate_ms"), "median");
-  row.eager_ms = Number(JsonField(evaluation, "reference_ms"), "median");
-  row.compile_ms = Number(JsonField(timing, "reference_compile_ms"), "median");
-  row.speedup_vs_eager = Number(JsonField(evaluation, "speedup"), "speedup");
-  row.speedup_vs_compile = Number(JsonField(timing, "speedup_vs_compile"), "speedup");
-  row.fraction_of_roofline = Number(roofline, "fraction_of_roofline");
-  row.flops = Number(roofline, "flops");
-  row.bytes = Number(roofline, "bytes");
-  row.peak_flops_per_s = Number(roofline, "peak_flops_per_s");
-  row.peak_bytes_per_s = Number(roofline, "peak_bytes_per_s");
+  row.candidate_ms = JsonNumber(JsonField(evaluation, "candidate_ms"), "median");
+  row.eager_ms = JsonNumber(JsonField(evaluation, "reference_ms"), "median");
+  row.compile_ms = JsonNumber(JsonField(timing, "reference_compile_ms"), "median");
+  row.speedup_vs_eager = JsonNumber(JsonField(evaluation, "speedup"), "speedup");
+  row.speedup_vs_compile = JsonNumber(JsonField(timing, "speedup_vs_compile"), "speedup");
+  row.fraction_of_roofline = JsonNumber(roofline, "fraction_of_roofline");
+  row.flops = JsonNumber(roofline, "flops");
+  row.bytes = JsonNumber(roofline, "bytes");
+  row.peak_flops_per_s = JsonNumber(roofline, "peak_flops_per_s");
+  row.peak_bytes_per_s = JsonNumber(roofline, "peak_bytes_per_s");
   row.compile_s = JsonGet<double>(compile, "capture_s", 0) + JsonGet<double>(compile, "passes_s", 0) +
                   JsonGet<double>(compile, "codegen_s", 0);
   row.startup_s = JsonGet<double>(compile, "startup_s", 0);

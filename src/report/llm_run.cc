@@ -17,11 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::optional<double> Number(const Json& object, const char* key) {
-  const Json& value = JsonField(object, key);
-  return value.is_number() ? std::optional<double>(value.get<double>()) : std::nullopt;
-}
-
 // Seconds since the epoch of an ISO-8601 UTC time as the store writes it; nullopt if malformed.
 std::optional<double> EpochSeconds(const std::string& iso) {
   std::tm tm{};
@@ -92,7 +87,7 @@ std::string LiveStatus(const Json& status) {
                                   JsonGet<int>(status, "attempts", 0), JsonGet<int>(status, "accepted", 0),
                                   JsonGet<int64_t>(status, "tokens", 0), JsonGet<double>(status, "cost_usd", 0),
                                   JsonGet<double>(status, "elapsed_s", 0));
-  if (auto eta = Number(status, "eta_s")) words += fmt::format(", about {:.0f} s left", *eta);
+  if (auto eta = JsonNumber(status, "eta_s")) words += fmt::format(", about {:.0f} s left", *eta);
   const Json& calls = JsonField(status, "calls");
   if (calls.is_object()) {
     words += fmt::format("; {} call(s) in flight, {} queued", JsonGet<int>(calls, "in_flight", 0), JsonGet<int>(calls, "queued", 0));
@@ -199,7 +194,7 @@ LlmAttempt LlmAttempt::FromJson(const Json& attempt, const std::string& scope) {
   out.prompt = JsonGet<std::string>(attempt, "prompt", "");
   out.verdict = JsonGet<std::string>(attempt, "verdict", "?");
   out.message = JsonGet<std::string>(attempt, "message", "");
-  out.speedup = Number(attempt, "speedup");
+  out.speedup = JsonNumber(attempt, "speedup");
   out.tokens = JsonGet<int64_t>(attempt, "prompt_tokens", 0) + JsonGet<int64_t>(attempt, "completion_tokens", 0);
   out.cost_usd = JsonGet<double>(attempt, "cost_usd", 0);
   out.seconds = JsonGet<double>(attempt, "seconds", 0);

@@ -14,11 +14,6 @@
 namespace kforge {
 namespace {
 
-std::optional<double> Number(const Json& object, const char* key) {
-  const Json& value = JsonField(object, key);
-  return value.is_number() ? std::optional<double>(value.get<double>()) : std::nullopt;
-}
-
 std::vector<double> Numbers(const Json& array) {
   std::vector<double> out;
   for (const Json& value : array) {
@@ -57,8 +52,8 @@ TaskView ReadTask(const Json& report) {
   const Json& timing = JsonField(evidence, "timing");
   auto group = [&](const char* label, const char* samples, const char* summary) {
     const Json& stats = JsonField(timing, summary);
-    SampleGroup g{label, Numbers(JsonField(timing, samples)), Number(stats, "median"), Number(stats, "ci_low"),
-                  Number(stats, "ci_high")};
+    SampleGroup g{label, Numbers(JsonField(timing, samples)), JsonNumber(stats, "median"), JsonNumber(stats, "ci_low"),
+                  JsonNumber(stats, "ci_high")};
     if (!g.samples.empty() || g.median) view.samples.push_back(std::move(g));
   };
   group("candidate", "candidate_samples_ms", "candidate_ms");
@@ -75,10 +70,10 @@ TaskView ReadTask(const Json& report) {
     row.name = JsonGet<std::string>(kernel, "name", "?");
     row.css_class = JsonGet<std::string>(kernel, "class", "");
     row.calls = JsonGet<int>(kernel, "calls", 0);
-    row.time_us = Number(kernel, "time_us");
+    row.time_us = JsonNumber(kernel, "time_us");
     if (auto it = counters.find(row.name); it != counters.end()) {
-      row.dram_pct = Number(*it->second, "dram_pct");
-      row.sm_pct = Number(*it->second, "sm_pct");
+      row.dram_pct = JsonNumber(*it->second, "dram_pct");
+      row.sm_pct = JsonNumber(*it->second, "sm_pct");
       row.bound = JsonGet<std::string>(*it->second, "bound", "");
     }
     view.kernels.push_back(std::move(row));
