@@ -10,6 +10,7 @@ const char* ToString(StatusCode code) {
     case StatusCode::kIoError: return "i/o error";
     case StatusCode::kTimeout: return "timeout";
     case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kResourceExhausted: return "resource exhausted";
     case StatusCode::kInternal: return "internal error";
   }
   return "unknown";

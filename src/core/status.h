@@ -17,6 +17,7 @@ enum class StatusCode {
   kIoError,
   kTimeout,
   kUnavailable,      // a worker or service is not there (died, could not start)
+  kResourceExhausted,  // a limit was reached (a client's queue share); try again later
   kInternal,         // a bug in kforge
 };
 
@@ -31,6 +32,9 @@ class Status {
   static Status IoError(std::string message) { return {StatusCode::kIoError, std::move(message)}; }
   static Status Timeout(std::string message) { return {StatusCode::kTimeout, std::move(message)}; }
   static Status Unavailable(std::string message) { return {StatusCode::kUnavailable, std::move(message)}; }
+  static Status ResourceExhausted(std::string message) {
+    return {StatusCode::kResourceExhausted, std::move(message)};
+  }
   static Status Internal(std::string message) { return {StatusCode::kInternal, std::move(message)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }

@@ -1,18 +1,21 @@
 // `kforge serve`: a local web dashboard over the store (LLM runs) and bench folders, live while
 // other kforge processes write to them. Pages are the report pages (report/html_report.h) inside
 // a live frame: a server-sent event stream per page says when what it shows changed, and the page
-// fetches its new body without reloading. Binds to localhost unless told otherwise; reads only.
+// fetches its new body without reloading. Binds to localhost unless told otherwise; reads only
+// (routes added through `extend` may do more). With tokens, every request must carry one.
 // Thread-safe: requests are served on the HTTP library's thread pool.
 #pragma once
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/status.h"
+#include "serve/access_tokens.h"
 #include "store/store.h"
 
 namespace httplib {
@@ -25,6 +28,9 @@ struct DashboardOptions {
   std::vector<std::filesystem::path> bench_folders;  // `kforge bench --out` folders to follow
   double poll_s = 0.5;       // how often an event stream looks for changes
   double heartbeat_s = 10;   // a comment line keeps idle streams open through proxies
+  const AccessTokens* tokens = nullptr;  // when set, every request needs one of their bearer tokens
+  std::function<void(httplib::Server&)> extend;  // adds more routes to the same server (the evaluation service)
+  int threads = 32;          // requests served at once (long polls and event streams each hold one)
 };
 
 class Dashboard {

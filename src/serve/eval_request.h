@@ -1,0 +1,55 @@
+// The evaluation service's request bodies, parsed once into typed values at the boundary. Every
+// field is checked for its type and bounds, and an unknown field is refused (a misspelt option
+// must not be silently ignored); the message names the field.
+//
+//   task:        {"source": "...", "name": "my_task"}                      (POST /v1/tasks)
+//   evaluation:  {"task_hash": H | "task": {...}, "candidate": "...", "options": {...}}
+//   batch:       {"task_hash": H | "task": {...}, "candidates": ["...", ...], "options": {...}}
+//                or {"jobs": [evaluation, ...]}                             (POST /v1/batch)
+//   options:     {"seeds": 3, "timeout_s": 120, "mode": "strict", "precision": "fp32", "timing": true}
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/status.h"
+#include "serve/eval_queue.h"
+
+namespace kforge {
+
+struct ServiceLimits {
+  int max_seeds = 16;
+  double max_timeout_s = 600;
+  size_t max_batch = 1000;
+  size_t max_source_bytes = 1 << 20;  // a task's or a candidate's source
+  size_t max_body_bytes = 64 << 20;   // a whole request (larger: 413)
+};
+
+struct TaskSubmission {
+  std::string name;  // letters, digits, '_' and '-' only (it names a file); "task" when not given
+  std::string source;
+};
+
+struct EvalSubmission {
+  std::optional<TaskSubmission> task;  // given inline
+  std::string task_hash;               // or by the hash of a task the service holds
+  std::string candidate;
+  EvalJobOptions options;
+};
+
+Result<TaskSubmission> ParseTaskSubmission(const Json& body, const ServiceLimits& limits);
+// One evaluation (`batch` false) or a batch of them.
+Result<std::vector<EvalSubmission>> ParseEvalSubmissions(const Json& body, bool batch, const ServiceLimits& limits,
+                                                         const EvalJobOptions& defaults);
+// {"ids": [1, 2], "wait_s": 30, "evidence": false} (POST /v1/results): the ids, how long to wait
+// for them, and whether to include each full evaluation.
+struct ResultsQuery {
+  std::vector<int64_t> ids;
+  double wait_s = 0;
+  bool evidence = true;
+};
+Result<ResultsQuery> ParseResultsQuery(const Json& body, size_t max_ids, double max_wait_s);
+
+}  // namespace kforge
