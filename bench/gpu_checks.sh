@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|baseline|compiler|tuning|graphs|probe|counters|strategies|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|service|baseline|compiler|tuning|graphs|probe|counters|strategies|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
 #  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
@@ -27,6 +27,12 @@ case "$what" in
 esac
 case "$what" in
   corpus|all) python3 bench/corpus_gpu.py --kforge "$kforge" --out "$out" ${KFORGE_CORPUS_ONLY:+--only "$KFORGE_CORPUS_ONLY"} 2>&1 | tee "$out/corpus_gpu.log" ;;
+esac
+case "$what" in
+  # The evaluation service against the one-shot CLI on level-1 candidates (KFORGE_SERVICE_GPUS: "1 2").
+  service|all)
+    python3 bench/service_throughput.py --kforge "$kforge" --out "$out" --gpus ${KFORGE_SERVICE_GPUS:-1} \
+      --cli-sample "${KFORGE_SERVICE_CLI_SAMPLE:-12}" 2>&1 | tee "$out/service_throughput.log" ;;
 esac
 case "$what" in
   compiler|all)

@@ -21,7 +21,9 @@ const kforge::Command kCommands[] = {
     {"show", "list stored evaluations, or show one in full", kforge::AttachShow},
     {"report", "write a self-contained HTML report with charts: a bench run, a task, two runs compared, an LLM run",
      kforge::AttachReport},
-    {"serve", "a local web dashboard over the store and bench folders, live while runs write to them", kforge::AttachServe},
+    {"serve", "a web dashboard over the store and bench folders, live while runs write to them; with --eval, the "
+     "evaluator as an HTTP/JSON service", kforge::AttachServe},
+    {"export", "every stored attempt (prompt, reply, candidate, verdict, speedup) as a JSONL dataset", kforge::AttachExport},
     {"ir", "capture a task's Model (torch.export) and print its graph IR", kforge::AttachIr},
 };
 
