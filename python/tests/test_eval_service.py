@@ -184,3 +184,24 @@ def test_a_non_local_bind_needs_tokens_and_checks_them(tmp_path):
         assert Client(server.url, token="0123456789abcdef-bob").queue()["clients"]["alice"]["done"] == 1
     finally:
         server.stop()
+
+
+def test_stored_evaluations_export_as_a_dataset(service, tmp_path):
+    client = Client(service.url)
+    task = client.add_task(open(TASK).read(), name="relu")
+    client.evaluate(task, [candidate("honest_relu.py")], within_s=600, evidence=False, seeds=1)
+    dataset = tmp_path / "attempts.jsonl"
+    done = subprocess.run([BINARY, "--workspace", str(service.workspace), "export", "--only", "evaluations", "-o",
+                           str(dataset)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in dataset.read_text().splitlines()]
+    assert len(lines) == stored_evaluations(service.workspace) and "exported 0 LLM attempt(s)" in done.stderr
+    honest = [line for line in lines if line["candidate"] == candidate("honest_relu.py")]
+    assert honest and honest[0]["origin"] == "service:local" and honest[0]["verdict"] == "accepted"
+    assert honest[0]["task_source"] == open(TASK).read() and honest[0]["kind"] == "evaluation"
+    accepted = subprocess.run([BINARY, "--workspace", str(service.workspace), "--quiet", "export", "--accepted"],
+                              capture_output=True, text=True, timeout=120)
+    assert accepted.returncode == 0 and all(json.loads(line)["accepted"] for line in accepted.stdout.splitlines())
+    bad = subprocess.run([BINARY, "--workspace", str(service.workspace), "export", "--run", "no-such-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "no run no-such-run" in bad.stderr

@@ -51,6 +51,16 @@ def test_writer_repairs_a_compile_error_and_a_cheat_until_accepted(tmp_path):
     one = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "show", "--llm", str(calls[-1]["id"])],
                          capture_output=True, text=True, timeout=60)
     assert "# Task: write ModelNew for level1/01_relu" in one.stdout and "== reply" in one.stdout
+    # The dataset export: one line per round with its prompt, reply, candidate and verdict.
+    exported = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--quiet", "export", "--only", "llm"],
+                              capture_output=True, text=True, timeout=60)
+    assert exported.returncode == 0, exported.stderr
+    rounds = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [r["verdict"] for r in rounds] == ["compile_error", "rejected_hack(memoization)", "accepted"]
+    assert rounds[1]["prompt"] == second and rounds[2]["reply"] == (stage / "writer1" / "round3" / "reply.md").read_text()
+    assert rounds[2]["candidate"] == (stage / "writer1" / "round3" / "candidate.py").read_text()
+    assert rounds[2]["evaluation_id"] is not None and rounds[0]["run_id"] == report["llm"]["run_id"]
+    assert rounds[0]["task_source"] == open(RELU).read() and rounds[0]["prompt_kind"] == "write"
 
 
 def test_command_provider_writes_the_kernel(tmp_path):
@@ -250,7 +260,7 @@ def test_search_settings_out_of_range_are_refused_before_any_work(tmp_path):
                                ("--llm-for", "planner=openai:o3", "no role 'planner'"),
                                ("--llm-for", "optimize", "--llm-for takes ROLE=SPEC"),
                                ("--beam-width", "0", "--beam-width must be at least 1"),
-                               ("--evaluators", "0", "--evaluators must be from 1 to 16"),
+                               ("--evaluators", "-1", "--evaluators must be from 1 to 16 (0: one per GPU)"),
                                ("--budget-gpu", "soon", "--budget-gpu:")):
         done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "optimize", "--out",
                                str(tmp_path / "out"), "--llm", f"replay:{CASSETTE}", flag, value, RELU],

@@ -250,6 +250,7 @@ int RunOptimize(const OptimizeFlags& flags, const CommonOptions& common) {
   auto workspace = Workspace::OpenForCandidates(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
   if (!settings.agents.llm.empty()) {
+    settings.agents.evaluators = (*workspace)->SlotCount(settings.agents.evaluators);
     // More evaluators than GPUs is refused here, before the compiler's stage.
     if (auto slots = (*workspace)->EvaluatorSlots(settings.agents.evaluators); !slots.ok()) {
       return UsageError(slots.status().message());
@@ -345,8 +346,9 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--budget", flags->budget, "stop starting rounds after this long: 90s, 30m, 2h");
   app.add_option("--budget-gpu", flags->budget_gpu,
                  "stop starting rounds once the evaluations took this much device time, over every evaluator: 90s, 30m");
-  app.add_option("--evaluators", agents.evaluators,
-                 "evaluations at once, one per GPU (each sees only its own GPU; on the CPU, that many worker sets)")
+  app.add_option("--evaluators,--gpus", agents.evaluators,
+                 "evaluations at once, one per GPU (each sees only its own GPU; 0: every GPU visible; on the CPU, that "
+                 "many worker sets)")
       ->capture_default_str();
   app.add_option("--record", agents.record, "also write every model call to this cassette (replay it with replay:FILE)");
   app.add_option("--route", agents.route,

@@ -38,8 +38,7 @@ sigset_t BlockStopSignals() {
 
 // One runner per worker slot, each judging on its own workers and recording into the one store.
 Result<std::vector<EvalJobRunner>> ServiceRunners(Workspace& workspace, int gpus, std::vector<std::unique_ptr<ServiceJudge>>& judges) {
-  if (gpus == 0) gpus = std::max<int>(1, JsonGet<int>(workspace.fingerprint(), "gpu_count", 1));
-  ASSIGN_OR_RETURN(std::vector<DeviceWorkers*> slots, workspace.EvaluatorSlots(gpus));
+  ASSIGN_OR_RETURN(std::vector<DeviceWorkers*> slots, workspace.EvaluatorSlots(workspace.SlotCount(gpus)));
   auto record_mutex = std::make_shared<std::mutex>();
   EvaluationRecorder record = [&workspace, record_mutex](const TaskFile& task, const std::string& source,
                                                          const std::string& origin, const Evaluation& evaluation,

@@ -171,23 +171,35 @@ EvalOptions Workspace::EvalDefaults(bool fresh_baselines) {
 
 std::filesystem::path Workspace::ScratchDir() const { return ScratchRoot(root_); }
 
+std::vector<std::string> Workspace::VisibleGpus() const {
+  std::vector<std::string> gpus;
+  if (device_ == "cpu") return gpus;
+  // As CUDA names them: the parent's CUDA_VISIBLE_DEVICES, else 0..n-1.
+  auto env = ProcessEnvironment();
+  if (auto visible = env.find("CUDA_VISIBLE_DEVICES"); visible != env.end() && !visible->second.empty()) {
+    std::stringstream list(visible->second);
+    for (std::string id; std::getline(list, id, ',');) gpus.push_back(id);
+  } else {
+    for (int64_t i = 0; i < JsonGet<int64_t>(fingerprint_, "gpu_count", 1); ++i) gpus.push_back(std::to_string(i));
+  }
+  return gpus;
+}
+
+int Workspace::SlotCount(int asked) const {
+  if (asked != 0) return asked;
+  return std::max<int>(1, static_cast<int>(VisibleGpus().size()));
+}
+
 Result<std::vector<DeviceWorkers*>> Workspace::EvaluatorSlots(int count) {
   if (count < 1) return Status::InvalidArgument(fmt::format("--evaluators must be at least 1 (got {})", count));
   if (count == 1) return std::vector<DeviceWorkers*>{workers_.get()};
-  // The GPUs this process may use, as CUDA names them: the parent's CUDA_VISIBLE_DEVICES, else 0..n-1.
   std::vector<std::string> gpus;
   if (device_ != "cpu") {
     if (device_ != "cuda:0") {
       return Status::InvalidArgument("--evaluators " + std::to_string(count) + " with --device " + device_ +
                                      ": pick the GPUs with CUDA_VISIBLE_DEVICES instead");
     }
-    auto env = ProcessEnvironment();
-    if (auto visible = env.find("CUDA_VISIBLE_DEVICES"); visible != env.end() && !visible->second.empty()) {
-      std::stringstream list(visible->second);
-      for (std::string id; std::getline(list, id, ',');) gpus.push_back(id);
-    } else {
-      for (int64_t i = 0; i < JsonGet<int64_t>(fingerprint_, "gpu_count", 1); ++i) gpus.push_back(std::to_string(i));
-    }
+    gpus = VisibleGpus();
     if (static_cast<int>(gpus.size()) < count) {
       return Status::InvalidArgument(fmt::format(
           "--evaluators {}: this machine shows {} GPU(s); evaluations sharing a GPU would time each other", count,

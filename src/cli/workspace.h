@@ -44,6 +44,10 @@ class Workspace {
   // more, one set per GPU, each seeing only its GPU (CUDA_VISIBLE_DEVICES, candidates too), or on
   // the CPU that many independent sets. InvalidArgument when the machine has fewer GPUs.
   Result<std::vector<DeviceWorkers*>> EvaluatorSlots(int count);
+  // The GPUs this process may use, as CUDA names them (none on the CPU; after OpenForDevice).
+  std::vector<std::string> VisibleGpus() const;
+  // `asked` worker slots, where 0 asks for one per visible GPU (one on the CPU).
+  int SlotCount(int asked) const;
   Store* store() { return store_.get(); }  // never null once Open succeeded
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path ScratchDir() const;

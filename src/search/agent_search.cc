@@ -40,8 +40,8 @@ Status AgentSettings::Validate() const {
   if (beam_width < 1) return Status::InvalidArgument("--beam-width must be at least 1");
   if (!(min_gain >= 0 && min_gain < 1)) return Status::InvalidArgument("--min-gain must be at least 0 and below 1");
   if (budget_usd < 0 || budget_tokens < 0) return Status::InvalidArgument("--budget-usd and --budget-tokens cannot be negative");
-  if (evaluators < 1 || evaluators > kMaxEvaluators) {
-    return Status::InvalidArgument(fmt::format("--evaluators must be from 1 to {}", kMaxEvaluators));
+  if (evaluators < 0 || evaluators > kMaxEvaluators) {
+    return Status::InvalidArgument(fmt::format("--evaluators must be from 1 to {} (0: one per GPU)", kMaxEvaluators));
   }
   for (const auto& [role, spec] : role_llms) {
     if (LlmRoles().count(role) == 0) {
