@@ -99,6 +99,7 @@ void EvalQueue::Finish(int64_t id, Json result) {
     entry.state = EvalJobState::kDone;
     entry.finished = clock_.NowSeconds();
     entry.result = std::move(result);
+    std::string().swap(entry.job.spec.candidate);  // judged and stored: its memory goes back
     --pending_[entry.job.client];
     ++done_count_[entry.job.client];
     finished_order_.push_back(id);
@@ -114,8 +115,6 @@ void EvalQueue::Forget() {
     finished_order_.pop_front();
     old.state = EvalJobState::kExpired;
     old.result = {{"evaluation_id", JsonField(old.result, "evaluation_id")}};
-    old.job.spec.candidate.clear();
-    old.job.spec.candidate.shrink_to_fit();
   }
 }
 
