@@ -205,3 +205,43 @@ def test_stored_evaluations_export_as_a_dataset(service, tmp_path):
     bad = subprocess.run([BINARY, "--workspace", str(service.workspace), "export", "--run", "no-such-run"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no run no-such-run" in bad.stderr
+
+
+def test_remote_workers_take_jobs_with_a_worker_token_and_lost_ones_time_out(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice 0123456789abcdef-alice\nnode1 0123456789abcdef-node1 worker\n")
+    (tmp_path / "worker.token").write_text("0123456789abcdef-node1\n")
+    server = Service(tmp_path / "ws", "--token-file", str(tokens), "--remote-workers", "--no-local-slots",
+                     "--lease-margin", "3", bind="0.0.0.0")
+    worker = None
+    try:
+        # A client's token cannot take jobs; no token at all is not even a client.
+        headers = {"Authorization": "Bearer 0123456789abcdef-alice"}
+        assert server.raw("POST", "/v1/work/next", b'{"wait_s": 0}', headers)[0] == 403
+        assert server.raw("POST", "/v1/work/next", b'{"wait_s": 0}')[0] == 401
+        alice = Client(server.url, token="0123456789abcdef-alice")
+        task = alice.add_task(open(TASK).read(), name="relu")
+        ids = alice.submit_batch(task, [candidate("honest_relu.py"), candidate("memo_data_ptr.py")], seeds=1)
+        worker = subprocess.Popen([BINARY, "--workspace", str(tmp_path / "worker-ws"), "--device", "cpu", "worker",
+                                   "--connect", server.url, "--token-file", str(tmp_path / "worker.token"), "--name",
+                                   "node1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        results = alice.wait(ids, within_s=600, evidence=False)
+        assert [r["verdict"] for r in results] == ["accepted", "rejected_hack(memoization)"], results
+        assert results[0]["worker"] == "node1/node1" and results[0]["evaluation_id"] >= 1
+        assert stored_evaluations(tmp_path / "ws") == 2  # stored by the service, with the worker's environment
+        # A worker lost with a job in hand: the job ends with an error once its lease runs out.
+        worker.kill()
+        worker.wait(timeout=30)
+        [hang] = alice.submit_batch(task, [candidate("fault_infinite_loop.py")], seeds=1, timeout_s=2)
+        status, taken = server.raw("POST", "/v1/work/next", b'{"worker": "doomed", "wait_s": 10}',
+                                   {"Authorization": "Bearer 0123456789abcdef-node1"})
+        assert status == 200 and taken["job"]["id"] == hang and taken["job"]["task"]["source"] == open(TASK).read()
+        [lost] = alice.wait([hang], within_s=60, evidence=False)
+        assert lost["status"] == "error" and "did not answer within its lease" in lost["error"], lost
+        late = server.raw("POST", f"/v1/work/{hang}/result", b'{"error": "late"}',
+                          {"Authorization": "Bearer 0123456789abcdef-node1"})
+        assert late[0] == 409, late
+    finally:
+        if worker and worker.poll() is None:
+            worker.kill()
+        server.stop()

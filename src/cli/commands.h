@@ -31,6 +31,7 @@ CommandRunner AttachResume(CLI::App& app, const CommonOptions& common);
 CommandRunner AttachReport(CLI::App& app, const CommonOptions& common);
 CommandRunner AttachServe(CLI::App& app, const CommonOptions& common);
 CommandRunner AttachExport(CLI::App& app, const CommonOptions& common);
+CommandRunner AttachWorker(CLI::App& app, const CommonOptions& common);
 
 // Prints a user-facing error and returns 2.
 int UsageError(const std::string& message);

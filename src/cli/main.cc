@@ -23,6 +23,8 @@ const kforge::Command kCommands[] = {
      kforge::AttachReport},
     {"serve", "a web dashboard over the store and bench folders, live while runs write to them; with --eval, the "
      "evaluator as an HTTP/JSON service", kforge::AttachServe},
+    {"worker", "judge candidates for an evaluation service on another machine (kforge serve --eval --remote-workers)",
+     kforge::AttachWorker},
     {"export", "every stored attempt (prompt, reply, candidate, verdict, speedup) as a JSONL dataset", kforge::AttachExport},
     {"ir", "capture a task's Model (torch.export) and print its graph IR", kforge::AttachIr},
 };

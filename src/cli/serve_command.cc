@@ -24,6 +24,9 @@ struct ServeFlags {
   int gpus = 1;  // worker slots of the evaluation service; 0: every GPU visible
   int max_pending_per_client = 1000;
   double max_timeout_s = 600;
+  bool remote_workers = false;  // also deal jobs to `kforge worker --connect` processes
+  bool no_local_slots = false;  // only remote workers judge (a head node without a GPU)
+  double lease_margin_s = 300;  // a remote job's lease beyond its timeout
 };
 
 // Blocks SIGINT and SIGTERM so that they are waited for, not handled.
@@ -73,7 +76,11 @@ int Serve(const ServeFlags& flags, const CommonOptions& common) {
     std::fprintf(stderr, "kforge: serving on %s: anyone who can reach this address can read the store (task sources, "
                  "prompts and replies); --token-file restricts it\n", flags.bind.c_str());
   }
-  auto workspace = flags.eval ? Workspace::OpenForCandidates(common) : Workspace::Open(common);
+  const bool local_slots = flags.eval && !flags.no_local_slots;
+  if (flags.no_local_slots && !flags.remote_workers) {
+    return UsageError("--no-local-slots needs --remote-workers: someone has to judge the candidates");
+  }
+  auto workspace = local_slots ? Workspace::OpenForCandidates(common) : Workspace::Open(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
   const sigset_t signals = BlockStopSignals();
@@ -83,14 +90,28 @@ int Serve(const ServeFlags& flags, const CommonOptions& common) {
   for (const std::string& bench : flags.benches) options.bench_folders.push_back(bench);
   options.tokens = tokens.get();
   if (flags.eval) {
-    auto runners = ServiceRunners(**workspace, flags.gpus, judges);
-    if (!runners.ok()) return UsageError(runners.status().message());
+    std::vector<EvalJobRunner> runners;
+    if (local_slots) {
+      auto made = ServiceRunners(**workspace, flags.gpus, judges);
+      if (!made.ok()) return UsageError(made.status().message());
+      runners = std::move(made).value();
+    }
     EvalServiceOptions service_options;
+    service_options.remote_workers = flags.remote_workers;
+    service_options.lease_margin_s = flags.lease_margin_s;
+    service_options.record_remote = [workspace = workspace->get(), mutex = std::make_shared<std::mutex>()](
+                                        const TaskFile& task, const std::string& source, const std::string& origin,
+                                        const Evaluation& evaluation, const std::string& precision,
+                                        const std::string& mode, const Json& fingerprint) -> Result<int64_t> {
+      std::lock_guard<std::mutex> lock(*mutex);
+      return workspace->Record(task, source, origin, evaluation, precision, mode,
+                               fingerprint.is_object() ? fingerprint : Json{{"remote", "unknown"}});
+    };
     service_options.queue.max_pending_per_client = flags.max_pending_per_client;
     service_options.limits.max_timeout_s = flags.max_timeout_s;
     service_options.task_folder = (*workspace)->root() / "service" / "tasks";
     service_options.info = {{"device", (*workspace)->device()}, {"gpu", (*workspace)->gpu_name()}};
-    service = std::make_unique<EvalService>((*workspace)->store(), tokens.get(), service_options, std::move(runners).value());
+    service = std::make_unique<EvalService>((*workspace)->store(), tokens.get(), service_options, std::move(runners));
     options.extend = [&service](httplib::Server& server) { service->Install(server); };
     options.threads = 64;
   }
@@ -99,8 +120,9 @@ int Serve(const ServeFlags& flags, const CommonOptions& common) {
   if (service) service->Start();
   const std::string host = flags.bind.find(':') != std::string::npos ? "[" + flags.bind + "]" : flags.bind;
   std::printf("serving http://%s:%d/%s (Ctrl-C stops)\n", host.c_str(), dashboard.port(),
-              service ? fmt::format(" with the evaluation service (/v1/, {} worker slot(s) on {})", judges.size(),
-                                    (*workspace)->device()).c_str()
+              service ? fmt::format(" with the evaluation service (/v1/, {} local worker slot(s){}{})", judges.size(),
+                                    local_slots ? " on " + (*workspace)->device() : "",
+                                    flags.remote_workers ? ", remote workers welcome" : "").c_str()
                       : "");
   std::fflush(stdout);
   int signal = 0;
@@ -136,6 +158,15 @@ CommandRunner AttachServe(CLI::App& app, const CommonOptions& common) {
       ->capture_default_str();
   app.add_option("--max-timeout", flags->max_timeout_s, "with --eval: the longest timeout_s a client may ask for")
       ->capture_default_str();
+  app.add_flag("--remote-workers", flags->remote_workers,
+               "with --eval: also deal jobs to `kforge worker --connect URL` processes on other machines (with "
+               "--token-file, their tokens are marked \"worker\")");
+  app.add_option("--lease-margin", flags->lease_margin_s,
+                 "with --remote-workers: seconds beyond a job's timeout a remote worker has to answer before the job "
+                 "ends with an error")
+      ->capture_default_str();
+  app.add_flag("--no-local-slots", flags->no_local_slots,
+               "with --remote-workers: judge nothing here (no GPU on this machine); only remote workers do");
   return [flags, &common] { return Serve(*flags, common); };
 }
 

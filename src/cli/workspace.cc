@@ -234,10 +234,14 @@ Result<Json> Workspace::Fingerprint() {
 }
 
 Result<int64_t> Workspace::Record(const TaskFile& task, const std::string& candidate_source, const std::string& origin,
-                                  const Evaluation& evaluation, const std::string& precision, const std::string& mode) {
+                                  const Evaluation& evaluation, const std::string& precision, const std::string& mode,
+                                  const Json& fingerprint) {
   if (!store_) return Status::Unavailable("no store");
-  ASSIGN_OR_RETURN(Json fingerprint, Fingerprint());
-  ASSIGN_OR_RETURN(int64_t environment_id, store_->RecordEnvironment(fingerprint));
+  Json environment = fingerprint;
+  if (!environment.is_object()) {
+    ASSIGN_OR_RETURN(environment, Fingerprint());
+  }
+  ASSIGN_OR_RETURN(int64_t environment_id, store_->RecordEnvironment(environment));
   ASSIGN_OR_RETURN(std::string task_hash, store_->RecordTask(task.path.string(), task.name, task.source));
   ASSIGN_OR_RETURN(std::string candidate_hash, store_->RecordCandidate(candidate_source, origin));
   EvaluationRecord record;

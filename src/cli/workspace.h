@@ -64,10 +64,12 @@ class Workspace {
   // triton versions (empty before OpenForDevice).
   const std::string& baseline_environment() const { return baseline_environment_; }
 
-  // Records an evaluation with its task, candidate and environment; a failure is reported
-  // and returned but never loses the evaluation already printed.
+  // Records an evaluation with its task, candidate and environment (this machine's, or the
+  // `fingerprint` of the machine that evaluated it); a failure is reported and returned but never
+  // loses the evaluation already printed.
   Result<int64_t> Record(const TaskFile& task, const std::string& candidate_source, const std::string& origin,
-                         const Evaluation& evaluation, const std::string& precision, const std::string& mode);
+                         const Evaluation& evaluation, const std::string& precision, const std::string& mode,
+                         const Json& fingerprint = Json());
 
  private:
   std::filesystem::path root_;

@@ -33,4 +33,45 @@ Json Evaluation::ToJson() const {
   return json;
 }
 
+
+namespace {
+
+std::optional<SampleSummary> SummaryFromJson(const Json& json) {
+  if (!json.is_object()) return std::nullopt;
+  SampleSummary summary;
+  summary.count = JsonGet<int>(json, "count", 0);
+  summary.median = JsonGet<double>(json, "median", 0);
+  summary.ci_low = JsonGet<double>(json, "ci_low", 0);
+  summary.ci_high = JsonGet<double>(json, "ci_high", 0);
+  summary.min = JsonGet<double>(json, "min", 0);
+  summary.max = JsonGet<double>(json, "max", 0);
+  return summary;
+}
+
+}  // namespace
+
+Result<Evaluation> EvaluationFromJson(const Json& json) {
+  if (!json.is_object() || !JsonField(json, "verdict_kind").is_string() || !JsonField(json, "evidence").is_object()) {
+    return Status::InvalidArgument("an evaluation needs verdict_kind (a string) and evidence (an object)");
+  }
+  std::optional<VerdictKind> kind = ParseVerdictKind(json["verdict_kind"].get<std::string>());
+  if (!kind) return Status::InvalidArgument("unknown verdict_kind '" + json["verdict_kind"].get<std::string>() + "'");
+  Evaluation evaluation;
+  evaluation.verdict.kind = *kind;
+  evaluation.verdict.check = JsonGet<std::string>(json, "check", "");
+  evaluation.verdict.message = JsonGet<std::string>(json, "message", "");
+  evaluation.device = JsonGet<std::string>(json, "device", "");
+  evaluation.timings_meaningful = JsonGet<bool>(json, "timings_meaningful", false);
+  evaluation.duration_s = JsonGet<double>(json, "duration_s", 0);
+  evaluation.evidence = json["evidence"];
+  evaluation.candidate_ms = SummaryFromJson(JsonField(json, "candidate_ms"));
+  evaluation.reference_ms = SummaryFromJson(JsonField(json, "reference_ms"));
+  if (const Json& speedup = JsonField(json, "speedup"); speedup.is_object()) {
+    evaluation.speedup = SpeedupEstimate{JsonGet<double>(speedup, "speedup", 0), JsonGet<double>(speedup, "ci_low", 0),
+                                         JsonGet<double>(speedup, "ci_high", 0), JsonGet<bool>(speedup, "significant", false)};
+  }
+  evaluation.authored_share = JsonNumber(json, "authored_share");
+  return evaluation;
+}
+
 }  // namespace kforge

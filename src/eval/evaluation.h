@@ -25,6 +25,10 @@ struct Evaluation {
   Json ToJson() const;
 };
 
+// The inverse of Evaluation::ToJson, for evaluations made by another process (a remote worker of
+// the evaluation service). InvalidArgument when a field is missing or of the wrong type.
+Result<Evaluation> EvaluationFromJson(const Json& json);
+
 // Whether both were timed meaningfully and `candidate` is faster than `incumbent` by more than
 // `min_gain` (a fraction of the incumbent's speedup).
 bool MeasurablyFaster(const Evaluation& candidate, const Evaluation& incumbent, double min_gain);

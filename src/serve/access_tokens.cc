@@ -1,6 +1,10 @@
 #include "serve/access_tokens.h"
 
-#include <set>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <sstream>
 
 #include <fmt/format.h>
@@ -25,29 +29,52 @@ bool SameInConstantTime(const std::string& a, const std::string& b) {
 
 Result<AccessTokens> AccessTokens::Parse(const std::string& text, const std::string& what) {
   AccessTokens tokens;
-  std::set<std::string> names;
-  std::set<std::string> hashes;
   std::istringstream lines(text);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
     std::istringstream fields(line);
-    std::string name, token, extra;
+    std::string name, token, role, extra;
     if (!(fields >> name) || name[0] == '#') continue;
-    if (!(fields >> token) || (fields >> extra)) {
-      return Status::InvalidArgument(fmt::format("{} line {}: expected \"<client-name> <token>\"", what, number));
+    if (!(fields >> token) || ((fields >> role) && role != "worker") || (fields >> extra)) {
+      return Status::InvalidArgument(fmt::format("{} line {}: expected \"<client-name> <token>\" or \"<client-name> <token> worker\"",
+                                                 what, number));
     }
-    if (token.size() < kMinTokenLength) {
-      return Status::InvalidArgument(fmt::format("{} line {}: the token is shorter than {} characters", what, number,
-                                                 kMinTokenLength));
+    if (Status added = tokens.Add(name, token, role == "worker"); !added.ok()) {
+      return Status::InvalidArgument(fmt::format("{} line {}: {}", what, number, added.message()));
     }
-    std::string hash = Sha256Hex(token);
-    if (!names.insert(name).second || !hashes.insert(hash).second) {
-      return Status::InvalidArgument(fmt::format("{} line {}: client name or token used twice", what, number));
-    }
-    tokens.clients_.push_back({name, std::move(hash)});
   }
   if (tokens.clients_.empty()) return Status::InvalidArgument(what + ": no \"<client-name> <token>\" line");
   return tokens;
+}
+
+Status AccessTokens::Add(const std::string& name, const std::string& token, bool worker) {
+  if (token.size() < kMinTokenLength) {
+    return Status::InvalidArgument(fmt::format("the token is shorter than {} characters", kMinTokenLength));
+  }
+  std::string hash = Sha256Hex(token);
+  for (const Client& client : clients_) {
+    if (client.name == name || client.token_hash == hash) return Status::InvalidArgument("client name or token used twice");
+  }
+  clients_.push_back({name, std::move(hash), worker});
+  return Status::Ok();
+}
+
+bool AccessTokens::IsWorker(const std::string& client) const {
+  for (const Client& known : clients_) {
+    if (known.name == client) return known.worker;
+  }
+  return false;
+}
+
+Result<std::string> NewToken() {
+  unsigned char bytes[32];
+  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+    return Status::Unavailable(std::string("no random bytes for a token: ") + std::strerror(errno));
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char byte : bytes) token += {kHex[byte >> 4], kHex[byte & 15]};
+  return token;
 }
 
 Result<AccessTokens> AccessTokens::Load(const std::filesystem::path& path) {

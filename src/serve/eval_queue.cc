@@ -73,10 +73,15 @@ Result<std::vector<int64_t>> EvalQueue::Submit(const std::string& client, std::v
   return ids;
 }
 
-std::optional<EvalJob> EvalQueue::Next() {
+std::optional<EvalJob> EvalQueue::Next(std::optional<double> timeout_s) {
   std::unique_lock<std::mutex> lock(mutex_);
-  work_.wait(lock, [this] { return closed_ || !waiting_.empty(); });
-  if (closed_) return std::nullopt;
+  auto ready = [this] { return closed_ || !waiting_.empty(); };
+  if (timeout_s) {
+    work_.wait_for(lock, std::chrono::duration<double>(*timeout_s), ready);
+  } else {
+    work_.wait(lock, ready);
+  }
+  if (closed_ || waiting_.empty()) return std::nullopt;
   // Round robin: the first client after the one served last, wrapping around.
   auto it = waiting_.upper_bound(last_served_);
   if (it == waiting_.end()) it = waiting_.begin();

@@ -83,9 +83,10 @@ class EvalQueue {
   // Queues every spec for `client` and returns their ids in order, or none of them:
   // ResourceExhausted when the client would exceed its limit, Unavailable once closed.
   Result<std::vector<int64_t>> Submit(const std::string& client, std::vector<EvalJobSpec> specs);
-  // The next job, the client after the last one served first; blocks until there is one.
-  // nullopt once the queue is closed (jobs still waiting are then dropped).
-  std::optional<EvalJob> Next();
+  // The next job, the client after the last one served first; blocks until there is one (or,
+  // given `timeout_s`, at most that long). nullopt on timeout and once the queue is closed (jobs
+  // still waiting are then dropped).
+  std::optional<EvalJob> Next(std::optional<double> timeout_s = std::nullopt);
   // Records a job's result and wakes its waiters.
   void Finish(int64_t id, Json result);
   // nullopt for an id never issued.

@@ -39,7 +39,9 @@ bool IsHexHash(const std::string& text) {
   return true;
 }
 
-Result<EvalJobOptions> ParseOptions(const Json& options, const ServiceLimits& limits, EvalJobOptions parsed) {
+}  // namespace
+
+Result<EvalJobOptions> ParseJobOptions(const Json& options, const ServiceLimits& limits, EvalJobOptions parsed) {
   if (options.is_null()) return parsed;
   RETURN_IF_ERROR(OnlyKnownFields(options, {"seeds", "timeout_s", "mode", "precision", "timing"}, "options"));
   if (options.contains("seeds")) {
@@ -78,6 +80,13 @@ Result<EvalJobOptions> ParseOptions(const Json& options, const ServiceLimits& li
   return parsed;
 }
 
+Json JobOptionsToJson(const EvalJobOptions& options) {
+  return {{"seeds", options.seeds}, {"timeout_s", options.timeout_s}, {"mode", options.mode},
+          {"precision", options.precision}, {"timing", options.timing}};
+}
+
+namespace {
+
 // The task part of an evaluation or batch: inline, or by hash.
 Status ParseTaskReference(const Json& body, const std::string& what, const ServiceLimits& limits, EvalSubmission& into) {
   const bool inline_task = body.contains("task");
@@ -102,7 +111,7 @@ Result<EvalSubmission> ParseOne(const Json& body, const std::string& what, const
   EvalSubmission submission;
   RETURN_IF_ERROR(ParseTaskReference(body, what, limits, submission));
   ASSIGN_OR_RETURN(submission.candidate, SourceField(body, "candidate", what, limits));
-  ASSIGN_OR_RETURN(submission.options, ParseOptions(JsonField(body, "options"), limits, defaults));
+  ASSIGN_OR_RETURN(submission.options, ParseJobOptions(JsonField(body, "options"), limits, defaults));
   return submission;
 }
 
@@ -148,7 +157,7 @@ Result<std::vector<EvalSubmission>> ParseEvalSubmissions(const Json& body, bool 
   RETURN_IF_ERROR(OnlyKnownFields(body, {"task", "task_hash", "candidates", "options"}, "batch"));
   EvalSubmission shared;
   RETURN_IF_ERROR(ParseTaskReference(body, "batch", limits, shared));
-  ASSIGN_OR_RETURN(shared.options, ParseOptions(JsonField(body, "options"), limits, defaults));
+  ASSIGN_OR_RETURN(shared.options, ParseJobOptions(JsonField(body, "options"), limits, defaults));
   const Json& candidates = JsonField(body, "candidates");
   if (!candidates.is_array() || candidates.empty()) return Status::InvalidArgument("batch: 'candidates' must be a non-empty array");
   if (candidates.size() > limits.max_batch) {

@@ -39,6 +39,10 @@ struct EvalSubmission {
   EvalJobOptions options;
 };
 
+// An "options" object over `defaults` (null: the defaults), and back.
+Result<EvalJobOptions> ParseJobOptions(const Json& options, const ServiceLimits& limits, EvalJobOptions defaults);
+Json JobOptionsToJson(const EvalJobOptions& options);
+
 Result<TaskSubmission> ParseTaskSubmission(const Json& body, const ServiceLimits& limits);
 // One evaluation (`batch` false) or a batch of them.
 Result<std::vector<EvalSubmission>> ParseEvalSubmissions(const Json& body, bool batch, const ServiceLimits& limits,

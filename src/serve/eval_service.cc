@@ -1,6 +1,7 @@
 #include "serve/eval_service.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -9,6 +10,7 @@
 #include "core/hash.h"
 #include "core/log.h"
 #include "sandbox/cpu_affinity.h"
+#include "serve/service_judge.h"
 
 namespace kforge {
 namespace {
@@ -65,15 +67,99 @@ EvalService::~EvalService() { Shutdown(); }
 
 void EvalService::Start() {
   for (size_t slot = 0; slot < slots_.size(); ++slot) threads_.emplace_back([this, slot] { Work(slot); });
+  if (options_.remote_workers) threads_.emplace_back([this] { ReapLeases(); });
 }
 
 size_t EvalService::Shutdown() {
   const size_t dropped = queue_.Close();
+  {
+    std::lock_guard<std::mutex> lock(leases_mutex_);
+    stopping_ = true;
+  }
+  leases_changed_.notify_all();
   for (std::thread& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
   threads_.clear();
+  std::lock_guard<std::mutex> lock(leases_mutex_);
+  for (auto& [id, lease] : leases_) {
+    queue_.Finish(id, {{"error", "the service shut down while worker " + lease.worker + " was evaluating it"}});
+  }
+  leases_.clear();
   return dropped;
+}
+
+void EvalService::ReapLeases() {
+  std::unique_lock<std::mutex> lock(leases_mutex_);
+  while (!stopping_) {
+    leases_changed_.wait_for(lock, std::chrono::seconds(1));
+    const double now = RealClock().NowSeconds();
+    for (auto it = leases_.begin(); it != leases_.end();) {
+      if (it->second.deadline > now) {
+        ++it;
+        continue;
+      }
+      queue_.Finish(it->first, {{"error", fmt::format("worker {} took it and did not answer within its lease; submit it "
+                                                      "again", it->second.worker)}});
+      it = leases_.erase(it);
+    }
+  }
+}
+
+std::optional<Json> EvalService::LeaseNext(const std::string& worker, double wait_s) {
+  const double until = RealClock().NowSeconds() + wait_s;
+  while (true) {
+    std::optional<EvalJob> job = queue_.Next(std::max(0.0, until - RealClock().NowSeconds()));
+    if (!job) return std::nullopt;
+    auto task = TaskByHash(job->spec.task_hash);
+    if (!task.ok()) {  // cannot happen for a job the queue accepted, unless the task's folder was removed
+      queue_.Finish(job->id, {{"error", task.status().message()}});
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(leases_mutex_);
+      leases_[job->id] = {*job, worker, RealClock().NowSeconds() + job->spec.options.timeout_s + options_.lease_margin_s};
+    }
+    return Json{{"id", job->id}, {"client", job->client},
+                {"task", {{"hash", task->hash}, {"name", task->name}, {"source", task->source}}},
+                {"candidate", job->spec.candidate}, {"options", JobOptionsToJson(job->spec.options)}};
+  }
+}
+
+Result<int64_t> EvalService::CompleteLease(int64_t id, const Json& body) {
+  if (!body.is_object() || (body.contains("evaluation") == body.contains("error"))) {
+    return Status::InvalidArgument("a result is {\"evaluation\": {...}, \"fingerprint\": {...}} or {\"error\": \"...\"}");
+  }
+  Lease lease;
+  {
+    std::lock_guard<std::mutex> lock(leases_mutex_);
+    auto it = leases_.find(id);
+    if (it == leases_.end()) return Status::NotFound(fmt::format("evaluation {} is not leased to a worker (its lease ran out, or it was answered)", id));
+    lease = std::move(it->second);
+    leases_.erase(it);
+  }
+  if (body.contains("error")) {
+    queue_.Finish(id, {{"error", JsonGet<std::string>(body, "error", "the worker failed")}});
+    return 0;
+  }
+  auto evaluation = EvaluationFromJson(body["evaluation"]);
+  if (!evaluation.ok()) {
+    queue_.Finish(id, {{"error", "worker " + lease.worker + " answered with a malformed evaluation"}});
+    return evaluation.status();
+  }
+  int64_t evaluation_id = 0;
+  auto task = TaskByHash(lease.job.spec.task_hash);
+  if (task.ok() && options_.record_remote) {
+    auto stored = options_.record_remote(*task, lease.job.spec.candidate, "service:" + lease.job.client, *evaluation,
+                                         lease.job.spec.options.precision, lease.job.spec.options.mode,
+                                         JsonField(body, "fingerprint"));
+    if (stored.ok()) evaluation_id = *stored;
+    else LogInfo("warning: the evaluation of job {} by worker {} was not stored: {}", id, lease.worker, stored.status().message());
+  }
+  Json result = JobResultFields(*evaluation, evaluation_id, Sha256Hex(lease.job.spec.candidate));
+  result["worker"] = lease.worker;
+  queue_.Finish(id, std::move(result));
+  return evaluation_id;
 }
 
 void EvalService::Work(size_t slot) {
@@ -100,15 +186,8 @@ void EvalService::Work(size_t slot) {
 }
 
 Result<TaskFile> EvalService::AddTask(const TaskSubmission& submission) {
-  const fs::path folder = options_.task_folder / Sha256Hex(submission.source);
-  const fs::path path = folder / (submission.name + ".py");
   std::lock_guard<std::mutex> lock(tasks_mutex_);
-  std::error_code ec;
-  fs::create_directories(folder, ec);
-  if (ec) return Status::IoError(fmt::format("cannot create {}: {}", folder.string(), ec.message()));
-  if (!fs::exists(path)) RETURN_IF_ERROR(WriteFileAtomically(path, submission.source));
-  ASSIGN_OR_RETURN(TaskFile task, ReadTaskFile(path));
-  task.name = submission.name;
+  ASSIGN_OR_RETURN(TaskFile task, WriteServiceTask(options_.task_folder, submission));
   if (store_ != nullptr) {
     ASSIGN_OR_RETURN(task.hash, store_->RecordTask(task.path.string(), task.name, task.source));
   }
@@ -226,12 +305,54 @@ void EvalService::Install(httplib::Server& server) {
     stats["workers"] = slots_.size();
     Reply(response, 200, stats);
   });
+  if (options_.remote_workers) InstallRemote(server);
   server.Get("/v1/health", [this, authorized](const httplib::Request& request, httplib::Response& response) {
     if (!authorized(request, response)) return;
     Json health = options_.info;
     health["ok"] = true;
     health["workers"] = slots_.size();
     Reply(response, 200, health);
+  });
+}
+
+void EvalService::InstallRemote(httplib::Server& server) {
+  // With tokens, only clients marked "worker" may see other clients' jobs.
+  auto worker_of = [this](const httplib::Request& request, httplib::Response& response) -> std::optional<std::string> {
+    if (tokens_ == nullptr) return std::string("local");
+    std::optional<std::string> client = tokens_->ClientOf(request.get_header_value("Authorization"));
+    if (client && tokens_->IsWorker(*client)) return client;
+    Reply(response, client ? 403 : 401, {{"error", "taking jobs needs a worker's token (\"<name> <token> worker\" in the token file)"}});
+    return std::nullopt;
+  };
+  server.Post("/v1/work/next", [this, worker_of](const httplib::Request& request, httplib::Response& response) {
+    std::optional<std::string> worker = worker_of(request, response);
+    if (!worker) return;
+    auto body = BodyJson(request);
+    if (!body.ok()) return ReplyError(response, body.status());
+    const double wait_s = std::clamp(JsonGet<double>(*body, "wait_s", 0), 0.0, options_.max_wait_s);
+    const std::string name = *worker + "/" + JsonGet<std::string>(*body, "worker", "worker");
+    std::optional<Json> job = LeaseNext(name, wait_s);
+    if (!job) {
+      response.status = 204;
+      return;
+    }
+    Reply(response, 200, {{"job", *job}});
+  });
+  server.Post(R"(/v1/work/(\d+)/result)", [this, worker_of](const httplib::Request& request, httplib::Response& response) {
+    if (!worker_of(request, response)) return;
+    auto body = BodyJson(request);
+    if (!body.ok()) return ReplyError(response, body.status());
+    int64_t id = 0;
+    try {
+      id = std::stoll(request.matches[1].str());
+    } catch (const std::exception&) {
+      return ReplyError(response, Status::NotFound("no evaluation " + request.matches[1].str()));
+    }
+    auto stored = CompleteLease(id, *body);
+    if (!stored.ok()) {
+      return Reply(response, stored.status().code() == StatusCode::kNotFound ? 409 : 400, {{"error", stored.status().message()}});
+    }
+    Reply(response, 200, {{"evaluation_id", *stored > 0 ? Json(*stored) : Json()}});
   });
 }
 

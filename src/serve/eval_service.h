@@ -11,6 +11,15 @@
 //   GET  /v1/queue        counts per client, evaluations per hour, latency percentiles
 //   GET  /v1/health       {"ok", "workers", "device", "gpu"}
 //
+// Remote workers (`kforge worker --connect URL`, on any machine, or placed by Slurm) take jobs
+// too, when enabled; with tokens, only a "worker" client may:
+//   POST /v1/work/next         {"worker", "wait_s"}        -> 200 {"job": {"id", "client", "task":
+//                              {"hash", "name", "source"}, "candidate", "options"}}; 204 none
+//   POST /v1/work/<id>/result  {"evaluation" | "error", "fingerprint"} -> 200 {"evaluation_id"}
+// A job taken by a remote worker is leased for its timeout plus a margin; a worker that does not
+// answer by then loses it, and the job ends with an error (a result sent later is refused, 409).
+// The service stores remote evaluations with the worker's environment fingerprint.
+//
 // A job: {"id", "client", "status": queued|running|done|error|expired, "task_hash", "queued_s",
 // "run_s"} and, once done, "verdict", "verdict_kind", "check", "message", "accepted", "speedup",
 // "timings_meaningful", "candidate_ms", "reference_ms", "evaluation_id", "candidate_hash" and
@@ -20,6 +29,7 @@
 // Thread-safe.
 #pragma once
 
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -31,6 +41,7 @@
 
 #include "core/json.h"
 #include "core/status.h"
+#include "eval/evaluation.h"
 #include "serve/access_tokens.h"
 #include "serve/eval_queue.h"
 #include "serve/eval_request.h"
@@ -45,6 +56,10 @@ namespace kforge {
 
 // Runs one job on one worker slot and returns the job's result fields (see above); never throws.
 using EvalJobRunner = std::function<Json(const EvalJob& job, const TaskFile& task)>;
+// Stores a remote worker's evaluation: (task, candidate source, origin, evaluation, precision,
+// mode, the worker's environment fingerprint) -> its id.
+using RemoteRecorder = std::function<Result<int64_t>(const TaskFile&, const std::string&, const std::string&,
+                                                     const Evaluation&, const std::string&, const std::string&, const Json&)>;
 
 struct EvalServiceOptions {
   ServiceLimits limits;
@@ -53,6 +68,9 @@ struct EvalServiceOptions {
   std::filesystem::path task_folder;  // submitted tasks are written here, one folder per hash
   double max_wait_s = 60;             // the longest a request may wait for results
   Json info = Json::object();         // what /v1/health says besides "ok" and "workers" (device, gpu)
+  bool remote_workers = false;        // serve /v1/work/* to remote workers
+  double lease_margin_s = 300;        // a remote job's lease: its timeout plus this
+  RemoteRecorder record_remote;       // how remote evaluations are stored (none: not stored)
 };
 
 class EvalService {
@@ -66,18 +84,30 @@ class EvalService {
   void Install(httplib::Server& server);
   // Starts the worker threads.
   void Start();
-  // Refuses new jobs, drops the waiting ones (returned), and waits for the running ones to end.
+  // Refuses new jobs, drops the waiting ones (returned), and waits for the running ones to end
+  // (remote ones end with an error).
   size_t Shutdown();
 
   // What the routes do, callable directly.
   Result<TaskFile> AddTask(const TaskSubmission& task);
   Result<std::vector<int64_t>> Submit(const std::string& client, const std::vector<EvalSubmission>& submissions);
   Json JobJson(const EvalJobView& view, bool evidence) const;
+  // A remote worker's side: the next job leased to `worker` (nullopt when none came within
+  // `wait_s`), and its result (NotFound/InvalidArgument when the lease is gone or the body wrong).
+  std::optional<Json> LeaseNext(const std::string& worker, double wait_s);
+  Result<int64_t> CompleteLease(int64_t id, const Json& body);
   EvalQueue& queue() { return queue_; }
 
  private:
+  struct Lease {
+    EvalJob job;
+    std::string worker;
+    double deadline = 0;  // steady seconds
+  };
   Result<TaskFile> TaskByHash(const std::string& hash);
   void Work(size_t slot);
+  void ReapLeases();  // ends the jobs of leases past their deadline
+  void InstallRemote(httplib::Server& server);
 
   Store* store_;
   const AccessTokens* tokens_;
@@ -87,6 +117,10 @@ class EvalService {
   std::vector<std::thread> threads_;
   std::mutex tasks_mutex_;
   std::map<std::string, TaskFile> tasks_;  // by hash; guarded by tasks_mutex_
+  std::mutex leases_mutex_;
+  std::condition_variable leases_changed_;
+  bool stopping_ = false;              // guarded by leases_mutex_
+  std::map<int64_t, Lease> leases_;    // remote jobs in flight; guarded by leases_mutex_
 };
 
 }  // namespace kforge

@@ -40,6 +40,18 @@ Json ServiceJudge::Run(const EvalJob& job, const TaskFile& task) {
   return JobResultFields(*evaluation, evaluation_id, Sha256Hex(job.spec.candidate));
 }
 
+Result<TaskFile> WriteServiceTask(const std::filesystem::path& folder, const TaskSubmission& submission) {
+  const std::filesystem::path own = folder / Sha256Hex(submission.source);
+  const std::filesystem::path path = own / (submission.name + ".py");
+  std::error_code ec;
+  std::filesystem::create_directories(own, ec);
+  if (ec) return Status::IoError(fmt::format("cannot create {}: {}", own.string(), ec.message()));
+  if (!std::filesystem::exists(path)) RETURN_IF_ERROR(WriteFileAtomically(path, submission.source));
+  ASSIGN_OR_RETURN(TaskFile task, ReadTaskFile(path));
+  task.name = submission.name;
+  return task;
+}
+
 Json JobResultFields(const Evaluation& evaluation, int64_t evaluation_id, const std::string& candidate_hash) {
   return {{"verdict", evaluation.verdict.ToString()},
           {"verdict_kind", ToString(evaluation.verdict.kind)},

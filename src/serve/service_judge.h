@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "eval/evaluator.h"
 #include "serve/eval_queue.h"
+#include "serve/eval_request.h"
 #include "tasks/task.h"
 
 namespace kforge {
@@ -33,6 +34,10 @@ class ServiceJudge {
   std::filesystem::path candidate_folder_;
   EvaluationRecorder record_;
 };
+
+// Writes a submitted task as `folder`/<sha256>/<name>.py (once) and reads it back as a task
+// named `name`: how the service and its remote workers hold tasks.
+Result<TaskFile> WriteServiceTask(const std::filesystem::path& folder, const TaskSubmission& task);
 
 // The headline fields of a job's result from an evaluation (and its stored id, 0 when not stored).
 Json JobResultFields(const Evaluation& evaluation, int64_t evaluation_id, const std::string& candidate_hash);

@@ -111,3 +111,63 @@ TEST_F(EvalServiceTest, TokensNameTheClientAndGuardEveryRoute) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+TEST(EvalServiceLeaseTest, ARemoteWorkersResultIsStoredAndALostLeaseEndsTheJob) {
+  auto store = std::move(Store::OpenInMemory()).value();
+  const fs::path folder = fs::temp_directory_path() / ("kforge_leases_" + std::to_string(::getpid()));
+  std::vector<Json> fingerprints;
+  EvalServiceOptions options;
+  options.task_folder = folder;
+  options.remote_workers = true;
+  options.lease_margin_s = 0;
+  options.record_remote = [&](const TaskFile&, const std::string& source, const std::string&, const Evaluation& evaluation,
+                              const std::string&, const std::string&, const Json& fingerprint) -> Result<int64_t> {
+    fingerprints.push_back(fingerprint);
+    EXPECT_EQ(source, "good");
+    EXPECT_EQ(evaluation.verdict.kind, VerdictKind::kAccepted);
+    return 42;
+  };
+  EvalService service(store.get(), nullptr, options, {});
+  service.Start();
+  auto task = service.AddTask({"tiny", kTask});
+  ASSERT_TRUE(task.ok());
+  EvalSubmission good{std::nullopt, task->hash, "good", EvalJobOptions{}};
+  EvalSubmission lost = good;
+  lost.options.timeout_s = 0.5;
+  auto ids = service.Submit("alice", {good, lost});
+  ASSERT_TRUE(ids.ok());
+
+  std::optional<Json> first = service.LeaseNext("node1", 5);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ((*first)["task"]["source"], kTask);
+  EXPECT_EQ((*first)["candidate"], "good");
+  Evaluation accepted;
+  accepted.verdict.kind = VerdictKind::kAccepted;
+  EXPECT_FALSE(service.CompleteLease((*first)["id"], {{"evaluation", 3}}).ok());  // malformed: the job ends in error
+  ASSERT_TRUE(service.LeaseNext("node1", 5).has_value());  // the second job, never answered
+  auto views = service.queue().WaitDone(*ids, 10);
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_NE(views[0].result["error"].get<std::string>().find("malformed evaluation"), std::string::npos);
+  EXPECT_NE(views[1].result["error"].get<std::string>().find("did not answer within its lease"), std::string::npos);
+  EXPECT_EQ(service.CompleteLease(views[1].id, {{"error", "late"}}).status().code(), StatusCode::kNotFound);
+
+  auto third = service.Submit("alice", {good});
+  std::optional<Json> leased = service.LeaseNext("node1", 5);
+  ASSERT_TRUE(leased.has_value());
+  auto stored = service.CompleteLease((*leased)["id"], {{"evaluation", accepted.ToJson()}, {"fingerprint", {{"gpu", "H200"}}}});
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(*stored, 42);
+  EXPECT_EQ(fingerprints, (std::vector<Json>{{{"gpu", "H200"}}}));
+  auto done = service.queue().Get((*third)[0]);
+  EXPECT_EQ(done->result["verdict"], "accepted");
+  EXPECT_EQ(done->result["evaluation_id"], 42);
+  EXPECT_EQ(done->result["worker"], "node1");
+  service.Shutdown();
+  fs::remove_all(folder);
+}
+
+}  // namespace
+}  // namespace kforge

@@ -1,0 +1,127 @@
+#include "serve/remote_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "core/log.h"
+#include "serve/eval_request.h"
+
+namespace kforge {
+namespace {
+
+// Sleeps `seconds` in short steps, returning early once `stop` is set.
+void PauseUnlessStopped(double seconds, const std::atomic<bool>& stop) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!stop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+struct Reply {
+  int status = 0;  // 0: the service could not be reached
+  Json body;
+  std::string error;
+};
+
+Reply Post(httplib::Client& client, const std::string& path, const Json& body) {
+  auto response = client.Post(path.c_str(), body.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+  if (!response) return {0, Json(), httplib::to_string(response.error())};
+  Reply reply{response->status, Json(), ""};
+  if (!response->body.empty()) {
+    auto parsed = ParseJson(response->body, "the service's reply");
+    if (parsed.ok()) reply.body = *parsed;
+  }
+  reply.error = JsonGet<std::string>(reply.body, "error", "");
+  return reply;
+}
+
+}  // namespace
+
+RemoteWorker::RemoteWorker(RemoteWorkerOptions options, std::vector<ServiceJudge*> judges)
+    : options_(std::move(options)), judges_(std::move(judges)) {}
+
+Result<int64_t> RemoteWorker::Run(const std::atomic<bool>& stop) {
+  std::atomic<int64_t> judged{0};
+  std::mutex mutex;
+  Status failure;
+  std::vector<std::thread> threads;
+  for (size_t slot = 0; slot < judges_.size(); ++slot) {
+    threads.emplace_back([&, slot] {
+      Status status = Serve(slot, stop, judged);
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!status.ok() && failure.ok()) failure = status;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (!failure.ok()) return failure;
+  return judged.load();
+}
+
+Status RemoteWorker::Serve(size_t slot, const std::atomic<bool>& stop, std::atomic<int64_t>& judged) {
+  httplib::Client client(options_.url);
+  if (!client.is_valid()) return Status::InvalidArgument("--connect: cannot use '" + options_.url + "' (http://host:port)");
+  if (!options_.token.empty()) client.set_bearer_token_auth(options_.token.c_str());
+  client.set_connection_timeout(10);
+  client.set_read_timeout(static_cast<time_t>(options_.wait_s) + 60);
+  client.set_write_timeout(60);
+  const std::string name = judges_.size() > 1 ? fmt::format("{}#{}", options_.name, slot) : options_.name;
+  double pause_s = 1;
+  while (!stop) {
+    Reply next = Post(client, "/v1/work/next", {{"worker", name}, {"wait_s", options_.wait_s}});
+    if (next.status == 401 || next.status == 403) {
+      return Status::InvalidArgument("the service refused this worker: " + next.error);
+    }
+    if (next.status != 200 && next.status != 204) {
+      LogInfo("worker {}: the service at {} did not answer ({}); trying again in {:.0f} s", name, options_.url,
+              next.status == 0 ? next.error : std::to_string(next.status) + " " + next.error, pause_s);
+      PauseUnlessStopped(pause_s, stop);
+      pause_s = std::min(options_.max_pause_s, pause_s * 2);
+      continue;
+    }
+    pause_s = 1;
+    if (next.status == 204) continue;
+    const Json& job_json = next.body["job"];
+    EvalJob job;
+    job.id = JsonGet<int64_t>(job_json, "id", 0);
+    job.client = JsonGet<std::string>(job_json, "client", "");
+    job.spec.candidate = JsonGet<std::string>(job_json, "candidate", "");
+    const Json& task_json = JsonField(job_json, "task");
+    auto options = ParseJobOptions(JsonField(job_json, "options"), ServiceLimits{.max_seeds = 64, .max_timeout_s = 1e9}, {});
+    auto task = WriteServiceTask(options_.task_folder, {JsonGet<std::string>(task_json, "name", "task"),
+                                                        JsonGet<std::string>(task_json, "source", "")});
+    Json result;
+    if (!options.ok() || !task.ok()) {
+      result = {{"error", "worker " + name + " could not use the job: " +
+                              (!options.ok() ? options.status().message() : task.status().message())}};
+    } else {
+      job.spec.options = *options;
+      job.spec.task_hash = task->hash;
+      Json judged_fields = judges_[slot]->Run(job, *task);
+      result = judged_fields.contains("error") ? Json{{"error", judged_fields["error"]}}
+                                               : Json{{"evaluation", judged_fields["evaluation"]},
+                                                      {"fingerprint", options_.fingerprint}};
+    }
+    // The verdict is sent until the service takes it (or refuses it for good).
+    const std::string path = fmt::format("/v1/work/{}/result", job.id);
+    while (true) {
+      Reply sent = Post(client, path, result);
+      if (sent.status == 200) break;
+      if (sent.status != 0 && sent.status < 500) {
+        LogInfo("worker {}: the service refused the result of job {}: {}", name, job.id, sent.error);
+        break;
+      }
+      if (stop) break;
+      LogInfo("worker {}: cannot send the result of job {} ({}); trying again in {:.0f} s", name, job.id,
+              sent.status == 0 ? sent.error : std::to_string(sent.status), pause_s);
+      PauseUnlessStopped(pause_s, stop);
+      pause_s = std::min(options_.max_pause_s, pause_s * 2);
+    }
+    ++judged;
+  }
+  return Status::Ok();
+}
+
+}  // namespace kforge
