@@ -1,4 +1,5 @@
 #include "cli/workspace.h"
+#include "search/bench_workers.h"
 
 #include <unistd.h>
 
@@ -174,14 +175,9 @@ std::filesystem::path Workspace::ScratchDir() const { return ScratchRoot(root_);
 std::vector<std::string> Workspace::VisibleGpus() const {
   std::vector<std::string> gpus;
   if (device_ == "cpu") return gpus;
-  // As CUDA names them: the parent's CUDA_VISIBLE_DEVICES, else 0..n-1.
-  auto env = ProcessEnvironment();
-  if (auto visible = env.find("CUDA_VISIBLE_DEVICES"); visible != env.end() && !visible->second.empty()) {
-    std::stringstream list(visible->second);
-    for (std::string id; std::getline(list, id, ',');) gpus.push_back(id);
-  } else {
-    for (int64_t i = 0; i < JsonGet<int64_t>(fingerprint_, "gpu_count", 1); ++i) gpus.push_back(std::to_string(i));
-  }
+  // As CUDA names them: the parent's CUDA_VISIBLE_DEVICES, else 0..n-1 for the worker's GPU count.
+  if (auto named = GpusNamedByEnvironment(ProcessEnvironment())) return *named;
+  for (int64_t i = 0; i < JsonGet<int64_t>(fingerprint_, "gpu_count", 1); ++i) gpus.push_back(std::to_string(i));
   return gpus;
 }
 

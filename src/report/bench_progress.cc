@@ -1,5 +1,6 @@
 #include "report/bench_progress.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -56,23 +57,30 @@ BenchProgressWriter::BenchProgressWriter(std::filesystem::path path, int total, 
   Write();
 }
 
+void BenchProgressWriter::SetWorkers(int workers) {
+  workers_ = std::max(workers, 1);
+  Write();
+}
+
 void BenchProgressWriter::Started(const std::string& task) {
-  progress_.current = task;
-  task_start_s_ = clock_.NowSeconds();
+  in_progress_.emplace_back(task, clock_.NowSeconds());
+  UpdateCurrent();
   Write();
 }
 
 void BenchProgressWriter::Finished(const std::string& task, const std::string& verdict,
                                    std::optional<double> speedup_vs_eager, bool reused) {
   ++progress_.done;
+  auto started = std::find_if(in_progress_.begin(), in_progress_.end(), [&](const auto& entry) { return entry.first == task; });
   if (reused) {
     ++progress_.reused;
   } else {
     ++run_;
-    run_s_ += clock_.NowSeconds() - task_start_s_;
+    if (started != in_progress_.end()) run_s_ += clock_.NowSeconds() - started->second;
   }
+  if (started != in_progress_.end()) in_progress_.erase(started);
   if (verdict == "accepted") ++progress_.accepted;
-  progress_.current.clear();
+  UpdateCurrent();
   progress_.latest.push_front({task, verdict, speedup_vs_eager});
   if (progress_.latest.size() > BenchProgress::kLatest) progress_.latest.pop_back();
   Write();
@@ -80,8 +88,14 @@ void BenchProgressWriter::Finished(const std::string& task, const std::string& v
 
 void BenchProgressWriter::AllDone() {
   progress_.state = "finished";
-  progress_.current.clear();
+  in_progress_.clear();
+  UpdateCurrent();
   Write();
+}
+
+void BenchProgressWriter::UpdateCurrent() {
+  progress_.current.clear();
+  for (const auto& [task, start_s] : in_progress_) progress_.current += (progress_.current.empty() ? "" : ", ") + task;
 }
 
 void BenchProgressWriter::Write() {
@@ -89,7 +103,8 @@ void BenchProgressWriter::Write() {
   progress_.elapsed_s = clock_.NowSeconds() - start_s_;
   const int left = progress_.total - progress_.done;
   if (run_ > 0 && progress_.state == "running") {
-    progress_.eta_s = run_s_ / run_ * left;
+    // Tasks in progress count as whole ones left: an estimate errs on the long side.
+    progress_.eta_s = run_s_ / run_ * left / workers_;
   } else {
     progress_.eta_s.reset();
   }

@@ -1,13 +1,16 @@
 // How far a bench run has got: tasks done of the total, the one in progress, the latest verdicts
 // and an estimate of the time left. Kept in the run folder (progress.json, replaced atomically
 // after every step) so that `kforge serve` can follow a bench another process runs, and said on
-// the console as one progress line. Thread-compatible (one writer).
+// the console as one progress line. Several tasks may be in progress at once (bench --gpus).
+// Thread-compatible (one writer).
 #pragma once
 
 #include <deque>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -21,7 +24,7 @@ struct BenchProgress {
   int done = 0;      // tasks with a verdict (an error included), reused ones too
   int reused = 0;    // done earlier: a stored report answered
   int accepted = 0;
-  std::string current;  // the task being optimized now; empty between tasks
+  std::string current;  // the tasks being optimized now, in the order they started, ", "-separated
   std::string started_at, updated_at;
   double elapsed_s = 0;
   std::optional<double> eta_s;  // from the tasks run (not reused) so far
@@ -44,6 +47,8 @@ class BenchProgressWriter {
  public:
   BenchProgressWriter(std::filesystem::path path, int total, const Clock& clock = RealClock());
 
+  // Tasks run `workers` at a time: the estimate of the time left divides by it.
+  void SetWorkers(int workers);
   void Started(const std::string& task);
   // A task got its verdict; `reused` when a stored report answered without running it.
   void Finished(const std::string& task, const std::string& verdict, std::optional<double> speedup_vs_eager, bool reused);
@@ -52,13 +57,15 @@ class BenchProgressWriter {
 
  private:
   void Write();
+  void UpdateCurrent();
 
   std::filesystem::path path_;
   const Clock& clock_;
   double start_s_ = 0;
   double run_s_ = 0;  // seconds spent on tasks that ran
   int run_ = 0;       // tasks that ran
-  double task_start_s_ = 0;
+  int workers_ = 1;
+  std::vector<std::pair<std::string, double>> in_progress_;  // task, start time; oldest first
   BenchProgress progress_;
 };
 

@@ -3,29 +3,37 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace kforge {
 
-std::vector<int> AllowedCpus() {
+std::vector<int> AllowedCores() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    if (CPU_ISSET(cpu, &set)) cores.push_back(cpu);
   }
-  return cpus;
+  return cores;
 }
 
-std::vector<int> CpuShare(int index, int count) {
-  const std::vector<int> all = AllowedCpus();
-  if (all.empty() || count < 1 || index < 0 || index >= count) return all;
-  const int total = static_cast<int>(all.size());
-  if (total < count) return {all[index % total]};
-  const int begin = index * total / count;
-  const int end = (index + 1) * total / count;
-  return std::vector<int>(all.begin() + begin, all.begin() + end);
+std::vector<std::vector<int>> PartitionCores(const std::vector<int>& cores, int workers) {
+  std::vector<std::vector<int>> shares(std::max(workers, 0));
+  if (cores.empty() || workers < 1) return shares;
+  if (static_cast<int>(cores.size()) < workers) {
+    for (int worker = 0; worker < workers; ++worker) shares[worker] = {cores[worker % cores.size()]};
+    return shares;
+  }
+  const size_t base = cores.size() / workers, extra = cores.size() % workers;
+  size_t next = 0;
+  for (int worker = 0; worker < workers; ++worker) {
+    const size_t count = base + (static_cast<size_t>(worker) < extra ? 1 : 0);
+    shares[worker].assign(cores.begin() + next, cores.begin() + next + count);
+    next += count;
+  }
+  return shares;
 }
 
 Status PinCurrentThread(const std::vector<int>& cpus) {

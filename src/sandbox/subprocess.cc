@@ -1,7 +1,9 @@
 #include "sandbox/subprocess.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,41 +18,71 @@ void CloseIfOpen(int& fd) {
   fd = -1;
 }
 
+// What the forked child sets up before exec, all prepared before fork.
+struct ChildSetup {
+  const char* program;
+  char* const* argv;
+  char* const* envp;
+  int output_fd;
+  int request_read;
+  int response_write;
+  const char* working_dir;
+  const cpu_set_t* cpus;  // null: the parent's affinity
+  pid_t die_with;         // the parent's pid when the child must die with it, else 0
+};
+
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void ExecChild(const char* program, char* const* argv, char* const* envp, int output_fd,
-                            int request_read, int response_write, const char* working_dir) {
+[[noreturn]] void ExecChild(const ChildSetup& setup) {
   setpgid(0, 0);
+  if (setup.die_with != 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != setup.die_with) _exit(125);  // the parent ended before prctl took effect
+  }
   signal(SIGPIPE, SIG_DFL);  // kforge ignores it; an ignored signal would stay ignored across exec
+  // A blocked signal stays blocked across exec: the child starts with none blocked, whatever the
+  // spawning thread waits for (sigwait, sigtimedwait).
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (setup.cpus != nullptr && sched_setaffinity(0, sizeof(cpu_set_t), setup.cpus) != 0) _exit(124);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
-  dup2(output_fd, 1);
-  dup2(output_fd, 2);
-  if (request_read >= 0) {
+  dup2(setup.output_fd, 1);
+  dup2(setup.output_fd, 2);
+  if (setup.request_read >= 0) {
     // Move both ends above 4 first so that dup2 onto 3 and 4 cannot clobber either.
-    int request_copy = fcntl(request_read, F_DUPFD, 10);
-    int response_copy = fcntl(response_write, F_DUPFD, 10);
+    int request_copy = fcntl(setup.request_read, F_DUPFD, 10);
+    int response_copy = fcntl(setup.response_write, F_DUPFD, 10);
     dup2(request_copy, 3);
     dup2(response_copy, 4);
   }
-  int keep = request_read >= 0 ? 5 : 3;
+  int keep = setup.request_read >= 0 ? 5 : 3;
   for (int fd = keep; fd < 4096; ++fd) close(fd);
-  if (working_dir[0] != '\0' && chdir(working_dir) != 0) _exit(126);
-  execve(program, argv, envp);
+  if (setup.working_dir[0] != '\0' && chdir(setup.working_dir) != 0) _exit(126);
+  execve(setup.program, setup.argv, setup.envp);
   const char message[] = "kforge: cannot execute the program\n";
   ssize_t ignored = write(2, message, sizeof(message) - 1);
   (void)ignored;
   _exit(127);
 }
 
-// argv[0] resolved on the PATH of the child's own environment (before fork: nothing here is
-// async-signal-safe).
-std::string ResolveProgram(const SpawnOptions& options) {
-  const std::string& name = options.argv[0];
-  if (name.find('/') != std::string::npos) return name;
+// The PATH of a child's environment (the usual folders when it has none).
+std::string PathOf(const std::vector<std::string>& environment) {
   std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& entry : options.environment) {
+  for (const auto& entry : environment) {
     if (entry.rfind("PATH=", 0) == 0) path = entry.substr(5);
   }
+  return path;
+}
+
+}  // namespace
+
+Result<std::string> FindProgram(const std::string& name, const std::vector<std::string>& environment) {
+  if (name.find('/') != std::string::npos) {
+    if (access(name.c_str(), X_OK) == 0) return name;
+    return Status::NotFound(name + " is not an executable file");
+  }
+  const std::string path = PathOf(environment);
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find(':', start);
@@ -60,10 +92,8 @@ std::string ResolveProgram(const SpawnOptions& options) {
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  return name;
+  return Status::NotFound(name + " is not on the PATH (" + path + ")");
 }
-
-}  // namespace
 
 std::string ExitStatus::ToString() const {
   if (exited) return "exited with code " + std::to_string(code);
@@ -73,10 +103,25 @@ std::string ExitStatus::ToString() const {
 
 Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return Status::InvalidArgument("no program to run");
-  std::string program = ResolveProgram(options);
+  // One not found is exec'd by its bare name, which fails in the child with 127 and says so.
+  auto found = FindProgram(options.argv[0], options.environment);
+  std::string program = found.ok() ? *found : options.argv[0];
   std::string working_dir = options.working_dir.string();
-  int output_pipe[2], request_pipe[2] = {-1, -1}, response_pipe[2] = {-1, -1};
-  if (pipe2(output_pipe, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : options.cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return Status::InvalidArgument("no CPU core " + std::to_string(cpu));
+    CPU_SET(cpu, &cpus);
+  }
+  int output_pipe[2] = {-1, -1}, request_pipe[2] = {-1, -1}, response_pipe[2] = {-1, -1};
+  if (!options.output_file.empty()) {
+    output_pipe[1] = open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (output_pipe[1] < 0) {
+      return Status::IoError("cannot open " + options.output_file.string() + ": " + std::strerror(errno));
+    }
+  } else if (pipe2(output_pipe, O_CLOEXEC) != 0) {
+    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+  }
   if (options.with_channel && (pipe2(request_pipe, O_CLOEXEC) != 0 || pipe2(response_pipe, O_CLOEXEC) != 0)) {
     return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   }
@@ -85,13 +130,13 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& option
   argv.push_back(nullptr);
   for (const auto& entry : options.environment) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
+  const ChildSetup setup{program.c_str(), argv.data(), envp.data(), output_pipe[1], request_pipe[0], response_pipe[1],
+                         working_dir.c_str(), options.cpus.empty() ? nullptr : &cpus,
+                         options.die_with_parent ? getpid() : 0};
 
   pid_t pid = fork();
   if (pid < 0) return Status::IoError(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ExecChild(program.c_str(), argv.data(), envp.data(), output_pipe[1], request_pipe[0], response_pipe[1],
-              working_dir.c_str());
-  }
+  if (pid == 0) ExecChild(setup);
 
   setpgid(pid, pid);  // also from the parent, so the group exists before anyone signals it
   std::unique_ptr<Subprocess> process(new Subprocess());
@@ -103,6 +148,10 @@ Result<std::unique_ptr<Subprocess>> Subprocess::Spawn(const SpawnOptions& option
     close(response_pipe[1]);
     process->request_fd_ = request_pipe[1];
     process->response_fd_ = response_pipe[0];
+  }
+  if (output_pipe[0] < 0) {
+    process->output_ended_ = true;  // nothing captured: the output goes to the file
+    return process;
   }
   int output_read = output_pipe[0];
   process->output_thread_ = std::thread([raw = process.get(), output_read] { raw->CaptureOutput(output_read); });

@@ -1,7 +1,8 @@
-// A child process in its own process group, with stdin from /dev/null, its stdout and stderr
-// captured into a bounded tail, and optionally a request/response pipe pair on fds 3 and 4.
-// The destructor closes the channel, gives the child a second to end on its own, then kills the
-// whole group and reaps it. Not thread-safe except OutputTail().
+// A child process in its own process group, with stdin from /dev/null, an empty signal mask, its
+// stdout and stderr captured into a bounded tail (or appended to a log file), and optionally a
+// request/response pipe pair on fds 3 and 4. The destructor closes the channel, gives the child a
+// second to end on its own, then kills the whole group and reaps it. Not thread-safe except
+// OutputTail().
 #pragma once
 
 #include <sys/types.h>
@@ -24,7 +25,16 @@ struct SpawnOptions {
   std::filesystem::path working_dir;      // empty: inherit
   size_t output_limit_bytes = 64 * 1024;  // only the last bytes of stdout+stderr are kept
   bool with_channel = false;              // fd 3: requests to the child, fd 4: its responses
+  // Non-empty: stdout and stderr are appended to this file instead of captured (OutputTail() is
+  // then empty); the file is created when missing.
+  std::filesystem::path output_file;
+  std::vector<int> cpus;         // non-empty: the child and its descendants run on these CPU cores only
+  bool die_with_parent = false;  // SIGKILL to the child when the thread that spawned it ends
 };
+
+// Where `name` runs from under `environment`'s PATH (a name with a slash is itself); NotFound
+// when no executable of that name is on it.
+Result<std::string> FindProgram(const std::string& name, const std::vector<std::string>& environment);
 
 struct ExitStatus {
   bool exited = false;  // false: killed by a signal

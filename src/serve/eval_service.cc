@@ -165,7 +165,7 @@ Result<int64_t> EvalService::CompleteLease(int64_t id, const Json& body) {
 void EvalService::Work(size_t slot) {
   // Side by side, each slot keeps to its share of the cores (its workers and candidates inherit it).
   if (slots_.size() > 1) {
-    if (Status pinned = PinCurrentThread(CpuShare(static_cast<int>(slot), static_cast<int>(slots_.size()))); !pinned.ok()) {
+    if (Status pinned = PinCurrentThread(PartitionCores(AllowedCores(), static_cast<int>(slots_.size()))[slot]); !pinned.ok()) {
       LogInfo("warning: worker slot {}: {}", slot, pinned.message());
     }
   }

@@ -41,6 +41,25 @@ TEST(BenchProgressTest, EstimatesTheTimeLeftFromTheTasksThatRan) {
   RemoveTreeQuietly(*dir);
 }
 
+TEST(BenchProgressTest, SeveralTasksInProgressAtOnce) {
+  FakeClock clock;
+  BenchProgressWriter writer("", 6, clock);
+  writer.SetWorkers(2);
+  writer.Started("level1/a");
+  clock.Advance(5);
+  writer.Started("level1/b");
+  EXPECT_EQ(writer.progress().current, "level1/a, level1/b");
+  clock.Advance(5);
+  writer.Finished("level1/b", "accepted", std::nullopt, false);  // 5 s, on its own clock
+  EXPECT_EQ(writer.progress().current, "level1/a");
+  ASSERT_TRUE(writer.progress().eta_s.has_value());
+  EXPECT_DOUBLE_EQ(*writer.progress().eta_s, 5.0 * 5 / 2);  // five left at 5 s each, two at a time
+  writer.Finished("level1/a", "accepted", std::nullopt, false);  // 10 s
+  EXPECT_DOUBLE_EQ(*writer.progress().eta_s, 7.5 * 4 / 2);
+  EXPECT_EQ(writer.progress().current, "");
+  EXPECT_EQ(writer.progress().Line(), "[2/6] 2 accepted; about 15 s left");
+}
+
 TEST(BenchProgressTest, FormatsDurationsForPeople) {
   EXPECT_EQ(FormatDuration(35), "35 s");
   EXPECT_EQ(FormatDuration(240), "4 min");

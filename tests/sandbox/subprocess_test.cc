@@ -2,13 +2,16 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "sandbox/message_channel.h"
 #include "sandbox_test_util.h"
@@ -285,6 +288,89 @@ TEST_F(SubprocessDirTest, ProgramIsLookedUpOnTheChildsPath) {
   ASSERT_NE(process, nullptr);
   EXPECT_EQ(process->Wait().code, 0);
   EXPECT_EQ(WaitForOutput(*process, "found"), "found-on-child-path\n");
+}
+
+TEST_F(SubprocessDirTest, OutputFileTakesStdoutAndStderrAppended) {
+  const auto log = Write("worker.log", "earlier\n");
+  SpawnOptions options;
+  options.output_file = log;
+  auto process = SpawnShell("echo to-stdout; echo to-stderr >&2", options);
+  ASSERT_NE(process, nullptr);
+  EXPECT_EQ(process->Wait().code, 0);
+  EXPECT_TRUE(process->WaitForOutputEnd(1));
+  EXPECT_EQ(process->OutputTail(), "");
+  EXPECT_EQ(*ReadFile(log), "earlier\nto-stdout\nto-stderr\n");
+}
+
+TEST_F(SubprocessDirTest, AnOutputFileThatCannotBeOpenedIsAnIoError) {
+  SpawnOptions options;
+  options.argv = {"/bin/true"};
+  options.output_file = dir_ / "missing" / "worker.log";
+  EXPECT_EQ(Subprocess::Spawn(options).status().code(), StatusCode::kIoError);
+}
+
+TEST(SubprocessTest, CpusPinTheChild) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  int last = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) last = cpu;
+  }
+  SpawnOptions options;
+  options.cpus = {last};
+  auto process = SpawnShell("grep Cpus_allowed_list /proc/self/status", options);
+  ASSERT_NE(process, nullptr);
+  EXPECT_EQ(process->Wait().code, 0);
+  EXPECT_EQ(WaitForOutput(*process, "\n"), "Cpus_allowed_list:\t" + std::to_string(last) + "\n");
+  options.cpus = {CPU_SETSIZE};
+  options.argv = {"/bin/true"};
+  EXPECT_EQ(Subprocess::Spawn(options).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(SubprocessTest, ChildStartsWithNoSignalBlocked) {
+  sigset_t blocked, previous;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGTERM);
+  sigaddset(&blocked, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &blocked, &previous);
+  auto process = SpawnShell("grep SigBlk /proc/self/status");
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ASSERT_NE(process, nullptr);
+  EXPECT_EQ(process->Wait().code, 0);
+  EXPECT_EQ(WaitForOutput(*process, "\n"), "SigBlk:\t0000000000000000\n");
+}
+
+TEST(SubprocessTest, DieWithParentEndsTheChildWithTheThreadThatSpawnedIt) {
+  pid_t child = -1;
+  std::thread spawner([&] {
+    SpawnOptions options;
+    options.argv = {"/bin/sleep", "100"};
+    options.environment = kMinimalEnvironment;
+    options.output_file = "/dev/null";
+    options.die_with_parent = true;
+    auto process = Subprocess::Spawn(options);
+    ASSERT_TRUE(process.ok());
+    child = (*process)->pid();
+    // Exec'd: past the prctl that ties it to this thread.
+    ASSERT_TRUE(WaitUntil([&] {
+      auto command = ReadFile("/proc/" + std::to_string(child) + "/cmdline");
+      return command.ok() && command->find("sleep") != std::string::npos;
+    }, 2));
+    std::move(process).value().release();  // never killed by its destructor: only its parent's end can do it
+  });
+  spawner.join();
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(WaitUntil([&] { return ProcessGone(child); }, 2)) << "the child outlived the thread that spawned it";
+  waitpid(child, nullptr, 0);
+}
+
+TEST(FindProgramTest, LooksOnThePathGiven) {
+  auto found = FindProgram("sh", {"PATH=/nonexistent:/bin"});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(*found, "/bin/sh");
+  EXPECT_EQ(FindProgram("kforge-no-such-program", {"PATH=/bin"}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*FindProgram("/bin/sh", {}), "/bin/sh");
+  EXPECT_EQ(FindProgram("/nonexistent/sh", {}).status().code(), StatusCode::kNotFound);
 }
 
 }  // namespace
