@@ -70,3 +70,41 @@ def test_a_slurm_bench_has_the_verdicts_of_a_local_one(slurm_cluster, tmp_path):
         assert (out / "slurm" / f"workspace-{shard}" / "kforge.db").exists()
     assert (out / "slurm" / "bench.sbatch").exists() and (out / "slurm" / "merge.sbatch").exists()
     assert not (tmp_path / ".kforge").exists()  # the submitting process opened no workspace
+
+
+def test_the_evaluation_service_places_its_workers_with_slurm(slurm_cluster, tmp_path):
+    """serve --eval --slurm-workers: the workers run as a job array, connect back, judge, and are
+    cancelled when the service stops."""
+    import re
+    import signal
+    import sys
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    from kforge_client import Client
+
+    binary = os.environ.get("KFORGE_BINARY", os.path.join(REPO, "build", "kforge"))
+    tokens = tmp_path / "tokens"
+    tokens.write_text("alice 0123456789abcdef-alice\n")
+    service = subprocess.Popen([binary, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "serve", "--eval",
+                                "--port", "0", "--no-local-slots", "--slurm-workers", "1", "--token-file", str(tokens),
+                                "--sbatch-arg=--time=10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=slurm_cluster, cwd=tmp_path)
+    try:
+        serving = service.stdout.readline()
+        placed = service.stdout.readline()
+        match = re.match(r"serving (http://127\.0\.0\.1:\d+)/", serving)
+        assert match and "Slurm job array" in placed, serving + placed + service.stderr.read()[-3000:]
+        job = re.search(r"job array (\d+)", placed).group(1)
+        alice = Client(match.group(1), token="0123456789abcdef-alice")
+        task = alice.add_task(open(os.path.join(REPO, "tasks", "level1", "01_relu.py")).read(), name="relu")
+        corpus = os.path.join(REPO, "tests", "corpus", "candidates", "l1_01_relu")
+        sources = [open(os.path.join(corpus, name)).read() for name in ("honest_relu.py", "memo_data_ptr.py")]
+        results = alice.evaluate(task, sources, within_s=600, evidence=False, seeds=1)
+        assert [r["verdict"] for r in results] == ["accepted", "rejected_hack(memoization)"], results
+        assert results[0]["worker"] == "slurm-workers/slurm-1" and results[0]["evaluation_id"] >= 1
+        token_file = tmp_path / "ws" / "service" / "slurm" / "worker.token"
+        assert oct(token_file.stat().st_mode & 0o777) == "0o600"
+    finally:
+        service.send_signal(signal.SIGTERM)
+        assert service.wait(timeout=120) == 0, service.stderr.read()[-3000:]
+    left = subprocess.run(["squeue", "-h", "-j", job], capture_output=True, text=True, env=slurm_cluster)
+    assert "RUNNING" not in left.stdout and "PENDING" not in left.stdout, left.stdout

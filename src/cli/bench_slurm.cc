@@ -23,21 +23,6 @@ const std::set<std::string> kSubmissionOptions = {"--slurm", "--slurm-shards", "
                                                   "--out"};
 const std::set<std::string> kPathOptions = {"--workspace", "--python"};
 
-std::vector<std::string> AsEnvironmentList(const std::map<std::string, std::string>& environment) {
-  std::vector<std::string> list;
-  for (const auto& [name, value] : environment) list.push_back(name + "=" + value);
-  return list;
-}
-
-// The interpreter the workers would use here, as an absolute path (the jobs must not depend on the
-// PATH of the node they land on).
-std::string AbsolutePython(const CommonOptions& common, const std::map<std::string, std::string>& environment) {
-  const std::string python = FindPython(common.python, environment);
-  if (python.find('/') != std::string::npos) return fs::absolute(python).lexically_normal().string();
-  auto found = FindProgram(python, AsEnvironmentList(environment));
-  return found.ok() ? *found : python;
-}
-
 struct JobCommands {
   std::vector<std::string> shard, merge;
 };

@@ -1,5 +1,10 @@
 #include "cli/given_options.h"
 
+#include <filesystem>
+
+#include "sandbox/environment.h"
+#include "sandbox/subprocess.h"
+
 namespace kforge {
 
 std::vector<std::string> GivenOptions(const CLI::App& app, const std::set<std::string>& leave_out) {
@@ -18,6 +23,21 @@ std::vector<std::string> GivenOptions(const CLI::App& app, const std::set<std::s
     }
   }
   return arguments;
+}
+
+std::vector<std::string> AsEnvironmentList(const std::map<std::string, std::string>& environment) {
+  std::vector<std::string> list;
+  for (const auto& [name, value] : environment) list.push_back(name + "=" + value);
+  return list;
+}
+
+namespace fs = std::filesystem;
+
+std::string AbsolutePython(const CommonOptions& common, const std::map<std::string, std::string>& environment) {
+  const std::string python = FindPython(common.python, environment);
+  if (python.find('/') != std::string::npos) return fs::absolute(python).lexically_normal().string();
+  auto found = FindProgram(python, AsEnvironmentList(environment));
+  return found.ok() ? *found : python;
 }
 
 }  // namespace kforge

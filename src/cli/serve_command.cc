@@ -5,7 +5,16 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <set>
+
 #include "cli/commands.h"
+#include "cli/given_options.h"
+#include "core/files.h"
+#include "sandbox/environment.h"
+#include "sandbox/process_runner.h"
+#include "search/slurm_array.h"
 #include "core/log.h"
 #include "serve/access_tokens.h"
 #include "serve/dashboard.h"
@@ -27,7 +36,57 @@ struct ServeFlags {
   bool remote_workers = false;  // also deal jobs to `kforge worker --connect` processes
   bool no_local_slots = false;  // only remote workers judge (a head node without a GPU)
   double lease_margin_s = 300;  // a remote job's lease beyond its timeout
+  int slurm_workers = 0;        // remote workers placed as a Slurm job array
+  std::vector<std::string> sbatch_args;
+  std::string advertise;        // the address workers connect to
 };
+
+// Global options the workers get again (the workspace and interpreter are set apart).
+const std::set<std::string> kWorkerPathOptions = {"--workspace", "--python"};
+
+// Gives the Slurm-placed workers a token of their own (when the service has tokens), before the
+// server starts reading them: written to folder/worker.token, readable by its owner only.
+Result<std::filesystem::path> MakeWorkerToken(AccessTokens& tokens, const std::filesystem::path& folder) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  ASSIGN_OR_RETURN(std::string token, NewToken());
+  RETURN_IF_ERROR(tokens.Add("slurm-workers", token, true));
+  const std::filesystem::path token_file = folder / "worker.token";
+  RETURN_IF_ERROR(WriteFile(token_file, ""));
+  std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::replace, ec);
+  RETURN_IF_ERROR(WriteFile(token_file, token + "\n"));
+  return token_file;
+}
+
+// The Slurm-placed workers: an array of `kforge worker --connect URL` (with `token_file` when not
+// empty), their logs and workspaces under `folder`.
+Result<std::string> PlaceSlurmWorkers(const ServeFlags& flags, const CommonOptions& common, const CLI::App& command,
+                                      const std::string& url, const std::filesystem::path& token_file,
+                                      const std::filesystem::path& folder, ProcessRunner& runner) {
+  std::error_code ec;
+  std::vector<std::string> argv = {std::filesystem::read_symlink("/proc/self/exe", ec).string()};
+  for (std::string& option : GivenOptions(*command.get_parent(), kWorkerPathOptions)) argv.push_back(std::move(option));
+  argv.push_back("--workspace=" + (folder / "workspace-").string() + kArrayTaskId);
+  argv.push_back("--python=" + AbsolutePython(common, ProcessEnvironment()));
+  argv.insert(argv.end(), {"worker", "--connect=" + url, std::string("--name=slurm-") + kArrayTaskId, "--gpus=0"});
+  if (!token_file.empty()) argv.push_back("--token-file=" + token_file.string());
+  SlurmWorkerPlan plan{std::filesystem::absolute(folder).lexically_normal(), flags.slurm_workers, argv, flags.sbatch_args};
+  return SubmitSlurmWorkers(plan, runner);
+}
+
+// The address remote workers reach this service at.
+std::string AdvertisedUrl(const ServeFlags& flags, int port) {
+  std::string host = flags.advertise;
+  if (host.empty() && (flags.bind == "0.0.0.0" || flags.bind == "::")) {
+    char name[256] = {};
+    gethostname(name, sizeof(name) - 1);
+    host = name;
+  }
+  if (host.empty()) host = flags.bind;
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return fmt::format("http://{}:{}", host, port);
+}
 
 // Blocks SIGINT and SIGTERM so that they are waited for, not handled.
 sigset_t BlockStopSignals() {
@@ -59,7 +118,7 @@ Result<std::vector<EvalJobRunner>> ServiceRunners(Workspace& workspace, int gpus
   return runners;
 }
 
-int Serve(const ServeFlags& flags, const CommonOptions& common) {
+int Serve(const ServeFlags& flags, const CommonOptions& common, const CLI::App& command) {
   const bool local = IsLoopback(flags.bind);
   if (flags.eval && !local && flags.token_file.empty()) {
     return UsageError(fmt::format("serving the evaluator on {} needs --token-file: anyone reaching it could run code "
@@ -77,12 +136,22 @@ int Serve(const ServeFlags& flags, const CommonOptions& common) {
                  "prompts and replies); --token-file restricts it\n", flags.bind.c_str());
   }
   const bool local_slots = flags.eval && !flags.no_local_slots;
-  if (flags.no_local_slots && !flags.remote_workers) {
+  const bool remote_workers = flags.remote_workers || flags.slurm_workers > 0;
+  if (flags.slurm_workers < 0) return UsageError("--slurm-workers must be 0 or more");
+  if (flags.slurm_workers > 0 && !flags.eval) return UsageError("--slurm-workers needs --eval");
+  if (flags.no_local_slots && !remote_workers) {
     return UsageError("--no-local-slots needs --remote-workers: someone has to judge the candidates");
   }
   auto workspace = local_slots ? Workspace::OpenForCandidates(common) : Workspace::Open(common);
   if (!workspace.ok()) return UsageError(workspace.status().message());
 
+  const std::filesystem::path slurm_folder = (*workspace)->root() / "service" / "slurm";
+  std::filesystem::path worker_token;
+  if (flags.slurm_workers > 0 && tokens) {
+    auto made = MakeWorkerToken(*tokens, slurm_folder);
+    if (!made.ok()) return UsageError(made.status().message());
+    worker_token = *made;
+  }
   const sigset_t signals = BlockStopSignals();
   std::vector<std::unique_ptr<ServiceJudge>> judges;
   std::unique_ptr<EvalService> service;
@@ -97,7 +166,7 @@ int Serve(const ServeFlags& flags, const CommonOptions& common) {
       runners = std::move(made).value();
     }
     EvalServiceOptions service_options;
-    service_options.remote_workers = flags.remote_workers;
+    service_options.remote_workers = remote_workers;
     service_options.lease_margin_s = flags.lease_margin_s;
     service_options.record_remote = [workspace = workspace->get(), mutex = std::make_shared<std::mutex>()](
                                         const TaskFile& task, const std::string& source, const std::string& origin,
@@ -122,11 +191,29 @@ int Serve(const ServeFlags& flags, const CommonOptions& common) {
   std::printf("serving http://%s:%d/%s (Ctrl-C stops)\n", host.c_str(), dashboard.port(),
               service ? fmt::format(" with the evaluation service (/v1/, {} local worker slot(s){}{})", judges.size(),
                                     local_slots ? " on " + (*workspace)->device() : "",
-                                    flags.remote_workers ? ", remote workers welcome" : "").c_str()
+                                    remote_workers ? ", remote workers welcome" : "").c_str()
                       : "");
   std::fflush(stdout);
+  auto runner = MakeSubprocessRunner(AsEnvironmentList(ProcessEnvironment()), 120);
+  std::string slurm_job;
+  if (flags.slurm_workers > 0) {
+    const std::string url = AdvertisedUrl(flags, dashboard.port());
+    auto submitted = PlaceSlurmWorkers(flags, common, command, url, worker_token, slurm_folder, *runner);
+    if (!submitted.ok()) {
+      service->Shutdown();
+      dashboard.Stop();
+      return UsageError(submitted.status().message());
+    }
+    slurm_job = *submitted;
+    std::printf("placed %d worker(s) as Slurm job array %s, connecting to %s (logs in %s)\n", flags.slurm_workers,
+                slurm_job.c_str(), url.c_str(), slurm_folder.string().c_str());
+    std::fflush(stdout);
+  }
   int signal = 0;
   sigwait(&signals, &signal);
+  if (!slurm_job.empty()) {
+    if (Status cancelled = CancelSlurmJob(slurm_job, *runner); !cancelled.ok()) LogInfo("warning: {}", cancelled.message());
+  }
   if (service) {
     LogInfo("stopping: waiting for the evaluations in progress");
     const size_t dropped = service->Shutdown();
@@ -167,7 +254,17 @@ CommandRunner AttachServe(CLI::App& app, const CommonOptions& common) {
       ->capture_default_str();
   app.add_flag("--no-local-slots", flags->no_local_slots,
                "with --remote-workers: judge nothing here (no GPU on this machine); only remote workers do");
-  return [flags, &common] { return Serve(*flags, common); };
+  app.add_option("--slurm-workers", flags->slurm_workers,
+                 "with --eval: place this many remote workers as a Slurm job array (sbatch; the workspace must be on "
+                 "a filesystem the nodes share); they are cancelled when the service stops")
+      ->capture_default_str();
+  app.add_option("--sbatch-arg", flags->sbatch_args,
+                 "with --slurm-workers: an sbatch argument, written with '=' (--sbatch-arg=--gres=gpu:1); repeat for "
+                 "several");
+  app.add_option("--advertise", flags->advertise,
+                 "with --slurm-workers: the host name or address workers connect to (default: the --bind address, or "
+                 "this machine's name when bound to every address)");
+  return [flags, &common, &app] { return Serve(*flags, common, app); };
 }
 
 }  // namespace kforge

@@ -43,8 +43,8 @@ std::string CommandLine(const std::vector<std::string>& argv) {
   return line;
 }
 
-std::string Header(const std::string& what) {
-  return "#!/bin/bash\n# " + what + "\n# Written by `kforge bench --slurm`; OUT, the kforge binary and the workspace must be on a\n"
+std::string Header(const std::string& what, const std::string& writer = "kforge bench --slurm") {
+  return "#!/bin/bash\n# " + what + "\n# Written by `" + writer + "`; OUT, the kforge binary and the workspace must be on a\n"
          "# filesystem every node sees.\n";
 }
 
@@ -52,8 +52,8 @@ Result<std::string> Submit(const std::vector<std::string>& argv, const std::stri
   auto submitted = runner.Run(argv);
   if (!submitted.ok()) {
     if (submitted.status().code() == StatusCode::kNotFound) {
-      return Status::InvalidArgument("--slurm needs Slurm's sbatch, which is not on the PATH here: run it on a "
-                                     "machine that submits Slurm jobs (a login node)");
+      return Status::InvalidArgument("Slurm's sbatch is not on the PATH here: run kforge on a machine that submits "
+                                     "Slurm jobs (a login node)");
     }
     return Status::InvalidArgument(fmt::format("sbatch did not submit {}: {}", what, submitted.status().message()));
   }
@@ -201,6 +201,35 @@ Status WaitForSlurmJob(const std::string& job_id, ProcessRunner& runner, Sleeper
     sleeper.Sleep(interval);
     interval = std::min(interval * 1.5, max_poll_s);
   }
+}
+
+std::string WorkerScript(const SlurmWorkerPlan& plan) {
+  std::ostringstream script;
+  script << Header(fmt::format("{} kforge worker(s) as a Slurm job array, judging for an evaluation service.", plan.workers),
+                   "kforge serve --eval --slurm-workers")
+         << "#SBATCH --job-name=kforge-worker\n"
+         << "#SBATCH --output=" << SlurmFileName(plan.folder.string() + "/worker-", "%A_%a.out") << "\n"
+         << "exec " << CommandLine(plan.command) << "\n";
+  return script.str();
+}
+
+Result<std::string> SubmitSlurmWorkers(const SlurmWorkerPlan& plan, ProcessRunner& runner) {
+  std::error_code ec;
+  fs::create_directories(plan.folder, ec);
+  if (ec) return Status::IoError(fmt::format("cannot create {}: {}", plan.folder.string(), ec.message()));
+  const fs::path script = plan.folder / "worker.sbatch";
+  RETURN_IF_ERROR(WriteFile(script, WorkerScript(plan)));
+  std::vector<std::string> argv = {"sbatch", "--parsable", fmt::format("--array=1-{}", plan.workers)};
+  argv.insert(argv.end(), plan.sbatch_args.begin(), plan.sbatch_args.end());
+  argv.push_back(script.string());
+  return Submit(argv, "the workers' job array", runner);
+}
+
+Status CancelSlurmJob(const std::string& job_id, ProcessRunner& runner) {
+  auto cancelled = runner.Run({"scancel", job_id});
+  if (!cancelled.ok()) return Status::Unavailable("scancel " + job_id + ": " + cancelled.status().message());
+  if (!cancelled->ok()) return Status::Unavailable("scancel " + job_id + ": " + cancelled->output);
+  return Status::Ok();
 }
 
 }  // namespace kforge

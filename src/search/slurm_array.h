@@ -70,4 +70,20 @@ Result<bool> SlurmJobActive(const std::string& job_id, ProcessRunner& runner);
 Status WaitForSlurmJob(const std::string& job_id, ProcessRunner& runner, Sleeper& sleeper,
                        double first_poll_s = 1, double max_poll_s = 30);
 
+// `kforge serve --eval --slurm-workers N`: N array elements, each a `kforge worker` that connects
+// back to the service and judges its jobs inside the element's allocation (its GPUs).
+struct SlurmWorkerPlan {
+  std::filesystem::path folder;       // absolute: the script and the workers' logs go here
+  int workers = 1;                    // array elements
+  std::vector<std::string> command;   // element I runs this (kArrayTaskId replaced by I)
+  std::vector<std::string> sbatch_args;
+};
+
+std::string WorkerScript(const SlurmWorkerPlan& plan);
+// Writes folder/worker.sbatch and submits it as an array; returns the array's job id.
+// InvalidArgument, with sbatch's words, when sbatch is not there or refuses it.
+Result<std::string> SubmitSlurmWorkers(const SlurmWorkerPlan& plan, ProcessRunner& runner);
+// Cancels a job (every element of an array); Unavailable when scancel fails.
+Status CancelSlurmJob(const std::string& job_id, ProcessRunner& runner);
+
 }  // namespace kforge
