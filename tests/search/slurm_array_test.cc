@@ -249,3 +249,34 @@ TEST(WaitForSlurmJobTest, GivesUpAfterSqueueFailsFiveTimesInARow) {
 
 }  // namespace
 }  // namespace kforge
+
+namespace kforge {
+namespace {
+
+TEST(SlurmWorkersTest, TheWorkersArrayRunsOneWorkerPerElementAndCanBeCancelled) {
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("kforge_slurm_workers_" + std::to_string(::getpid()));
+  SlurmWorkerPlan plan{folder, 3, {"/opt/kforge", "worker", "--connect=http://head:8765", std::string("--name=slurm-") + kArrayTaskId},
+                       {"--partition=gpu"}};
+  const std::string script = WorkerScript(plan);
+  EXPECT_NE(script.find("#SBATCH --job-name=kforge-worker"), std::string::npos);
+  EXPECT_NE(script.find("exec /opt/kforge worker --connect=http://head:8765 --name=slurm-\"${SLURM_ARRAY_TASK_ID}\""),
+            std::string::npos)
+      << script;
+  FakeProcessRunner runner;
+  runner.Answer(0, "77\n");
+  auto submitted = SubmitSlurmWorkers(plan, runner);
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  EXPECT_EQ(*submitted, "77");
+  EXPECT_EQ(runner.calls()[0], (std::vector<std::string>{"sbatch", "--parsable", "--array=1-3", "--partition=gpu",
+                                                         (folder / "worker.sbatch").string()}));
+  EXPECT_TRUE(std::filesystem::exists(folder / "worker.sbatch"));
+  runner.Answer(1, "scancel: error: Invalid job id");
+  EXPECT_TRUE(CancelSlurmJob("77", runner).ok());  // the first scripted answer (exit 0) is still in front
+  EXPECT_FALSE(CancelSlurmJob("78", runner).ok());
+  EXPECT_EQ(runner.calls()[1], (std::vector<std::string>{"scancel", "77"}));
+  std::filesystem::remove_all(folder);
+}
+
+}  // namespace
+}  // namespace kforge
