@@ -347,8 +347,9 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--budget-gpu", flags->budget_gpu,
                  "stop starting rounds once the evaluations took this much device time, over every evaluator: 90s, 30m");
   app.add_option("--evaluators,--gpus", agents.evaluators,
-                 "evaluations at once, one per GPU (each sees only its own GPU; 0: every GPU visible; on the CPU, that "
-                 "many worker sets)")
+                 "evaluations at once, one per GPU (each sees only its own GPU; all, or 0: every GPU visible; on the "
+                 "CPU, that many worker sets)")
+      ->transform(CLI::Transformer({{"all", "0"}}))
       ->capture_default_str();
   app.add_option("--record", agents.record, "also write every model call to this cassette (replay it with replay:FILE)");
   app.add_option("--route", agents.route,

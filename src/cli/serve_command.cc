@@ -69,7 +69,7 @@ Result<std::string> PlaceSlurmWorkers(const ServeFlags& flags, const CommonOptio
   for (std::string& option : GivenOptions(*command.get_parent(), kWorkerPathOptions)) argv.push_back(std::move(option));
   argv.push_back("--workspace=" + (folder / "workspace-").string() + kArrayTaskId);
   argv.push_back("--python=" + AbsolutePython(common, ProcessEnvironment()));
-  argv.insert(argv.end(), {"worker", "--connect=" + url, std::string("--name=slurm-") + kArrayTaskId, "--gpus=0"});
+  argv.insert(argv.end(), {"worker", "--connect=" + url, std::string("--name=slurm-") + kArrayTaskId, "--gpus=all"});
   if (!token_file.empty()) argv.push_back("--token-file=" + token_file.string());
   SlurmWorkerPlan plan{std::filesystem::absolute(folder).lexically_normal(), flags.slurm_workers, argv, flags.sbatch_args};
   return SubmitSlurmWorkers(plan, runner);
@@ -238,7 +238,8 @@ CommandRunner AttachServe(CLI::App& app, const CommonOptions& common) {
                "also serve the evaluator over HTTP/JSON at /v1/ (tasks, evaluations, batches, results, queue; see "
                "docs/service.md)");
   app.add_option("--gpus", flags->gpus,
-                 "with --eval: worker slots, one per GPU (0: every GPU visible); on the CPU, that many CPU workers")
+                 "with --eval: worker slots, one per GPU (all, or 0: every GPU visible); on the CPU, that many CPU workers")
+      ->transform(CLI::Transformer({{"all", "0"}}))
       ->capture_default_str();
   app.add_option("--max-pending-per-client", flags->max_pending_per_client,
                  "with --eval: evaluations one client may have waiting or running (more are refused with 429)")

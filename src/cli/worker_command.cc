@@ -98,7 +98,8 @@ CommandRunner AttachWorker(CLI::App& app, const CommonOptions& common) {
                  "file whose first word is this worker's token (default: $KFORGE_SERVICE_TOKEN; none on an open "
                  "localhost service)");
   app.add_option("--name", flags->name, "how the service names this worker (default: the host name)");
-  app.add_option("--gpus", flags->gpus, "slots, one per GPU (0: every GPU visible; on the CPU, that many)")
+  app.add_option("--gpus", flags->gpus, "slots, one per GPU (all, or 0: every GPU visible; on the CPU, that many)")
+      ->transform(CLI::Transformer({{"all", "0"}}))
       ->capture_default_str();
   return [flags, &common] { return RunWorker(*flags, common); };
 }
