@@ -3,7 +3,6 @@
 #include <openssl/evp.h>
 
 #include <array>
-#include <cstdio>
 
 namespace kforge {
 
@@ -11,12 +10,16 @@ std::string Sha256Hex(const std::string& data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr);
+  return HexBytes(std::string(reinterpret_cast<const char*>(digest.data()), length));
+}
+
+std::string HexBytes(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(length * 2);
-  char byte[3];
-  for (unsigned int i = 0; i < length; ++i) {
-    std::snprintf(byte, sizeof(byte), "%02x", digest[i]);
-    hex += byte;
+  hex.reserve(bytes.size() * 2);
+  for (unsigned char byte : bytes) {
+    hex.push_back(kDigits[byte >> 4]);
+    hex.push_back(kDigits[byte & 15]);
   }
   return hex;
 }

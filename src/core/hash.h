@@ -7,4 +7,7 @@ namespace kforge {
 
 std::string Sha256Hex(const std::string& data);
 
+// Lowercase hexadecimal, two digits per byte.
+std::string HexBytes(const std::string& bytes);
+
 }  // namespace kforge

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "core/hash.h"
 #include "core/log.h"
 #include "sandbox/syscall_filter.h"
 

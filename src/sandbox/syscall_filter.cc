@@ -84,15 +84,4 @@ Result<std::string> BuildSyscallFilter(const SyscallPolicy& policy) {
   return program;
 }
 
-std::string HexBytes(const std::string& bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(bytes.size() * 2);
-  for (unsigned char byte : bytes) {
-    hex.push_back(kDigits[byte >> 4]);
-    hex.push_back(kDigits[byte & 15]);
-  }
-  return hex;
-}
-
 }  // namespace kforge

@@ -20,7 +20,4 @@ struct SyscallPolicy {
 // The filter as raw BPF bytes for this machine's architecture.
 Result<std::string> BuildSyscallFilter(const SyscallPolicy& policy);
 
-// Lowercase hexadecimal, two digits per byte (how the program travels in JSON).
-std::string HexBytes(const std::string& bytes);
-
 }  // namespace kforge

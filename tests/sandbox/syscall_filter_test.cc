@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/hash.h"
+
 namespace kforge {
 namespace {
 
