@@ -13,33 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "sandbox/stop_signals.h"
+
 namespace kforge {
 namespace {
-
-// Blocks SIGINT and SIGTERM in the calling thread for the scope's life, so that they are taken
-// with sigtimedwait instead of ending the process with its workers still running.
-class BlockedStopSignals {
- public:
-  BlockedStopSignals() {
-    sigemptyset(&signals_);
-    sigaddset(&signals_, SIGINT);
-    sigaddset(&signals_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals_, &previous_);
-  }
-  ~BlockedStopSignals() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
-
-  // The stop signal that arrived within `timeout_s`, or 0.
-  int Wait(double timeout_s) {
-    timespec timeout{static_cast<time_t>(timeout_s), static_cast<long>(std::fmod(timeout_s, 1.0) * 1e9)};
-    siginfo_t info;
-    int signal = sigtimedwait(&signals_, &info, &timeout);
-    return signal > 0 ? signal : 0;
-  }
-
- private:
-  sigset_t signals_;
-  sigset_t previous_;
-};
 
 // Reports what changed in the run's claims since the last call.
 class ClaimsFollower {
