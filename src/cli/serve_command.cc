@@ -1,21 +1,20 @@
-#include <csignal>
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
-
-#include <unistd.h>
-
-#include <set>
 
 #include "cli/commands.h"
 #include "cli/given_options.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "sandbox/environment.h"
 #include "sandbox/process_runner.h"
+#include "sandbox/stop_signals.h"
 #include "search/slurm_array.h"
-#include "core/log.h"
 #include "serve/access_tokens.h"
 #include "serve/dashboard.h"
 #include "serve/eval_service.h"
@@ -88,26 +87,20 @@ std::string AdvertisedUrl(const ServeFlags& flags, int port) {
   return fmt::format("http://{}:{}", host, port);
 }
 
-// Blocks SIGINT and SIGTERM so that they are waited for, not handled.
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
+// Stores the service's evaluations, local and remote, through the workspace, one at a time.
+EvaluationRecorder ServiceRecorder(Workspace& workspace) {
+  return [&workspace, mutex = std::make_shared<std::mutex>()](
+             const TaskFile& task, const std::string& source, const std::string& origin, const Evaluation& evaluation,
+             const std::string& precision, const std::string& mode, const Json& fingerprint) -> Result<int64_t> {
+    std::lock_guard<std::mutex> lock(*mutex);
+    return workspace.Record(task, source, origin, evaluation, precision, mode, fingerprint);
+  };
 }
 
-// One runner per worker slot, each judging on its own workers and recording into the one store.
-Result<std::vector<EvalJobRunner>> ServiceRunners(Workspace& workspace, int gpus, std::vector<std::unique_ptr<ServiceJudge>>& judges) {
+// One runner per worker slot, each judging on its own workers and recording through `record`.
+Result<std::vector<EvalJobRunner>> ServiceRunners(Workspace& workspace, int gpus, const EvaluationRecorder& record,
+                                                  std::vector<std::unique_ptr<ServiceJudge>>& judges) {
   ASSIGN_OR_RETURN(std::vector<DeviceWorkers*> slots, workspace.EvaluatorSlots(workspace.SlotCount(gpus)));
-  auto record_mutex = std::make_shared<std::mutex>();
-  EvaluationRecorder record = [&workspace, record_mutex](const TaskFile& task, const std::string& source,
-                                                         const std::string& origin, const Evaluation& evaluation,
-                                                         const std::string& precision, const std::string& mode) {
-    std::lock_guard<std::mutex> lock(*record_mutex);
-    return workspace.Record(task, source, origin, evaluation, precision, mode);
-  };
   std::vector<EvalJobRunner> runners;
   for (size_t slot = 0; slot < slots.size(); ++slot) {
     judges.push_back(std::make_unique<ServiceJudge>(*slots[slot], workspace.EvalDefaults(false),
@@ -152,30 +145,24 @@ int Serve(const ServeFlags& flags, const CommonOptions& common, const CLI::App& 
     if (!made.ok()) return UsageError(made.status().message());
     worker_token = *made;
   }
-  const sigset_t signals = BlockStopSignals();
+  BlockedStopSignals stop_signals;  // before the service's and the server's threads start: they inherit the block
   std::vector<std::unique_ptr<ServiceJudge>> judges;
   std::unique_ptr<EvalService> service;
   DashboardOptions options;
   for (const std::string& bench : flags.benches) options.bench_folders.push_back(bench);
   options.tokens = tokens.get();
   if (flags.eval) {
+    const EvaluationRecorder record = ServiceRecorder(**workspace);
     std::vector<EvalJobRunner> runners;
     if (local_slots) {
-      auto made = ServiceRunners(**workspace, flags.gpus, judges);
+      auto made = ServiceRunners(**workspace, flags.gpus, record, judges);
       if (!made.ok()) return UsageError(made.status().message());
       runners = std::move(made).value();
     }
     EvalServiceOptions service_options;
     service_options.remote_workers = remote_workers;
     service_options.lease_margin_s = flags.lease_margin_s;
-    service_options.record_remote = [workspace = workspace->get(), mutex = std::make_shared<std::mutex>()](
-                                        const TaskFile& task, const std::string& source, const std::string& origin,
-                                        const Evaluation& evaluation, const std::string& precision,
-                                        const std::string& mode, const Json& fingerprint) -> Result<int64_t> {
-      std::lock_guard<std::mutex> lock(*mutex);
-      return workspace->Record(task, source, origin, evaluation, precision, mode,
-                               fingerprint.is_object() ? fingerprint : Json{{"remote", "unknown"}});
-    };
+    service_options.record_remote = record;
     service_options.queue.max_pending_per_client = flags.max_pending_per_client;
     service_options.limits.max_timeout_s = flags.max_timeout_s;
     service_options.task_folder = (*workspace)->root() / "service" / "tasks";
@@ -209,8 +196,7 @@ int Serve(const ServeFlags& flags, const CommonOptions& common, const CLI::App& 
                 slurm_job.c_str(), url.c_str(), slurm_folder.string().c_str());
     std::fflush(stdout);
   }
-  int signal = 0;
-  sigwait(&signals, &signal);
+  stop_signals.Wait();
   if (!slurm_job.empty()) {
     if (Status cancelled = CancelSlurmJob(slurm_job, *runner); !cancelled.ok()) LogInfo("warning: {}", cancelled.message());
   }

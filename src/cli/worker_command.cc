@@ -1,6 +1,6 @@
 #include <unistd.h>
 
-#include <csignal>
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <thread>
@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/files.h"
 #include "core/log.h"
+#include "sandbox/stop_signals.h"
 #include "serve/remote_worker.h"
 #include "serve/service_judge.h"
 
@@ -65,23 +66,18 @@ int RunWorker(const WorkerFlags& flags, const CommonOptions& common) {
   options.fingerprint = *fingerprint;
 
   // SIGINT and SIGTERM (what Slurm sends at the end of a job) stop it after the jobs in hand.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  BlockedStopSignals stop_signals;
   std::atomic<bool> stop{false};
+  std::atomic<bool> ended{false};
   std::thread waiter([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    stop = true;
+    while (!ended && !stop) stop = stop_signals.Wait(0.5) != 0;
   });
   if (!common.quiet) {
     LogInfo("worker {}: {} slot(s) on {}, taking jobs from {}", options.name, judges.size(), (*workspace)->device(), flags.connect);
   }
   RemoteWorker worker(options, judged_by);
   auto judged = worker.Run(stop);
-  if (!stop) pthread_kill(waiter.native_handle(), SIGTERM);  // a refused token ended it: release the waiter
+  ended = true;  // also when a refused token ended it
   waiter.join();
   if (!judged.ok()) return UsageError(judged.status().message());
   if (!common.quiet) LogInfo("worker {}: stopped after {} job(s)", options.name, *judged);

@@ -1,6 +1,5 @@
 #include "report/attempt_export.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -8,6 +7,7 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/json.h"
+#include "report/llm_run.h"
 
 namespace kforge {
 namespace {
@@ -46,13 +46,8 @@ void ExportRun(const RunRecord& run, const fs::path& folder, const ExportOptions
                const std::map<std::string, EvaluationSummary>& by_candidate, std::set<std::string>& covered,
                std::ostream& out, ExportCounts& counts) {
   const Json task = StageTask(folder);
-  std::vector<fs::path> rounds;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file() && it->path().filename() == "verdict.json") rounds.push_back(it->path().parent_path());
-  }
-  std::sort(rounds.begin(), rounds.end());
-  for (const fs::path& round : rounds) {
+  for (const RoundFolder& found : RoundFoldersUnder(folder)) {
+    const fs::path& round = found.path;
     auto verdict = ParseJson(FileText(round / "verdict.json"), "verdict.json");
     if (!verdict.ok()) continue;
     const Json& attempt = JsonField(*verdict, "attempt");
@@ -63,8 +58,7 @@ void ExportRun(const RunRecord& run, const fs::path& folder, const ExportOptions
     line["kind"] = "llm";
     line["run_id"] = run.id;
     line["model"] = JsonField(run.config, "llm");
-    const fs::path pool = fs::relative(round.parent_path().parent_path(), folder);
-    line["scope"] = pool.empty() || pool == "." ? "whole" : pool.string();
+    line["scope"] = found.scope;
     for (const char* key : {"writer", "round", "prompt", "verdict", "verdict_kind", "message", "speedup", "prompt_tokens",
                             "completion_tokens", "cost_usd"}) {
       line[key] = JsonField(attempt, key);

@@ -38,20 +38,14 @@ std::vector<LlmAttempt> AttemptsUnder(const fs::path& folder) {
     LlmAttempt attempt;
   };
   std::vector<Found> found;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    if (!it->is_regular_file() || it->path().filename() != "verdict.json") continue;
-    auto text = ReadFile(it->path());
+  for (const RoundFolder& round : RoundFoldersUnder(folder)) {
+    auto text = ReadFile(round.path / "verdict.json");
     if (!text.ok()) continue;
-    auto json = ParseJson(*text, it->path().string());
+    auto json = ParseJson(*text, (round.path / "verdict.json").string());
     if (!json.ok()) continue;
-    // <folder>/[<part>/]writer<i>/round<r>/verdict.json: the part, if any, names the pool.
-    fs::path pool = fs::relative(it->path().parent_path().parent_path().parent_path(), folder);
-    const std::string scope = pool.empty() || pool == "." ? "whole" : pool.string();
-    found.push_back({fs::last_write_time(it->path(), ec), LlmAttempt::FromJson(JsonField(*json, "attempt"), scope)});
+    found.push_back({round.finished, LlmAttempt::FromJson(JsonField(*json, "attempt"), round.scope)});
   }
-  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.time < b.time; });
+  std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.time < b.time; });
   std::vector<LlmAttempt> attempts;
   for (Found& f : found) {
     f.attempt.finished_s = std::chrono::duration<double>(f.time - found.front().time).count();
@@ -199,6 +193,22 @@ LlmAttempt LlmAttempt::FromJson(const Json& attempt, const std::string& scope) {
   out.cost_usd = JsonGet<double>(attempt, "cost_usd", 0);
   out.seconds = JsonGet<double>(attempt, "seconds", 0);
   return out;
+}
+
+std::vector<RoundFolder> RoundFoldersUnder(const fs::path& stage) {
+  std::vector<RoundFolder> rounds;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(stage, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file() || it->path().filename() != "verdict.json") continue;
+    const fs::path round = it->path().parent_path();
+    // <stage>/[<part>/]writer<i>/round<r>: the part, if any, names the pool.
+    const fs::path pool = fs::relative(round.parent_path().parent_path(), stage);
+    std::error_code time_ec;
+    rounds.push_back({round, pool.empty() || pool == "." ? "whole" : pool.string(), fs::last_write_time(it->path(), time_ec)});
+  }
+  std::sort(rounds.begin(), rounds.end(), [](const RoundFolder& a, const RoundFolder& b) { return a.path < b.path; });
+  return rounds;
 }
 
 LlmRunView LlmRunFromReport(const Json& llm) {

@@ -50,6 +50,16 @@ struct LlmRunView {
   Json status;  // the live status (run_status), when the store has one
 };
 
+// One round of an LLM stage as its folder holds it: <stage>/[<part>/]writer<i>/round<r>/, with
+// prompt.md, reply.md, candidate.py, feedback.md and verdict.json.
+struct RoundFolder {
+  std::filesystem::path path;
+  std::string scope;  // the pool: "whole", or the decomposition part the round belongs to
+  std::filesystem::file_time_type finished;  // when its verdict.json was written
+};
+// Every finished round (one with a verdict.json) under `stage`, in path order.
+std::vector<RoundFolder> RoundFoldersUnder(const std::filesystem::path& stage);
+
 // From a task report's "llm" section.
 LlmRunView LlmRunFromReport(const Json& llm);
 // From the store's run `run_id` (its calls and live status) and the stage folder its config names

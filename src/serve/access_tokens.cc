@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <httplib.h>
 
 #include "core/files.h"
 #include "core/hash.h"
@@ -67,14 +68,11 @@ bool AccessTokens::IsWorker(const std::string& client) const {
 }
 
 Result<std::string> NewToken() {
-  unsigned char bytes[32];
-  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+  std::string bytes(32, '\0');
+  if (getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
     return Status::Unavailable(std::string("no random bytes for a token: ") + std::strerror(errno));
   }
-  static const char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (unsigned char byte : bytes) token += {kHex[byte >> 4], kHex[byte & 15]};
-  return token;
+  return HexBytes(bytes);
 }
 
 Result<AccessTokens> AccessTokens::Load(const std::filesystem::path& path) {
@@ -91,6 +89,17 @@ std::optional<std::string> AccessTokens::ClientOf(const std::string& authorizati
     if (SameInConstantTime(client.token_hash, hash)) found = client.name;
   }
   return found;
+}
+
+void RequireTokens(httplib::Server& server, const AccessTokens& tokens) {
+  server.set_pre_routing_handler([&tokens](const httplib::Request& request, httplib::Response& response) {
+    if (tokens.ClientOf(request.get_header_value("Authorization"))) return httplib::Server::HandlerResponse::Unhandled;
+    response.status = 401;
+    response.set_header("WWW-Authenticate", "Bearer");
+    response.set_content("{\"error\": \"this server needs \\\"Authorization: Bearer <token>\\\" with a token it knows\"}",
+                         "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
 }
 
 bool IsLoopback(const std::string& host) {

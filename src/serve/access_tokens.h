@@ -14,6 +14,10 @@
 
 #include "core/status.h"
 
+namespace httplib {
+class Server;
+}
+
 namespace kforge {
 
 class AccessTokens {
@@ -39,6 +43,10 @@ class AccessTokens {
   };
   std::vector<Client> clients_;
 };
+
+// Makes every request to `server` carry one of `tokens` (which must outlive it): others get 401
+// before any route sees them. Installing it again replaces it.
+void RequireTokens(httplib::Server& server, const AccessTokens& tokens);
 
 // Whether `host` (as given to --bind) is a loopback address.
 bool IsLoopback(const std::string& host);

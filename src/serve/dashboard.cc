@@ -94,16 +94,7 @@ Dashboard::Dashboard(Store* store, DashboardOptions options)
     : store_(store), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
   const int threads = options_.threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  if (const AccessTokens* tokens = options_.tokens) {
-    server_->set_pre_routing_handler([tokens](const httplib::Request& request, httplib::Response& response) {
-      if (tokens->ClientOf(request.get_header_value("Authorization"))) return httplib::Server::HandlerResponse::Unhandled;
-      response.status = 401;
-      response.set_header("WWW-Authenticate", "Bearer");
-      response.set_content("{\"error\": \"this server needs \\\"Authorization: Bearer <token>\\\" with a token it knows\"}",
-                           "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    });
-  }
+  if (options_.tokens != nullptr) RequireTokens(*server_, *options_.tokens);
   Route();
   if (options_.extend) options_.extend(*server_);
 }

@@ -117,6 +117,11 @@ Result<EvalSubmission> ParseOne(const Json& body, const std::string& what, const
 
 }  // namespace
 
+bool IsTaskName(const std::string& name) {
+  return !name.empty() && name.size() <= 100 &&
+         name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == std::string::npos;
+}
+
 Result<TaskSubmission> ParseTaskSubmission(const Json& body, const ServiceLimits& limits) {
   RETURN_IF_ERROR(OnlyKnownFields(body, {"source", "name"}, "task"));
   TaskSubmission task;
@@ -127,8 +132,7 @@ Result<TaskSubmission> ParseTaskSubmission(const Json& body, const ServiceLimits
   }
   task.name = JsonGet<std::string>(body, "name", "task");
   if (body.contains("name") && !body["name"].is_string()) return Status::InvalidArgument("task: 'name' must be a string");
-  if (task.name.empty() || task.name.size() > 100 ||
-      task.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos) {
+  if (!IsTaskName(task.name)) {
     return Status::InvalidArgument("task: 'name' must be 1 to 100 letters, digits, '_' or '-'");
   }
   return task;

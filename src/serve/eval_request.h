@@ -43,6 +43,9 @@ struct EvalSubmission {
 Result<EvalJobOptions> ParseJobOptions(const Json& options, const ServiceLimits& limits, EvalJobOptions defaults);
 Json JobOptionsToJson(const EvalJobOptions& options);
 
+// Whether `name` may name a task's file: 1 to 100 letters, digits, '_' or '-'.
+bool IsTaskName(const std::string& name);
+
 Result<TaskSubmission> ParseTaskSubmission(const Json& body, const ServiceLimits& limits);
 // One evaluation (`batch` false) or a batch of them.
 Result<std::vector<EvalSubmission>> ParseEvalSubmissions(const Json& body, bool batch, const ServiceLimits& limits,

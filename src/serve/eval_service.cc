@@ -150,9 +150,11 @@ Result<int64_t> EvalService::CompleteLease(int64_t id, const Json& body) {
   int64_t evaluation_id = 0;
   auto task = TaskByHash(lease.job.spec.task_hash);
   if (task.ok() && options_.record_remote) {
+    // Never this machine's fingerprint: the evaluation ran elsewhere.
+    const Json& fingerprint = JsonField(body, "fingerprint");
     auto stored = options_.record_remote(*task, lease.job.spec.candidate, "service:" + lease.job.client, *evaluation,
                                          lease.job.spec.options.precision, lease.job.spec.options.mode,
-                                         JsonField(body, "fingerprint"));
+                                         fingerprint.is_object() ? fingerprint : Json{{"remote", "unknown"}});
     if (stored.ok()) evaluation_id = *stored;
     else LogInfo("warning: the evaluation of job {} by worker {} was not stored: {}", id, lease.worker, stored.status().message());
   }
@@ -203,11 +205,8 @@ Result<TaskFile> EvalService::TaskByHash(const std::string& hash) {
   if (store_ == nullptr) return Status::NotFound("unknown task_hash " + hash + ": register the task with POST /v1/tasks");
   auto stored = store_->GetTask(hash);
   if (!stored.ok()) return Status::NotFound("unknown task_hash " + hash + ": register the task with POST /v1/tasks");
-  std::string name = fs::path(stored->path).stem().string();
-  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos) {
-    name = "task";
-  }
-  return AddTask({name, stored->source});
+  const std::string name = fs::path(stored->path).stem().string();
+  return AddTask({IsTaskName(name) ? name : "task", stored->source});
 }
 
 Result<std::vector<int64_t>> EvalService::Submit(const std::string& client, const std::vector<EvalSubmission>& submissions) {
@@ -239,18 +238,13 @@ Json EvalService::JobJson(const EvalJobView& view, bool evidence) const {
 
 void EvalService::Install(httplib::Server& server) {
   server.set_payload_max_length(options_.limits.max_body_bytes);
-  auto client_of = [this](const httplib::Request& request) -> std::optional<std::string> {
+  // Requests without a known token never get here (RequireTokens); the token names the client.
+  if (tokens_ != nullptr) RequireTokens(server, *tokens_);
+  auto client_of = [this](const httplib::Request& request) {
     if (tokens_ == nullptr) return std::string("local");
-    return tokens_->ClientOf(request.get_header_value("Authorization"));
+    return tokens_->ClientOf(request.get_header_value("Authorization")).value_or("");
   };
-  auto authorized = [client_of](const httplib::Request& request, httplib::Response& response) {
-    if (client_of(request)) return true;
-    response.set_header("WWW-Authenticate", "Bearer");
-    Reply(response, 401, {{"error", "this service needs \"Authorization: Bearer <token>\" with a token it knows"}});
-    return false;
-  };
-  server.Post("/v1/tasks", [this, authorized](const httplib::Request& request, httplib::Response& response) {
-    if (!authorized(request, response)) return;
+  server.Post("/v1/tasks", [this](const httplib::Request& request, httplib::Response& response) {
     auto body = BodyJson(request);
     if (!body.ok()) return ReplyError(response, body.status());
     auto submission = ParseTaskSubmission(*body, options_.limits);
@@ -259,14 +253,13 @@ void EvalService::Install(httplib::Server& server) {
     if (!task.ok()) return ReplyError(response, task.status());
     Reply(response, 201, {{"task_hash", task->hash}, {"name", task->name}});
   });
-  auto submit = [this, client_of, authorized](bool batch) {
-    return [this, client_of, authorized, batch](const httplib::Request& request, httplib::Response& response) {
-      if (!authorized(request, response)) return;
+  auto submit = [this, client_of](bool batch) {
+    return [this, client_of, batch](const httplib::Request& request, httplib::Response& response) {
       auto body = BodyJson(request);
       if (!body.ok()) return ReplyError(response, body.status());
       auto submissions = ParseEvalSubmissions(*body, batch, options_.limits, options_.defaults);
       if (!submissions.ok()) return ReplyError(response, submissions.status());
-      auto ids = Submit(*client_of(request), *submissions);
+      auto ids = Submit(client_of(request), *submissions);
       if (!ids.ok()) return ReplyError(response, ids.status());
       if (batch) return Reply(response, 202, {{"ids", *ids}, {"status", "queued"}});
       Reply(response, 202, {{"id", ids->front()}, {"status", "queued"}});
@@ -274,8 +267,7 @@ void EvalService::Install(httplib::Server& server) {
   };
   server.Post("/v1/evaluations", submit(false));
   server.Post("/v1/batch", submit(true));
-  server.Get(R"(/v1/evaluations/(\d+))", [this, authorized](const httplib::Request& request, httplib::Response& response) {
-    if (!authorized(request, response)) return;
+  server.Get(R"(/v1/evaluations/(\d+))", [this](const httplib::Request& request, httplib::Response& response) {
     auto wait = NumberParam(request, "wait_s", 0, 0, options_.max_wait_s);
     if (!wait.ok()) return ReplyError(response, wait.status());
     const bool evidence = request.get_param_value("evidence") != "0";
@@ -289,8 +281,7 @@ void EvalService::Install(httplib::Server& server) {
     if (views.empty()) return ReplyError(response, Status::NotFound(fmt::format("no evaluation {} in this service", id)));
     Reply(response, 200, JobJson(views.front(), evidence));
   });
-  server.Post("/v1/results", [this, authorized](const httplib::Request& request, httplib::Response& response) {
-    if (!authorized(request, response)) return;
+  server.Post("/v1/results", [this](const httplib::Request& request, httplib::Response& response) {
     auto body = BodyJson(request);
     if (!body.ok()) return ReplyError(response, body.status());
     auto query = ParseResultsQuery(*body, options_.limits.max_batch, options_.max_wait_s);
@@ -299,15 +290,13 @@ void EvalService::Install(httplib::Server& server) {
     for (const EvalJobView& view : queue_.WaitDone(query->ids, query->wait_s)) results.push_back(JobJson(view, query->evidence));
     Reply(response, 200, {{"results", results}});
   });
-  server.Get("/v1/queue", [this, authorized](const httplib::Request& request, httplib::Response& response) {
-    if (!authorized(request, response)) return;
+  server.Get("/v1/queue", [this](const httplib::Request& request, httplib::Response& response) {
     Json stats = queue_.Stats().ToJson();
     stats["workers"] = slots_.size();
     Reply(response, 200, stats);
   });
   if (options_.remote_workers) InstallRemote(server);
-  server.Get("/v1/health", [this, authorized](const httplib::Request& request, httplib::Response& response) {
-    if (!authorized(request, response)) return;
+  server.Get("/v1/health", [this](const httplib::Request& request, httplib::Response& response) {
     Json health = options_.info;
     health["ok"] = true;
     health["workers"] = slots_.size();
@@ -317,11 +306,12 @@ void EvalService::Install(httplib::Server& server) {
 
 void EvalService::InstallRemote(httplib::Server& server) {
   // With tokens, only clients marked "worker" may see other clients' jobs.
+  // Every request here carries a known token (RequireTokens): only a worker's may take jobs.
   auto worker_of = [this](const httplib::Request& request, httplib::Response& response) -> std::optional<std::string> {
     if (tokens_ == nullptr) return std::string("local");
     std::optional<std::string> client = tokens_->ClientOf(request.get_header_value("Authorization"));
     if (client && tokens_->IsWorker(*client)) return client;
-    Reply(response, client ? 403 : 401, {{"error", "taking jobs needs a worker's token (\"<name> <token> worker\" in the token file)"}});
+    Reply(response, 403, {{"error", "taking jobs needs a worker's token (\"<name> <token> worker\" in the token file)"}});
     return std::nullopt;
   };
   server.Post("/v1/work/next", [this, worker_of](const httplib::Request& request, httplib::Response& response) {

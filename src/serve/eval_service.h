@@ -45,6 +45,7 @@
 #include "serve/access_tokens.h"
 #include "serve/eval_queue.h"
 #include "serve/eval_request.h"
+#include "serve/service_judge.h"
 #include "store/store.h"
 #include "tasks/task.h"
 
@@ -56,10 +57,6 @@ namespace kforge {
 
 // Runs one job on one worker slot and returns the job's result fields (see above); never throws.
 using EvalJobRunner = std::function<Json(const EvalJob& job, const TaskFile& task)>;
-// Stores a remote worker's evaluation: (task, candidate source, origin, evaluation, precision,
-// mode, the worker's environment fingerprint) -> its id.
-using RemoteRecorder = std::function<Result<int64_t>(const TaskFile&, const std::string&, const std::string&,
-                                                     const Evaluation&, const std::string&, const std::string&, const Json&)>;
 
 struct EvalServiceOptions {
   ServiceLimits limits;
@@ -70,7 +67,7 @@ struct EvalServiceOptions {
   Json info = Json::object();         // what /v1/health says besides "ok" and "workers" (device, gpu)
   bool remote_workers = false;        // serve /v1/work/* to remote workers
   double lease_margin_s = 300;        // a remote job's lease: its timeout plus this
-  RemoteRecorder record_remote;       // how remote evaluations are stored (none: not stored)
+  EvaluationRecorder record_remote;   // how remote evaluations are stored (none: not stored)
 };
 
 class EvalService {
@@ -80,7 +77,8 @@ class EvalService {
   EvalService(Store* store, const AccessTokens* tokens, EvalServiceOptions options, std::vector<EvalJobRunner> slots);
   ~EvalService();  // Shutdown()
 
-  // Adds the /v1 routes to `server`.
+  // Adds the /v1 routes to `server` and, with tokens, makes every request to it carry one
+  // (RequireTokens).
   void Install(httplib::Server& server);
   // Starts the worker threads.
   void Start();

@@ -33,7 +33,7 @@ Json ServiceJudge::Run(const EvalJob& job, const TaskFile& task) {
   int64_t evaluation_id = 0;
   if (record_) {
     auto stored = record_(task, job.spec.candidate, "service:" + job.client, *evaluation, job.spec.options.precision,
-                          job.spec.options.mode);
+                          job.spec.options.mode, Json());
     if (stored.ok()) evaluation_id = *stored;
     else LogInfo("warning: evaluation of job {} was not stored: {}", job.id, stored.status().message());
   }

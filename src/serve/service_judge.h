@@ -18,9 +18,11 @@
 
 namespace kforge {
 
-// Stores an evaluation: (task, candidate source, origin, evaluation, precision, mode) -> its id.
-using EvaluationRecorder = std::function<Result<int64_t>(const TaskFile&, const std::string&, const std::string&,
-                                                         const Evaluation&, const std::string&, const std::string&)>;
+// Stores an evaluation: (task, candidate source, origin, evaluation, precision, mode, the
+// environment fingerprint of the machine that judged it, null for this one's) -> its id.
+using EvaluationRecorder =
+    std::function<Result<int64_t>(const TaskFile&, const std::string&, const std::string&, const Evaluation&,
+                                  const std::string&, const std::string&, const Json&)>;
 
 class ServiceJudge {
  public:
