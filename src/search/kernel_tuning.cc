@@ -2,7 +2,9 @@
 
 #include <optional>
 #include <regex>
+#include <set>
 
+#include "compiler/codegen/gemm_tiles.h"
 #include "core/log.h"
 
 namespace kforge {
@@ -12,31 +14,37 @@ bool PowerOfTwoUpTo(int64_t value, int64_t limit) { return value >= 1 && value <
 
 std::optional<codegen::TileChoice> TileFromJson(const Json& config) {
   const Json kwargs = JsonField(config, "kwargs");
-  auto number = [](const Json& object, const char* key) -> int64_t {
-    const Json value = JsonField(object, key);
+  auto number = [](const Json& object, const char* key, int64_t absent) -> int64_t {
+    if (!object.contains(key)) return absent;
+    const Json& value = object.at(key);
     return value.is_number_integer() ? value.get<int64_t>() : -1;
   };
   if (!kwargs.is_object()) return std::nullopt;
-  // An attention kernel tunes only BLOCK_M and BLOCK_N (codegen::TileParameters::kAttention); a
-  // convolution that may run by FMAs also DIRECT (kConvolution).
-  const bool rows_and_columns = kwargs.size() == 2, with_direct = kwargs.size() == 5;
-  const int64_t m = number(kwargs, "BLOCK_M"), n = number(kwargs, "BLOCK_N"),
-                k = rows_and_columns ? codegen::TileChoice{}.block_k : number(kwargs, "BLOCK_K"),
-                group = rows_and_columns ? codegen::TileChoice{}.group_m : number(kwargs, "GROUP_M"),
-                direct = with_direct ? number(kwargs, "DIRECT") : 0, warps = number(config, "num_warps"),
-                stages = number(config, "num_stages");
-  if (kwargs.size() != 4 && !rows_and_columns && !with_direct) return std::nullopt;
+  // BLOCK_M and BLOCK_N always; BLOCK_K and GROUP_M but in attention kernels
+  // (codegen::TileParameters::k_and_group); DIRECT in convolutions that may run by FMAs; SPLIT_K in
+  // GEMMs that may split their K loop. Nothing else.
+  for (const auto& [key, value] : kwargs.items()) {
+    static const std::set<std::string> kKnown = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "DIRECT", "SPLIT_K"};
+    if (!kKnown.count(key)) return std::nullopt;
+  }
+  const codegen::TileChoice defaults;
+  const int64_t m = number(kwargs, "BLOCK_M", -1), n = number(kwargs, "BLOCK_N", -1), k = number(kwargs, "BLOCK_K", defaults.block_k),
+                group = number(kwargs, "GROUP_M", defaults.group_m), direct = number(kwargs, "DIRECT", 0),
+                split = number(kwargs, "SPLIT_K", 1), warps = number(config, "num_warps", -1), stages = number(config, "num_stages", -1);
   if (!PowerOfTwoUpTo(m, 512) || !PowerOfTwoUpTo(n, 256) || !PowerOfTwoUpTo(k, 256) || group < 1 || group > 64) return std::nullopt;
   if (!PowerOfTwoUpTo(warps, 32) || stages < 1 || stages > 8 || (direct != 0 && direct != 1)) return std::nullopt;
+  if (!PowerOfTwoUpTo(split, codegen::kMaxSplitK)) return std::nullopt;
   codegen::TileChoice tile{static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<int>(group),
                            static_cast<int>(warps), static_cast<int>(stages)};
   tile.direct = direct == 1;
+  tile.split_k = static_cast<int>(split);
   return tile;
 }
 
 Json TileToJson(const codegen::TileChoice& c) {
   Json kwargs = {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"GROUP_M", c.group_m}};
   if (c.direct) kwargs["DIRECT"] = 1;
+  if (c.split_k > 1) kwargs["SPLIT_K"] = c.split_k;
   return {{"kwargs", kwargs}, {"num_warps", c.warps}, {"num_stages", c.stages}};
 }
 

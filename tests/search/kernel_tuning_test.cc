@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "compiler/codegen/gemm_tiles.h"
 #include "core/clock.h"
 
 namespace kforge {
@@ -77,6 +78,23 @@ TEST_F(KernelTuningTest, AConvolutionReportsWhetherItRanByFmas) {
   Json neither = Reported(64, 4);
   neither["kwargs"]["DIRECT"] = 2;
   EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H100", kSource, Json{{"matmul_g1", neither}}).empty());
+}
+
+TEST_F(KernelTuningTest, ASplitGemmReportsItsParts) {
+  Json split = Reported(64, 4);
+  split["kwargs"]["SPLIT_K"] = 16;
+  Json whole = Reported(128, 4);
+  whole["kwargs"]["SPLIT_K"] = 1;
+  auto measured = MeasuredTunings(store_.get(), "NVIDIA H200", kSource, Json{{"matmul_g1", split}, {"conv_g2", whole}});
+  ASSERT_EQ(measured.size(), 2u);
+  EXPECT_EQ(measured[kKeyA].split_k, 16);
+  EXPECT_EQ(measured[kKeyB].split_k, 1);
+  EXPECT_EQ(StoredTunings(store_.get(), "NVIDIA H200", kSource), measured);
+  for (int parts : {0, 3, 2 * codegen::kMaxSplitK}) {
+    Json bad = Reported(64, 4);
+    bad["kwargs"]["SPLIT_K"] = parts;
+    EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H100", kSource, Json{{"matmul_g1", bad}}).empty()) << parts;
+  }
 }
 
 TEST_F(KernelTuningTest, ImplausibleReportsAreSkippedAndNotStored) {

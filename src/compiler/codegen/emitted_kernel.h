@@ -25,9 +25,12 @@ constexpr int64_t NextPowerOfTwo(int64_t value, int64_t floor = 1) {
 // One tile configuration of a GEMM-shaped kernel (a matmul, an implicit-GEMM convolution).
 struct TileChoice {
   int block_m = 32, block_n = 32, block_k = 32, group_m = 8, warps = 4, stages = 2;
-  // A convolution kernel's DIRECT meta-parameter (TileParameters::kConvolution): one fp32 FMA per
+  // A convolution kernel's DIRECT meta-parameter (TileParameters::direct): one fp32 FMA per
   // input channel and tap instead of tl.dot (BLOCK_K unused).
   bool direct = false;
+  // A split GEMM's SPLIT_K (TileParameters::split_k): programs along grid axis 2 that each fold a
+  // part of the K loop (gemm_tiles.h).
+  int split_k = 1;
   bool operator==(const TileChoice&) const = default;
 };
 
@@ -57,6 +60,11 @@ struct KernelOptions {
   // per channel and tap) beside the implicit GEMM; below it, the direct form's unrolled bodies
   // cost compile time the kernel's run does not repay.
   int64_t direct_min_positions = int64_t{1} << 20;
+  // A GEMM-shaped kernel whose tiles number fewer than this (the H200's SMs) and whose K loop is
+  // long offers the tuner split-K configurations (WithSplitK).
+  int64_t split_k_below_programs = 132;
+  // The SPLIT_K a kernel with a split form runs with when not autotuned (the CPU interpreter).
+  int fixed_split_k = 1;
   // Configurations measured on this GPU, by tuning key (the sha256 of a kernel's autotuned
   // source with its comments dropped and its own names canonical (kernel_identity.h), which the
   // source states in a comment): a kernel found here, from this task or any other, is emitted

@@ -293,7 +293,7 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
   RETURN_IF_ERROR(writer.Write());
   out.Close();
   const std::optional<TileChoice> config =
-      FinishGemmKernel(kernel, out.text(), kAttentionTileConfigs, options, TileParameters::kAttention);
+      FinishGemmKernel(kernel, out.text(), kAttentionTileConfigs, options, TileParameters{.k_and_group = false});
 
   std::vector<std::string> args;
   for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));

@@ -195,7 +195,24 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   for (int64_t size : tile_dims) tile_positions *= size;
   const int64_t m = images * tile_positions, n = co_g, k = ci_g * taps;
   const ConvForms forms = ChooseConvForms(conv, direct_only, layout, m, options);
-  const TileParameters parameters = forms.dot && forms.direct ? TileParameters::kConvolution : TileParameters::kGemm;
+  const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
+  std::vector<TileChoice> space;
+  if (forms.dot) space = n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs;
+  if (forms.direct) {
+    const std::vector<TileChoice> direct = DirectTileConfigs(co_g, !forms.dot);
+    // The direct form first: it is also the one run without autotuning (the interpreter computes
+    // either exactly).
+    space.insert(space.begin(), direct.begin(), direct.end());
+  } else if (layout != ConvLayout::kSubpixel && loop != ConvLoop::kUnrolledTaps) {
+    // A K loop of one flat range may be split over programs.
+    space = WithSplitK(std::move(space), m, n, groups,
+                       [&](int block_k) {
+                         return loop == ConvLoop::kFlatK ? (k + block_k - 1) / block_k : taps * ((ci_g + block_k - 1) / block_k);
+                       },
+                       options);
+  }
+  const TileParameters parameters{.direct = forms.dot && forms.direct, .split_k = HasSplitK(space)};
+  const bool split = parameters.split_k;
   // The strides the kernel reads its operands with: in place, or those of the relayout buffers.
   const std::vector<int64_t> sx = layout == ConvLayout::kAsGiven ? x_type.stride : ChannelsLastStrides(x_type.shape);
   const std::vector<int64_t> sw = RelayoutWeight(conv, layout) ? RelayoutWeightStrides(conv) : w_type.stride;
@@ -243,6 +260,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   out.Line("kf_img = kf_rem");
   if (layout == ConvLayout::kSubpixel) EmitPhasePositions(out, conv);
   out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
+  OpenAccumulation(out, split, m, n);
   // One BLOCK_K slice (kf_ci) of the tap's input channels into the accumulator; `tap_valid` masks
   // the weight too (a subpixel phase's last tap may lie past the kernel).
   auto channel_block = [&](const std::string& tap_valid) {
@@ -264,7 +282,6 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   };
   // The accumulator by tl.dot over K slices.
   auto dot_loop = [&] {
-    const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
     if (layout == ConvLayout::kSubpixel) {
       // One loop over (tap reaching the phase, channel block).
       out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
@@ -315,7 +332,8 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
         for (size_t d = 0; d < spatial; ++d) out.Close();
       } else {
         out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
-        out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", taps));
+        const auto [lo, hi] = EmitStepRange(out, fmt::format("{} * kf_ci_blocks", taps), split);
+        out.Open(fmt::format("for kf_kk in range({}, {}):", lo, hi));
         out.Line("kf_trem = kf_kk // kf_ci_blocks");
         out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
         for (size_t d = spatial; d-- > 0;) {
@@ -334,7 +352,12 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
       std::vector<std::string> row_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
       for (size_t d = 0; d < spatial; ++d) row_terms.push_back(Term(fmt::format("kf_o{}", d), stride[d] * sx[2 + d]));
       out.Line(fmt::format("kf_x_rows = kf_x_ptr + {}", Sum(row_terms)));
-      out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+      if (split) {
+        EmitStepRange(out, fmt::format("tl.cdiv({}, BLOCK_K)", k), true);
+        out.Open(fmt::format("for kf_k0 in range(kf_lo * BLOCK_K, tl.minimum(kf_hi * BLOCK_K, {}), BLOCK_K):", k));
+      } else {
+        out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+      }
       out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");
       out.Line("kf_krem = kf_k");
       for (size_t d = spatial; d-- > 0;) {
@@ -403,28 +426,23 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   } else {
     dot_loop();
   }
+  CloseAccumulation(out, split);
   std::string mask = fmt::format("(kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n);
   if (layout == ConvLayout::kSubpixel) {
     for (size_t d = 0; d < spatial; ++d) mask += fmt::format(" & (kf_o{0}[:, None] < {1})", d, out_shape[2 + d]);
   }
   out.Line("kf_mask = " + mask);
+  OpenEpilogue(out, split);
   RETURN_IF_ERROR(EmitConvolutionEpilogue(out, graph, group, conv, kernel));
+  CloseEpilogue(out, split, m, n);
   out.Close();
-  std::vector<TileChoice> space;
-  if (forms.dot) space = n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs;
-  if (forms.direct) {
-    const std::vector<TileChoice> direct = DirectTileConfigs(co_g, !forms.dot);
-    // The direct form first: it is also the one run without autotuning (the interpreter computes
-    // either exactly).
-    space.insert(space.begin(), direct.begin(), direct.end());
-  }
   const std::optional<TileChoice> config =
       FinishGemmKernel(kernel, out.text(), space, options, parameters, forms.direct ? space.front() : kFixedTile);
 
   auto [x_arg, w_arg] = layout == ConvLayout::kAsGiven ? std::pair(VarName(graph, conv.x), VarName(graph, conv.w))
                                                        : EmitRelayout(kernel, graph, conv, layout);
   EmitGemmLaunch(kernel, graph, ConvolutionArgs(graph, conv, x_arg, w_arg), conv.outputs, config, m, n,
-                 layout == ConvLayout::kSubpixel ? phases : groups, parameters);
+                 layout == ConvLayout::kSubpixel ? phases : groups, parameters, space);
   return kernel;
 }
 

@@ -38,12 +38,19 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
   for (const ir::NodeRef& ref : outputs) params.push_back(VarName(graph, ref) + "_ptr");
 
-  SourceWriter out;
-  OpenGemmKernel(out, kernel.name, params, graph, group);
   // A product of a few K steps (Mamba2's chunk recurrence: 3 x 3 by 3 x 1024, 16384 times) is K
   // exact fp32 FMAs per output, in tiles as short as its M: a tensor-core dot would pad K to 16
   // and M to 16, and three-pass TF32 would triple that.
   const bool by_fma = k <= kMaxFmaK;
+  const std::vector<TileChoice> space =
+      by_fma ? FmaTileSpace(m)
+             : WithSplitK(MatmulTileSpace(m, options.dot_precision), m, n, batch,
+                          [&](int block_k) { return (k + block_k - 1) / block_k; }, options);
+  const TileParameters parameters{.split_k = HasSplitK(space)};
+  const bool split = parameters.split_k;
+
+  SourceWriter out;
+  OpenGemmKernel(out, kernel.name, params, graph, group, parameters);
   out.Line(fmt::format("# {}{} x {} x {} (M x N x K); {}.", batched ? fmt::format("{} batches of ", batch) : "", m, n, k,
                        by_fma ? "one fp32 FMA per K step" : fmt::format("tl.dot with input_precision=\"{}\"", options.dot_precision)));
   EmitTilePosition(out, m, n);
@@ -88,7 +95,16 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
     out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum(a_terms)));
     out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum(b_terms)));
     out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
-    out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+    OpenAccumulation(out, split, m, n);
+    if (split) {
+      // This part's K slices: its operands start at its first.
+      EmitStepRange(out, fmt::format("tl.cdiv({}, BLOCK_K)", k), true);
+      out.Line(fmt::format("kf_a += kf_lo * BLOCK_K * {}", sa[r + 1]));
+      out.Line(fmt::format("kf_b += kf_lo * BLOCK_K * {}", sb[r]));
+      out.Open(fmt::format("for kf_k0 in range(kf_lo * BLOCK_K, tl.minimum(kf_hi * BLOCK_K, {}), BLOCK_K):", k));
+    } else {
+      out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
+    }
     if (a_k_major) {
       out.Line(fmt::format("kf_a_tile = tl.trans(tl.load(kf_a, mask=(kf_m[None, :] < {}) & (kf_kk[:, None] < {} - kf_k0), other=0.0))", m, k));
     } else {
@@ -103,21 +119,23 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
     out.Line(fmt::format("kf_a += BLOCK_K * {}", sa[r + 1]));
     out.Line(fmt::format("kf_b += BLOCK_K * {}", sb[r]));
     out.Close();
+    CloseAccumulation(out, split);
   }
   out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n));
+  OpenEpilogue(out, split);
   out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
   std::vector<std::string> index = batch_index;
   index.push_back("kf_m[:, None]");
   index.push_back("kf_n[None, :]");
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
+  CloseEpilogue(out, split, m, n);
   out.Close();
   const std::optional<TileChoice> config =
-      by_fma ? FinishGemmKernel(kernel, out.text(), FmaTileSpace(m), options, TileParameters::kGemm, FmaTileSpace(m).front())
-             : FinishGemmKernel(kernel, out.text(), MatmulTileSpace(m, options.dot_precision), options);
+      FinishGemmKernel(kernel, out.text(), space, options, parameters, by_fma ? space.front() : kFixedTile);
 
   std::vector<std::string> args = {VarName(graph, a), VarName(graph, b)};
   for (const ir::NodeRef& ref : inputs) args.push_back(VarName(graph, ref));
-  EmitGemmLaunch(kernel, graph, args, outputs, config, m, n, batch);
+  EmitGemmLaunch(kernel, graph, args, outputs, config, m, n, batch, parameters, space);
   return kernel;
 }
 

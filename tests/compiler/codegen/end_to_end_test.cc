@@ -178,6 +178,35 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
   if (rc == 0) RemoveTreeQuietly(*dir);
 }
 
+// Writes ModelNew for the task `name` as for a GPU (every tiled kernel autotuned over its
+// configuration space) and compiles every kernel it launches, in every configuration, for Hopper
+// (sm_90) through Triton's compiler and ptxas, checking shared memory and grid limits
+// (compile_for_gpu.py): what the interpreter cannot tell.
+void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options,
+                             const std::vector<std::string>& fragments = {}) {
+  const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
+  if (!fs::exists(binary)) GTEST_SKIP() << "no kforge binary at " << binary;
+  if (!fs::exists(kPython)) GTEST_SKIP() << "no python at " << kPython;
+  Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_codegen_sm90");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath(name), *dir);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  options.kernel.autotune = true;
+  Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment;
+  ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
+  const fs::path script = fs::path(KFORGE_SOURCE_DIR) / "tests" / "compiler" / "codegen" / "compile_for_gpu.py";
+  const std::string run = "cd '" + dir->string() + "' && " + kPython + " '" + script.string() + "' '" + TaskPath(name).string() +
+                          "' model_new.py --arch 90 > compile.log 2>&1";
+  const int rc = std::system(run.c_str());
+  Result<std::string> logged = ReadFile(*dir / "compile.log");
+  const std::string output = logged.ok() ? *logged : "";
+  EXPECT_EQ(rc, 0) << output << "\n--- model_new.py ---\n" << *model;
+  EXPECT_NE(output.find(" 0 failed"), std::string::npos) << output;
+  if (rc == 0) RemoveTreeQuietly(*dir);
+}
+
 // A task and its tolerance; a bare task name converts to a case at kTolerance.
 struct EndToEndCase {
   EndToEndCase(const char* task_name, double case_tolerance = kTolerance) : task(task_name), tolerance(case_tolerance) {}
@@ -386,6 +415,49 @@ TEST(ShortKProductsEndToEndTest, RunAsFmasAndMatchPyTorch) {
                         "kf_acc += kf_a_col[:, None] * kf_b_row[None, :]", "BLOCK_M=4", "BLOCK_M=32"},
                        kTolerance, expected);
 }
+
+// GEMMs of few tiles over a long K split it over programs (SPLIT_K along grid axis 2); the second
+// launch sums the parts' partial tiles and runs the epilogue. Parts of unequal length (K = 2000 in
+// 32-wide slices, 27 channel blocks of taps in 4 parts), batches along axis 1, both convolution
+// loops; and the same kernels unsplit (SPLIT_K = 1: one launch, the epilogue in it).
+TEST(SplitKEndToEndTest, PartsSumToThePyTorchResult) {
+  ModelWriterOptions options;
+  options.kernel.fixed_split_k = 4;
+  ExpectMatchesPyTorch("codegen/split_k", options,
+                       {"kf_lo = tl.program_id(2) * kf_part", "for kf_kk in range(kf_lo, kf_hi):",
+                        "for kf_k0 in range(kf_lo * BLOCK_K, tl.minimum(kf_hi * BLOCK_K, 2000), BLOCK_K):",
+                        "SPLIT_K=4, REDUCE=0)", "SPLIT_K=4, REDUCE=1)", "if REDUCE == (SPLIT_K > 1):",
+                        "torch.empty((3840,), dtype=torch.float32"});
+}
+
+TEST(SplitKEndToEndTest, UnsplitKernelsLaunchOnce) {
+  ExpectMatchesPyTorch("codegen/split_k", ModelWriterOptions{}, {"SPLIT_K=1, REDUCE=0)"},
+                       kTolerance, PlanExpectations{.absent_fragments = {"REDUCE=1"}});
+}
+
+// The split-K kernels' autotuned spaces (split and whole configurations, both launches) compile
+// for Hopper: the constexpr branches fold, and no configuration exceeds shared memory.
+TEST(SplitKEndToEndTest, EveryConfigurationCompilesForHopper) {
+  ExpectCompilesForHopper("codegen/split_k", ModelWriterOptions{}, {"\"SPLIT_K\": 2", "meta[\"SPLIT_K\"])]("});
+}
+
+// Each kernel form's autotuned space compiles for Hopper: GEMMs with epilogues, convolutions in
+// every loop and layout, attention with a gathered bias and a head dim in parts, FMA products,
+// scans and split reductions.
+class HopperCompileTest : public ::testing::TestWithParam<EndToEndCase> {};
+
+TEST_P(HopperCompileTest, EveryKernelInEveryConfigurationCompiles) {
+  ModelWriterOptions options;
+  options.kernel.relayout_min_flops = 0;  // the channels-last and subpixel forms at CPU sizes
+  ExpectCompilesForHopper(GetParam().task, options);
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
+                         ::testing::Values("level2/06_gemm_groupnorm_swish", "level3/03_resnet_basic_block", "level1/16_conv_transpose2d",
+                                           "codegen/conv_fma_or_dot", "codegen/attention_relpos_clamp",
+                                           "codegen/attention_head_parts", "codegen/short_k_products", "codegen/scans",
+                                           "codegen/split_norm"),
+                         TestName);
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
 // `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).

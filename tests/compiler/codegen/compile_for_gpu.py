@@ -1,0 +1,164 @@
+"""Compiles every Triton kernel a generated ModelNew launches, in every configuration it may run
+with, for an NVIDIA GPU, on a machine that has none. The Triton interpreter the CPU tests run
+kernels under executes them as Python: it accepts code that Triton's compiler refuses (a
+constexpr condition it cannot fold, a dot of an unsupported shape) and knows nothing of shared
+memory or grid limits. This runs the model's forward once with every kernel replaced by a recorder
+(the launches' arguments, constexprs and grids; tensors no kernel wrote hold whatever they held),
+then compiles each recorded launch to a cubin for the target through Triton's own compiler and
+ptxas (both ship with the triton wheel; no driver is needed), and checks what the GPU would refuse
+at launch: shared memory beyond the target's limit, grid axes beyond CUDA's.
+
+Usage: compile_for_gpu.py TASK.py MODEL_NEW.py [--arch 90] [--jobs N]
+Prints one line per compile and a summary; exits 1 when any compile or check fails.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib.util
+import sys
+import time
+from typing import Any
+
+import torch
+
+# Bytes of shared memory one block may use, by compute capability (sm_90: 227 KiB).
+SHARED_LIMIT = {80: 163 * 1024, 86: 99 * 1024, 89: 99 * 1024, 90: 227 * 1024}
+GRID_LIMITS = (2**31 - 1, 65535, 65535)
+POINTER_TYPES = {
+    torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16", torch.float64: "fp64", torch.int64: "i64",
+    torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8", torch.bool: "i1",
+}
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+def load(name: str, path: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Recorder:
+    """Stands in for a kernel: `kernel[grid](...)` records the launch and runs nothing."""
+
+    def __init__(self, name: str, kernel: Any, launches: list) -> None:
+        self.name, self.kernel, self.launches = name, kernel, launches
+
+    def __getitem__(self, grid: Any):
+        return lambda *args, **kwargs: self.launches.append((self.name, self.kernel, grid, args, kwargs))
+
+
+def python_function(kernel: Any):
+    """The Python function under a JITFunction or an Autotuner."""
+    while not hasattr(kernel, "__code__"):
+        kernel = kernel.fn
+    return kernel
+
+
+def argument_type(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return "*" + POINTER_TYPES[value.dtype]
+    if isinstance(value, bool):
+        return "i1"
+    if isinstance(value, int):
+        return "i32" if -2**31 <= value < 2**31 else "i64"
+    if isinstance(value, float):
+        return "fp32"
+    raise TypeError(f"an argument of type {type(value).__name__}")
+
+
+def compile_jobs(name: str, kernel: Any, grid: Any, args: tuple, kwargs: dict) -> list[tuple]:
+    """(label, function, signature, constexprs, options, grid) for each configuration of a launch."""
+    configs = [(dict(c.kwargs), {"num_warps": c.num_warps, "num_stages": c.num_stages}) for c in kernel.configs] \
+        if type(kernel).__name__ == "Autotuner" else [({}, {})]
+    function = kernel.fn if type(kernel).__name__ == "Autotuner" else kernel
+    jobs = []
+    for meta, options in configs:
+        given = dict(zip(function.arg_names, args))
+        given.update({k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS})
+        given.update(meta)
+        options = {**{k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}, **options}
+        signature, constexprs = {}, {}
+        for param in function.params:
+            value = given[param.name] if param.name in given else param.default
+            if param.is_constexpr or value is None:
+                signature[param.name], constexprs[param.name] = "constexpr", value
+            else:
+                signature[param.name] = argument_type(value)
+        label = " ".join(f"{k}={v}" for k, v in sorted({**meta, **constexprs}.items()) if k.isupper()) or "-"
+        shape = grid(constexprs) if callable(grid) else grid
+        jobs.append((f"{name} [{label} {options}]", function, signature, constexprs, options, tuple(shape)))
+    return jobs
+
+
+def compile_one(job: tuple, arch: int) -> tuple[str, str]:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    label, function, signature, constexprs, options, grid = job
+    problems = []
+    for axis, (size, limit) in enumerate(zip(grid, GRID_LIMITS)):
+        if not 0 <= size <= limit:
+            problems.append(f"grid axis {axis} of {size} (at most {limit})")
+    try:
+        compiled = triton.compile(ASTSource(function, signature, constexprs), target=GPUTarget("cuda", arch, 32),
+                                  options=options)
+    except Exception as error:  # the compiler's message is the finding
+        return label, "FAILED " + " ".join(str(error).split())[:600]
+    shared = compiled.metadata.shared
+    if shared > SHARED_LIMIT.get(arch, SHARED_LIMIT[90]):
+        problems.append(f"{shared} bytes of shared memory (at most {SHARED_LIMIT.get(arch, SHARED_LIMIT[90])})")
+    return label, ("FAILED " + "; ".join(problems)) if problems else f"ok (shared {shared} B)"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("task")
+    parser.add_argument("model_new")
+    parser.add_argument("--arch", type=int, default=90, help="compute capability, e.g. 90 for Hopper")
+    parser.add_argument("--jobs", type=int, default=2)
+    options = parser.parse_args()
+
+    task = load("task", options.task)
+    for key, value in getattr(task, "KFORGE_CPU_SIZES", {}).items():
+        setattr(task, key, value)
+    generated = load("generated", options.model_new)
+    torch.manual_seed(0)
+    model_new = generated.ModelNew(*task.get_init_inputs())
+    kernels = {name: value for name, value in vars(generated).items()
+               if type(value).__name__ in ("JITFunction", "Autotuner") and hasattr(value, "__getitem__")}
+    called = {name for value in kernels.values() for name in python_function(value).__code__.co_names}
+    launched = {name: value for name, value in kernels.items() if name not in called}
+    launches: list = []
+    vars(generated).update({name: Recorder(name, kernel, launches) for name, kernel in launched.items()})
+    try:
+        with torch.no_grad():
+            model_new(*task.get_inputs())
+    except Exception as error:  # values no kernel wrote may stop an ATen op; what ran is recorded
+        print(f"forward stopped after {len(launches)} launches: {type(error).__name__}: {error}"[:300])
+    if not launches:
+        print("no kernel launch recorded")
+        return 1
+
+    jobs, seen = [], set()
+    for launch in launches:
+        for job in compile_jobs(*launch):
+            key = (job[0], tuple(sorted(job[2].items())), job[5])
+            if key not in seen:
+                seen.add(key)
+                jobs.append(job)
+    started = time.perf_counter()
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max(1, options.jobs)) as pool:
+        for label, outcome in pool.map(lambda job: compile_one(job, options.arch), jobs):
+            failed += outcome.startswith("FAILED")
+            print(f"{label}: {outcome}")
+    print(f"compiled {len(jobs)} kernel configurations of {len(launched)} kernels for sm_{options.arch} in "
+          f"{time.perf_counter() - started:.1f} s: {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
