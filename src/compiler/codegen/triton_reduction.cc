@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -35,6 +36,11 @@ std::string Offset(const std::vector<std::pair<std::string, int64_t>>& terms) {
 // Rows at least this long are folded in blocks of 8192 (16 warps), shorter folded ones in 4096.
 constexpr int64_t kWideRow = 65536;
 
+// Rows of at most kMaxShortRow elements along the innermost dim are held kShortRowTile elements
+// (several rows) per program.
+constexpr int64_t kMaxShortRow = 256;
+constexpr int64_t kShortRowTile = 4096;
+
 // Fewest neighbouring kept elements worth a column-mode program for a scan or max.dim.
 constexpr int64_t kMinIndexColumns = 4;
 
@@ -54,6 +60,15 @@ class ReductionEmitter {
       // kernel combines their partial results.
       split_ = true;
       single_ = false;
+      const int64_t innermost = static_cast<int64_t>(space_->full.size()) - 1;
+      if (innermost > 0 && !Contains(space_->dims, innermost) && space_->full.back() >= 2) {
+        // The innermost dim is kept (a batch norm's channels over [rows, channels]): a slice is
+        // [R_BLOCK rows, C_BLOCK neighbouring kept elements] tiles, contiguous along each row, and
+        // yields C_BLOCK partial results, where a slice of one kept element read it strided
+        // (NetVLAD's 48 channels: one useful float per 32-byte sector).
+        cols_ = std::min<int64_t>(64, NextPowerOfTwo(space_->full.back()));
+        block_ = std::max<int64_t>(kMaxSingleBlock / 4 / cols_, 8);
+      }
       parts_ = std::min<int64_t>(1024, (reduced_ + 4 * block_ - 1) / (4 * block_));
       chunk_ = ((reduced_ + parts_ - 1) / parts_ + block_ - 1) / block_ * block_;
       parts_ = (reduced_ + chunk_ - 1) / chunk_;
@@ -84,6 +99,13 @@ class ReductionEmitter {
         single_ = true;
         block_ = rows;
       }
+    } else if (!split_ && single_ && last >= 0 && Contains(space_->dims, last) && reduced_ <= kMaxShortRow && kept_count_ > 1) {
+      // Short rows along the innermost dim (softmax over NetVLAD's 48 clusters, 204800 rows): a
+      // program takes C_BLOCK neighbouring rows as one [R_BLOCK, C_BLOCK] tile, contiguous in
+      // memory, instead of one row of a few dozen elements per program.
+      const int64_t rows = NextPowerOfTwo(reduced_);
+      cols_ = std::min(NextPowerOfTwo(kept_count_), std::max<int64_t>(kShortRowTile / rows, 2));
+      block_ = rows;
     }
     if (!single_ && !split_) {
       // Rows folded block by block: softmax's sum of exponentials joins its max's pass.
@@ -309,7 +331,7 @@ class ReductionEmitter {
     for (const auto& input : inputs_) {
       if (input.space != Space::kKept) continue;
       out.Line(fmt::format("{0}_base = {1}", Name(input.ref), KeptOffset(input.strides)));
-      out.Line(fmt::format("{0} = tl.load({0}_ptr + {0}_base){1}", Name(input.ref), Cast(input.ref)));
+      out.Line(fmt::format("{0} = tl.load({0}_ptr + {0}_base{1}){2}", Name(input.ref), KeptMask(), Cast(input.ref)));
       available_.insert(Key(input.ref));
     }
   }
@@ -323,13 +345,19 @@ class ReductionEmitter {
     for (const ir::NodeRef& ref : FullOutputs()) params.push_back(Name(ref) + "_ptr");
     AddPartialParams(params);
     params.push_back("R_BLOCK: tl.constexpr");
+    if (cols_) params.push_back("C_BLOCK: tl.constexpr");
     out.Line("@triton.jit");
     out.Open(fmt::format("def {}_partial({}):", kernel.name, fmt::join(params, ", ")));
-    out.Line(fmt::format("# Partial results of {}: {} program(s) per row fold {} of its {} elements each.",
-                         kernel.name, parts_, chunk_, reduced_));
+    out.Line(fmt::format("# Partial results of {}: {} program(s) per row fold {} of its {} elements each{}.", kernel.name, parts_,
+                         chunk_, reduced_, cols_ ? fmt::format(", for C_BLOCK={} neighbouring rows at once", cols_) : ""));
     out.Line("kf_pid = tl.program_id(0).to(tl.int64)");
     out.Line(fmt::format("kf_part = kf_pid % {}", parts_));
-    out.Line(fmt::format("kf_row = kf_pid // {}", parts_));
+    if (cols_) {
+      out.Line(fmt::format("kf_row = (kf_pid // {}) * C_BLOCK + tl.arange(0, C_BLOCK)", parts_));
+      out.Line(fmt::format("kf_kmask = kf_row < {}", kept_count_));
+    } else {
+      out.Line(fmt::format("kf_row = kf_pid // {}", parts_));
+    }
     EmitUnravel(out, "kf_row", kept_dims_, "kf_k");
     for (const auto& input : inputs_) {
       if (input.space == Space::kFull) out.Line(fmt::format("{}_base = {}", Name(input.ref), KeptOffset(input.strides)));
@@ -345,6 +373,8 @@ class ReductionEmitter {
     out.Blank();
     out.Blank();
 
+    // The combining kernel: one program per kept element.
+    const int64_t cols = std::exchange(cols_, 0);
     available_.clear();
     params.clear();
     AddPartialParams(params);
@@ -399,8 +429,13 @@ class ReductionEmitter {
         parts.push_back(part);
       }
     }
-    kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}, num_warps=8)", kernel.name, kept_count_ * parts_,
-                                        fmt::join(args, ", "), block_));
+    if (cols) {
+      kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}, C_BLOCK={}, num_warps=4)", kernel.name,
+                                          (kept_count_ + cols - 1) / cols * parts_, fmt::join(args, ", "), block_, cols));
+    } else {
+      kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}, num_warps=8)", kernel.name, kept_count_ * parts_,
+                                          fmt::join(args, ", "), block_));
+    }
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) parts.push_back(Name(input.ref));
     }
@@ -687,7 +722,7 @@ class ReductionEmitter {
           EmitWelfordMerge(out, kernel, *op, fmt::format("kf_mean_{0}, kf_m2_{0}, kf_n_{0}", name));
           if (split_) {
             for (const char* part : {"mean", "m2", "n"}) {
-              out.Line(fmt::format("tl.store(kf_part_{0}_{1}_ptr + kf_pid, kf_{1}_total_{0})", name, part));
+              out.Line(fmt::format("tl.store(kf_part_{0}_{1}_ptr + {2}, kf_{1}_total_{0}{3})", name, part, PartialIndex(), KeptMask()));
             }
           } else {
             EmitVarMeanOutputs(out, *op);
@@ -695,7 +730,8 @@ class ReductionEmitter {
         } else if (op->op == "aten.argmax.default") {
           EmitArgmaxFinish(out, *op);
         } else if (split_) {
-          out.Line(fmt::format("tl.store(kf_part_{0}_ptr + kf_pid, {1}(kf_acc_{0}, axis=0))", Name(op->ref()), Finalize(*op)));
+          out.Line(fmt::format("tl.store(kf_part_{0}_ptr + {2}, {1}(kf_acc_{0}, axis=0){3})", Name(op->ref()), Finalize(*op),
+                               PartialIndex(), KeptMask()));
         } else if (IsOnline(*op)) {
           EmitOnlineSumFinish(out, *op);
         } else {
@@ -807,6 +843,10 @@ class ReductionEmitter {
     const bool sum = op.op == "aten.cumsum.default";
     return {sum, sum ? "cumsum" : "cumprod", sum ? "+" : "*"};
   }
+
+  // Where a split program stores its slice's partial result of each kept element: the combining
+  // kernel reads a kept element's parts together.
+  std::string PartialIndex() const { return cols_ ? fmt::format("kf_row * {} + kf_part", parts_) : "kf_pid"; }
 
   // The partial results a split program stores per reduction: one value, or var_mean's (mean, M2,
   // count) of its slice.

@@ -311,7 +311,17 @@ TEST(SplitStatisticsEndToEndTest, GroupNorm) {
 // rather than one program folding every row.
 TEST(SplitStatisticsEndToEndTest, BatchNormStoringCenteredValues) {
   ExpectMatchesPyTorch("codegen/split_batch_norm", ModelWriterOptions{},
-                       {"_centered_to__native_batch_norm_legit_functional_updated_1_partial[(", "_centered_ptr + "});
+                       {"_centered_to__native_batch_norm_legit_functional_updated_1_partial[(", "_centered_ptr + ", "C_BLOCK=4"});
+}
+
+// The innermost dim kept (channels over rows): each slice reads [rows, channels] tiles along the
+// rows and stores a partial result per channel, 48 channels in a tile of 64. The softmax after it
+// reduces short rows along the innermost dim: 64 rows per program, not one (2049 programs).
+TEST(SplitStatisticsEndToEndTest, ChannelsAlongTheRowsInColumnTiles) {
+  ExpectMatchesPyTorch("codegen/split_column_norm", ModelWriterOptions{},
+                       {"kf_row = (kf_pid // 513) * C_BLOCK + tl.arange(0, C_BLOCK)", "kf_kmask = kf_row < 48",
+                        "mask=kf_kmask)", "kf_row * 513 + kf_part", "C_BLOCK=64, num_warps=4",
+                        "[(2049,)]", "C_BLOCK=64 neighbouring kept elements per program"});
 }
 
 // A training batch norm after a 1x1 pool reduces dims of size 1 beside the batch: its input is
@@ -456,7 +466,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
                          ::testing::Values("level2/06_gemm_groupnorm_swish", "level3/03_resnet_basic_block", "level1/16_conv_transpose2d",
                                            "codegen/conv_fma_or_dot", "codegen/attention_relpos_clamp",
                                            "codegen/attention_head_parts", "codegen/short_k_products", "codegen/scans",
-                                           "codegen/split_norm"),
+                                           "codegen/split_norm", "codegen/split_column_norm"),
                          TestName);
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no

@@ -20,27 +20,28 @@ def fused_add(b_bn_num_batches_tracked_ptr, add_ptr, numel, BLOCK_SIZE: tl.const
 
 
 @triton.jit
-def reduce__native_batch_norm_legit_functional_var_mean(x_ptr, _native_batch_norm_legit_functional_var_mean_0_ptr, _native_batch_norm_legit_functional_var_mean_1_ptr, R_BLOCK: tl.constexpr):
+def reduce__native_batch_norm_legit_functional_var_mean(x_ptr, _native_batch_norm_legit_functional_var_mean_0_ptr, _native_batch_norm_legit_functional_var_mean_1_ptr, R_BLOCK: tl.constexpr, C_BLOCK: tl.constexpr):
     # Computes %_native_batch_norm_legit_functional_var_mean.
-    # Reduces dims [2, 3] of [2, 4, 16, 16]: one program per kept element (8), 256 elements each, held in registers.
-    kf_pid = tl.program_id(0).to(tl.int64)
+    # Reduces dims [2, 3] of [2, 4, 16, 16]: one program per kept element (8), 256 elements each, held in registers; C_BLOCK=8 neighbouring kept elements per program.
+    kf_pid = tl.program_id(0).to(tl.int64) * C_BLOCK + tl.arange(0, C_BLOCK)
+    kf_kmask = kf_pid < 8
     kf_k_rem = kf_pid
     kf_k1 = kf_k_rem % 4
     kf_k_rem = kf_k_rem // 4
     kf_k0 = kf_k_rem
     x_base = kf_k0 * 1024 + kf_k1 * 256
-    kf_r = tl.arange(0, R_BLOCK)
-    kf_rmask = kf_r < 256
+    kf_r = tl.arange(0, R_BLOCK)[:, None]
+    kf_rmask = (kf_r < 256) & kf_kmask[None, :]
     kf_i_rem = kf_r
     kf_i3 = kf_i_rem % 16
     kf_i_rem = kf_i_rem // 16
     kf_i2 = kf_i_rem
-    x = tl.load(x_ptr + x_base + kf_i2 * 16 + kf_i3, mask=kf_rmask, other=0)
+    x = tl.load(x_ptr + x_base[None, :] + kf_i2 * 16 + kf_i3, mask=kf_rmask, other=0)
     _native_batch_norm_legit_functional_var_mean_1 = tl.sum(tl.where(kf_rmask, x, 0.0), axis=0) / 256
-    kf_d__native_batch_norm_legit_functional_var_mean_1 = tl.where(kf_rmask, x - _native_batch_norm_legit_functional_var_mean_1, 0.0)
+    kf_d__native_batch_norm_legit_functional_var_mean_1 = tl.where(kf_rmask, x - _native_batch_norm_legit_functional_var_mean_1[None, :], 0.0)
     _native_batch_norm_legit_functional_var_mean_0 = tl.sum(kf_d__native_batch_norm_legit_functional_var_mean_1 * kf_d__native_batch_norm_legit_functional_var_mean_1, axis=0) / 256
-    tl.store(_native_batch_norm_legit_functional_var_mean_0_ptr + kf_pid, _native_batch_norm_legit_functional_var_mean_0)
-    tl.store(_native_batch_norm_legit_functional_var_mean_1_ptr + kf_pid, _native_batch_norm_legit_functional_var_mean_1)
+    tl.store(_native_batch_norm_legit_functional_var_mean_0_ptr + kf_pid, _native_batch_norm_legit_functional_var_mean_0, mask=kf_kmask)
+    tl.store(_native_batch_norm_legit_functional_var_mean_1_ptr + kf_pid, _native_batch_norm_legit_functional_var_mean_1, mask=kf_kmask)
 
 
 @triton.jit
@@ -166,7 +167,7 @@ class ModelNew(nn.Module):
         # reduction _native_batch_norm_legit_functional_var_mean: %_native_batch_norm_legit_functional_var_mean -> one Triton kernel
         _native_batch_norm_legit_functional_var_mean_0 = torch.empty((2, 4, 1, 1), dtype=torch.float32, device=device)
         _native_batch_norm_legit_functional_var_mean_1 = torch.empty((2, 4, 1, 1), dtype=torch.float32, device=device)
-        reduce__native_batch_norm_legit_functional_var_mean[(8,)](x, _native_batch_norm_legit_functional_var_mean_0, _native_batch_norm_legit_functional_var_mean_1, R_BLOCK=256, num_warps=1)
+        reduce__native_batch_norm_legit_functional_var_mean[(1,)](x, _native_batch_norm_legit_functional_var_mean_0, _native_batch_norm_legit_functional_var_mean_1, R_BLOCK=256, C_BLOCK=8, num_warps=2)
 
         # view _native_batch_norm_legit_functional_channel
         _native_batch_norm_legit_functional_channel = torch.ops.aten.view.default(p_bn_weight, [4, 1, 1])
