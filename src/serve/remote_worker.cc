@@ -69,6 +69,11 @@ Status RemoteWorker::Serve(size_t slot, const std::atomic<bool>& stop, std::atom
   client.set_write_timeout(60);
   const std::string name = judges_.size() > 1 ? fmt::format("{}#{}", options_.name, slot) : options_.name;
   double pause_s = 1;
+  // After a failed exchange: wait, twice as long each time up to max_pause_s.
+  auto back_off = [&] {
+    PauseUnlessStopped(pause_s, stop);
+    pause_s = std::min(options_.max_pause_s, pause_s * 2);
+  };
   while (!stop) {
     Reply next = Post(client, "/v1/work/next", {{"worker", name}, {"wait_s", options_.wait_s}});
     if (next.status == 401 || next.status == 403) {
@@ -77,8 +82,7 @@ Status RemoteWorker::Serve(size_t slot, const std::atomic<bool>& stop, std::atom
     if (next.status != 200 && next.status != 204) {
       LogInfo("worker {}: the service at {} did not answer ({}); trying again in {:.0f} s", name, options_.url,
               next.status == 0 ? next.error : std::to_string(next.status) + " " + next.error, pause_s);
-      PauseUnlessStopped(pause_s, stop);
-      pause_s = std::min(options_.max_pause_s, pause_s * 2);
+      back_off();
       continue;
     }
     pause_s = 1;
@@ -116,8 +120,7 @@ Status RemoteWorker::Serve(size_t slot, const std::atomic<bool>& stop, std::atom
       if (stop) break;
       LogInfo("worker {}: cannot send the result of job {} ({}); trying again in {:.0f} s", name, job.id,
               sent.status == 0 ? sent.error : std::to_string(sent.status), pause_s);
-      PauseUnlessStopped(pause_s, stop);
-      pause_s = std::min(options_.max_pause_s, pause_s * 2);
+      back_off();
     }
     ++judged;
   }

@@ -72,6 +72,12 @@ std::pair<std::string, std::string> EmitStepRange(SourceWriter& out, const std::
   return {"kf_lo", "kf_hi"};
 }
 
+std::string EmitKSliceRange(SourceWriter& out, int64_t k, bool split) {
+  if (!split) return fmt::format("0, {}, BLOCK_K", k);
+  EmitStepRange(out, fmt::format("tl.cdiv({}, BLOCK_K)", k), true);
+  return fmt::format("kf_lo * BLOCK_K, tl.minimum(kf_hi * BLOCK_K, {}), BLOCK_K", k);
+}
+
 namespace {
 
 // Where part `part` of a split kernel keeps its partial tile: [SPLIT_K, axis-1 programs, m, n].

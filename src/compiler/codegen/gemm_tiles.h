@@ -75,6 +75,9 @@ bool HasSplitK(const std::vector<TileChoice>& space);
 // The K steps a program folds, [lo, hi) of `steps` (an expression of the kernel): all of them, or
 // in a split kernel its part (lines written here, "kf_lo" and "kf_hi" returned).
 std::pair<std::string, std::string> EmitStepRange(SourceWriter& out, const std::string& steps, bool split);
+// The same for a loop over K in BLOCK_K slices: the arguments of `range(...)` for kf_k0, the first
+// K index of each slice ("0, k, BLOCK_K" unsplit).
+std::string EmitKSliceRange(SourceWriter& out, int64_t k, bool split);
 
 // In a split kernel: opens the branch that sums the partials into kf_acc (REDUCE) and then the
 // one the caller writes its K loop in; CloseAccumulation closes it. Nothing in a kernel without

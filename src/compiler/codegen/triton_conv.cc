@@ -352,12 +352,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
       std::vector<std::string> row_terms = {Term("kf_img", sx[0]), Term("kf_group", ci_g * sx[1])};
       for (size_t d = 0; d < spatial; ++d) row_terms.push_back(Term(fmt::format("kf_o{}", d), stride[d] * sx[2 + d]));
       out.Line(fmt::format("kf_x_rows = kf_x_ptr + {}", Sum(row_terms)));
-      if (split) {
-        EmitStepRange(out, fmt::format("tl.cdiv({}, BLOCK_K)", k), true);
-        out.Open(fmt::format("for kf_k0 in range(kf_lo * BLOCK_K, tl.minimum(kf_hi * BLOCK_K, {}), BLOCK_K):", k));
-      } else {
-        out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
-      }
+      out.Open(fmt::format("for kf_k0 in range({}):", EmitKSliceRange(out, k, split)));
       out.Line("kf_k = kf_k0 + tl.arange(0, BLOCK_K)");
       out.Line("kf_krem = kf_k");
       for (size_t d = spatial; d-- > 0;) {

@@ -96,15 +96,13 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
     out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum(b_terms)));
     out.Line("kf_acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)");
     OpenAccumulation(out, split, m, n);
+    const std::string slices = EmitKSliceRange(out, k, split);
     if (split) {
       // This part's K slices: its operands start at its first.
-      EmitStepRange(out, fmt::format("tl.cdiv({}, BLOCK_K)", k), true);
       out.Line(fmt::format("kf_a += kf_lo * BLOCK_K * {}", sa[r + 1]));
       out.Line(fmt::format("kf_b += kf_lo * BLOCK_K * {}", sb[r]));
-      out.Open(fmt::format("for kf_k0 in range(kf_lo * BLOCK_K, tl.minimum(kf_hi * BLOCK_K, {}), BLOCK_K):", k));
-    } else {
-      out.Open(fmt::format("for kf_k0 in range(0, {}, BLOCK_K):", k));
     }
+    out.Open(fmt::format("for kf_k0 in range({}):", slices));
     if (a_k_major) {
       out.Line(fmt::format("kf_a_tile = tl.trans(tl.load(kf_a, mask=(kf_m[None, :] < {}) & (kf_kk[:, None] < {} - kf_k0), other=0.0))", m, k));
     } else {

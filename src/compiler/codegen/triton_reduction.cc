@@ -429,13 +429,10 @@ class ReductionEmitter {
         parts.push_back(part);
       }
     }
-    if (cols) {
-      kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}, C_BLOCK={}, num_warps=4)", kernel.name,
-                                          (kept_count_ + cols - 1) / cols * parts_, fmt::join(args, ", "), block_, cols));
-    } else {
-      kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}, num_warps=8)", kernel.name, kept_count_ * parts_,
-                                          fmt::join(args, ", "), block_));
-    }
+    const int64_t slices = cols ? (kept_count_ + cols - 1) / cols : kept_count_;
+    kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}{}, num_warps={})", kernel.name, slices * parts_,
+                                        fmt::join(args, ", "), block_, cols ? fmt::format(", C_BLOCK={}", cols) : "",
+                                        cols ? 4 : 8));
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) parts.push_back(Name(input.ref));
     }
