@@ -31,7 +31,7 @@ empty empty_like empty_strided new_empty new_empty_strided new_zeros new_ones ne
 ones ones_like full full_like fill fill_ zero_ view _unsafe_view reshape _reshape_alias as_strided t
 transpose permute expand expand_as contiguous clone copy copy_ _to_copy to detach alias slice select
 unsqueeze squeeze split split_with_sizes chunk unbind flatten unflatten lift_fresh resize_ narrow
-set_ view_as stride size numel dim is_contiguous _local_scalar_dense item cat stack arange repeat
+set_ view_as stride size numel dim is_contiguous _local_scalar_dense item cat stack arange repeat constant_pad_nd
 rand randn rand_like randn_like randint randint_like randperm normal_ uniform_ random_ exponential_
 """.split())
 

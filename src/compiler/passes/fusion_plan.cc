@@ -138,11 +138,22 @@ class Planner {
     }
     if (anchor != kNoGroup) {
       // Pointwise producers join an anchor only where the anchor's kernel can compute them: a
-      // reduction group takes those in its space, a matmul or window group none (they may feed its operands).
+      // reduction group takes those in its space, a matmul group pointwise groups over its output's
+      // shape (its epilogue computes them: a decay mask recomputed beside the product it scales),
+      // a window group none. Groups that feed the anchor's operands would make a cycle.
       std::set<int> kept;
       if (!MakesCycle({anchor}, value.id)) kept.insert(anchor);
       for (int group : merged) {
-        if (kept.empty() || group == anchor || groups_[anchor].kind != Kind::kReduction) continue;
+        if (kept.empty() || group == anchor) continue;
+        if (groups_[anchor].kind == Kind::kMatmul && groups_[group].kind == Kind::kPointwise && !Absorbing(group) &&
+            GroupShape(group) == value.type().shape && TakesProducers(anchor) &&
+            groups_[group].nodes.front() > groups_[anchor].nodes.front() && !Feeds(group, anchor)) {
+          std::set<int> trial = kept;
+          trial.insert(group);
+          if (!MakesCycle(trial, value.id)) kept = trial;
+          continue;
+        }
+        if (groups_[anchor].kind != Kind::kReduction) continue;
         if (groups_[group].kind == Kind::kReduction && !SameRows(anchor, group)) continue;
         if (Absorbing(group)) continue;  // a reduction kernel computes only its space's shapes
         std::set<int> trial = kept;
@@ -259,6 +270,32 @@ class Planner {
   // The shape of the node that started the group: a pointwise group's iteration space (its
   // absorbed producers are smaller).
   const ir::Shape& GroupShape(int group) const { return shapes_[group]; }
+
+  // A product group (not a convolution's) whose epilogue may compute pointwise producers of its
+  // output's shape; they come after the product in the graph, so it stays the group's first node.
+  bool TakesProducers(int group) const {
+    const ir::Value& anchor = graph_.value(groups_[group].nodes.front());
+    return groups_[group].kind == Kind::kMatmul && anchor.As<ir::OpNode>().op != "aten.convolution.default";
+  }
+
+  // Whether group `consumer` reads, directly or through other values, a value of group `producer`
+  // (a pointwise group feeding a product's operands cannot be its epilogue).
+  bool Feeds(int producer, int consumer) const {
+    std::vector<bool> seen(graph_.size(), false);
+    std::vector<ir::ValueId> stack(groups_[consumer].nodes.begin(), groups_[consumer].nodes.end());
+    while (!stack.empty()) {
+      ir::ValueId id = stack.back();
+      stack.pop_back();
+      for (const ir::NodeRef& ref : TensorInputs(graph_.value(id))) {
+        if (group_of_[ref.value] == producer) return true;
+        if (!seen[ref.value]) {
+          seen[ref.value] = true;
+          stack.push_back(ref.value);
+        }
+      }
+    }
+    return false;
+  }
 
   // Whether the union of `groups` and node `extra` would depend on itself through a value outside it.
   bool MakesCycle(const std::set<int>& groups, ir::ValueId extra) const {

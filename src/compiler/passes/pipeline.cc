@@ -14,6 +14,7 @@
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/decompose.h"
 #include "compiler/passes/fusion_rules.h"
+#include "compiler/passes/product_epilogues.h"
 #include "compiler/passes/recurrence.h"
 
 namespace kforge::passes {
@@ -29,7 +30,7 @@ struct NamedPass {
 const std::vector<NamedPass>& GraphPasses() {
   static const std::vector<NamedPass> passes = {
       {"recurrence", LowerRecurrence}, {"attention", FuseAttention}, {"decompose", Decompose}, {"copies", ElideCopies},
-      {"dead_code", RemoveDeadCode}};
+      {"epilogues", MoveEpiloguesIntoProducts}, {"dead_code", RemoveDeadCode}};
   return passes;
 }
 
@@ -40,7 +41,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string>& PassNames() {
-  static const std::vector<std::string> names = {"recurrence", "attention", "decompose", "copies", "dead_code", "fuse"};
+  static const std::vector<std::string> names = {"recurrence", "attention", "decompose", "copies", "epilogues", "dead_code", "fuse"};
   return names;
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <ostream>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,8 @@ struct PlanExpectations {
   int attention_groups = 0;
   // The source must not hold these.
   std::vector<std::string> absent_fragments;
+  // Passes the pipeline skips.
+  std::set<std::string> disabled_passes;
 };
 
 bool MovesOrFillsData(const ir::Graph& graph, const passes::FusionGroup& group) {
@@ -134,14 +137,17 @@ fs::path TaskPath(const std::string& name) {
 }
 
 // The task captured on the CPU by the kforge binary (its graph JSON written in `dir`) and planned.
-Result<passes::PipelineResult> CaptureAndPlan(const fs::path& binary, const fs::path& task, const fs::path& dir) {
+Result<passes::PipelineResult> CaptureAndPlan(const fs::path& binary, const fs::path& task, const fs::path& dir,
+                                              const std::set<std::string>& disabled = {}) {
   const fs::path json = dir / "graph.json";
   std::string capture = "'" + binary.string() + "' -q --device cpu --workspace '" + (dir / "ws").string() + "' ir --json '" +
                         task.string() + "' > '" + json.string() + "'";
   if (std::system(capture.c_str()) != 0) return Status::Internal("capture failed: " + capture);
   ASSIGN_OR_RETURN(std::string text, ReadFile(json));
   ASSIGN_OR_RETURN(ir::Graph graph, ir::ImportGraphText(text, json.string()));
-  return passes::RunPipeline(std::move(graph), passes::PipelineOptions{});
+  passes::PipelineOptions options;
+  options.disabled = disabled;
+  return passes::RunPipeline(std::move(graph), options);
 }
 
 // Writes ModelNew for the task `name` with `options`, checks that its source holds each of
@@ -157,7 +163,7 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
 
   Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_codegen_e2e");
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
-  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, task, *dir);
+  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, task, *dir, expected.disabled_passes);
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   ExpectPlan(planned->graph, planned->plan, expected);
   Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
@@ -405,14 +411,43 @@ TEST(EinsumChunksEndToEndTest, ProductsReadPermutedOperandsWithoutCopiesAndMatch
                        kTolerance, expected);
 }
 
-// A product read transposed by the pointwise op after it stores its result column-major.
+// A product read transposed by the pointwise op after it stores its result column-major (where
+// the op does not run as its epilogue).
 TEST(TransposedProductEndToEndTest, StoresColumnMajorForItsReaderAndMatchesPyTorch) {
   PlanExpectations expected;
   expected.absent_ops = {"aten.clone.default"};
   expected.absent_fragments = {"aten.clone", "aten.bmm"};
+  expected.disabled_passes = {"epilogues"};
   ExpectMatchesPyTorch("codegen/transposed_product", ModelWriterOptions{},
                        {"torch.empty_strided((6, 20, 12), (240, 1, 20)", "add = torch.empty((2, 3, 12, 20)"}, kTolerance,
                        expected);
+}
+
+// The same sum as the product's epilogue: computed over the product's [6, 20, 12], stored where
+// the contiguous [2, 3, 12, 20] result keeps each element (along the product's rows).
+TEST(TransposedProductEndToEndTest, RunsTheSumAsTheProductsEpilogueAndMatchesPyTorch) {
+  PlanExpectations expected;
+  expected.absent_ops = {"aten.clone.default"};
+  expected.absent_fragments = {"aten.clone", "aten.bmm", "fused_add"};
+  ExpectMatchesPyTorch("codegen/transposed_product", ModelWriterOptions{},
+                       {"# matmul bmm_add_epilogue: %bmm, %add_epilogue -> one Triton kernel",
+                        "add_epilogue = torch.empty_strided((6, 20, 12), (240, 1, 20)"},
+                       kTolerance, expected);
+}
+
+// Pointwise ops reading products through views (Mamba2's decay mask, its off-diagonal decay and
+// the sum of the two outputs; an activation after a linear layer viewed 3-D) run as the epilogues
+// of the products they read, the mask's exponentials recomputed there from the cumulative sums;
+// no pointwise kernel runs over a product's shape.
+TEST(ProductEpiloguesEndToEndTest, PointwiseOpsThroughViewsRunInTheProductsKernelsAndMatchPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.absent_ops = {"aten.clone.default"};
+  expected.absent_fragments = {"fused_mul", "fused_add", "fused_gelu", "fused_sub_to_exp"};
+  ExpectMatchesPyTorch("codegen/product_epilogues", ModelWriterOptions{},
+                       {"exp_over_bmm_strided = tl.exp(where_over_bmm_strided)", "mul_epilogue = bmm_strided_split * exp_over_bmm_strided",
+                        "# matmul bmm_1_strided_add_epilogue", "# matmul addmm_mm_addmm_out_gelu_epilogue", "torch.ops.aten.as_strided.default("},
+                       kTolerance, expected);
 }
 
 // Products of at most 8 K steps are K exact fp32 FMAs per output, in tiles as short as their M.
@@ -466,7 +501,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
                          ::testing::Values("level2/06_gemm_groupnorm_swish", "level3/03_resnet_basic_block", "level1/16_conv_transpose2d",
                                            "codegen/conv_fma_or_dot", "codegen/attention_relpos_clamp",
                                            "codegen/attention_head_parts", "codegen/short_k_products", "codegen/scans",
-                                           "codegen/split_norm", "codegen/split_column_norm"),
+                                           "codegen/split_norm", "codegen/split_column_norm", "codegen/product_epilogues"),
                          TestName);
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no

@@ -1,0 +1,28 @@
+// Pointwise consumers that read a product through views, moved into the product's own index space
+// so that the product's kernel computes them as its epilogue. The fusion planner joins a pointwise
+// op to a product only when it reads the product directly, over the product's shape; einsum's
+// lowering puts views between them (Mamba2: `bmm` viewed and permuted, then multiplied by a
+// decay mask, then permuted and flattened again for the next product), so the product stored a
+// tensor that a pointwise kernel read back, once per consumer.
+//
+// For a pointwise op P reading X = views(M), where M is a matmul whose result only that chain of
+// views reads and X holds each element of M once:
+// - The positions of M's and X's dims in M's memory are cut into the coarsest pieces both agree
+//   on (each piece lies inside one dim of M and one dim of X).
+// - M's batch dims are split into those pieces where P's other inputs or its output need it (the
+//   matrix dims are never split); the product becomes a matmul over the split batch dims, its
+//   operands viewed alike (a split is always a view).
+// - P is computed on that product directly (P_R, the product's shape), its other inputs viewed
+//   into the same shape (expanded to X's shape, split into pieces, permuted, merged), its output
+//   stored with P's own strides; P's result is a view of P_R again.
+// It applies only where P_R's stores run along a matrix dim (stride 1 along its rows or columns).
+#pragma once
+
+#include "compiler/ir/graph.h"
+#include "core/status.h"
+
+namespace kforge::passes {
+
+Result<ir::Graph> MoveEpiloguesIntoProducts(const ir::Graph& graph);
+
+}  // namespace kforge::passes
