@@ -202,4 +202,64 @@ Result<ResultsQuery> ParseResultsQuery(const Json& body, size_t max_ids, double 
   return query;
 }
 
+Json LeasedJobToJson(const LeasedJob& job) {
+  return Json{{"id", job.id},
+              {"client", job.client},
+              {"task", {{"hash", job.task_hash}, {"name", job.task.name}, {"source", job.task.source}}},
+              {"candidate", job.candidate},
+              {"options", JobOptionsToJson(job.options)}};
+}
+
+Result<LeasedJob> ParseLeasedJob(const Json& body, const ServiceLimits& limits) {
+  RETURN_IF_ERROR(OnlyKnownFields(body, {"id", "client", "task", "candidate", "options"}, "leased job"));
+  LeasedJob job;
+  const Json& id = JsonField(body, "id");
+  if (!id.is_number_integer() || id.get<int64_t>() < 1) return Status::InvalidArgument("leased job: 'id' must be a positive integer");
+  job.id = id.get<int64_t>();
+  const Json& client = JsonField(body, "client");
+  if (!client.is_string()) return Status::InvalidArgument("leased job: 'client' must be a string");
+  job.client = client.get<std::string>();
+  const Json& task = JsonField(body, "task");
+  RETURN_IF_ERROR(OnlyKnownFields(task, {"hash", "name", "source"}, "leased job's task"));
+  const Json& hash = JsonField(task, "hash");
+  if (!hash.is_string() || !IsHexHash(hash.get<std::string>())) {
+    return Status::InvalidArgument("leased job's task: 'hash' must be 64 lowercase hex digits");
+  }
+  job.task_hash = hash.get<std::string>();
+  const Json& name = JsonField(task, "name");
+  if (!name.is_string() || !IsTaskName(name.get<std::string>())) {
+    return Status::InvalidArgument("leased job's task: 'name' must be 1 to 100 letters, digits, '_' or '-'");
+  }
+  job.task.name = name.get<std::string>();
+  ASSIGN_OR_RETURN(job.task.source, SourceField(task, "source", "leased job's task", limits));
+  ASSIGN_OR_RETURN(job.candidate, SourceField(body, "candidate", "leased job", limits));
+  ASSIGN_OR_RETURN(job.options, ParseJobOptions(JsonField(body, "options"), limits, {}));
+  return job;
+}
+
+Json LeaseResultToJson(const LeaseResult& result) {
+  if (!result.evaluation) return Json{{"error", result.error}};
+  return Json{{"evaluation", result.evaluation->ToJson()}, {"fingerprint", result.fingerprint}};
+}
+
+Result<LeaseResult> ParseLeaseResult(const Json& body) {
+  if (!body.is_object() || body.contains("evaluation") == body.contains("error")) {
+    return Status::InvalidArgument("a result is {\"evaluation\": {...}, \"fingerprint\": {...}} or {\"error\": \"...\"}");
+  }
+  RETURN_IF_ERROR(OnlyKnownFields(body, {"evaluation", "fingerprint", "error"}, "result"));
+  LeaseResult result;
+  if (body.contains("error")) {
+    if (!body["error"].is_string()) return Status::InvalidArgument("result: 'error' must be a string");
+    result.error = body["error"].get<std::string>();
+    if (result.error.empty()) result.error = "the worker failed";
+    return result;
+  }
+  ASSIGN_OR_RETURN(Evaluation evaluation, EvaluationFromJson(body["evaluation"]));
+  result.evaluation = std::move(evaluation);
+  const Json& fingerprint = JsonField(body, "fingerprint");
+  if (!fingerprint.is_null() && !fingerprint.is_object()) return Status::InvalidArgument("result: 'fingerprint' must be an object");
+  result.fingerprint = fingerprint;
+  return result;
+}
+
 }  // namespace kforge

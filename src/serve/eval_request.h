@@ -7,6 +7,12 @@
 //   batch:       {"task_hash": H | "task": {...}, "candidates": ["...", ...], "options": {...}}
 //                or {"jobs": [evaluation, ...]}                             (POST /v1/batch)
 //   options:     {"seeds": 3, "timeout_s": 120, "mode": "strict", "precision": "fp32", "timing": true}
+//
+// And the exchange with remote workers, written by one side and read by the other:
+//   leased job:  {"id": 7, "client": "alice", "task": {"hash": H, "name": "...", "source": "..."},
+//                 "candidate": "...", "options": {...}}                      (POST /v1/work/next)
+//   its result:  {"evaluation": {...}, "fingerprint": {...}} or {"error": "..."}
+//                                                                            (POST /v1/work/<id>/result)
 #pragma once
 
 #include <optional>
@@ -15,6 +21,7 @@
 
 #include "core/json.h"
 #include "core/status.h"
+#include "eval/evaluation.h"
 #include "serve/eval_queue.h"
 
 namespace kforge {
@@ -58,5 +65,29 @@ struct ResultsQuery {
   bool evidence = true;
 };
 Result<ResultsQuery> ParseResultsQuery(const Json& body, size_t max_ids, double max_wait_s);
+
+// A job the service leases to a remote worker.
+struct LeasedJob {
+  int64_t id = 0;
+  std::string client;
+  std::string task_hash;  // of the task's source, as the service holds it
+  TaskSubmission task;
+  std::string candidate;
+  EvalJobOptions options;
+};
+Json LeasedJobToJson(const LeasedJob& job);
+// Refuses a missing or mistyped field (naming it) and options out of `limits`.
+Result<LeasedJob> ParseLeasedJob(const Json& body, const ServiceLimits& limits);
+
+// What a worker answers for a leased job: an evaluation and the worker machine's fingerprint, or
+// why it could not judge it.
+struct LeaseResult {
+  std::optional<Evaluation> evaluation;
+  Json fingerprint;  // an object, or null when the worker sent none
+  std::string error;
+};
+Json LeaseResultToJson(const LeaseResult& result);
+// Exactly one of "evaluation" and "error"; the evaluation is parsed whole.
+Result<LeaseResult> ParseLeaseResult(const Json& body);
 
 }  // namespace kforge

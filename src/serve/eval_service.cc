@@ -120,47 +120,46 @@ std::optional<Json> EvalService::LeaseNext(const std::string& worker, double wai
       std::lock_guard<std::mutex> lock(leases_mutex_);
       leases_[job->id] = {*job, worker, RealClock().NowSeconds() + job->spec.options.timeout_s + options_.lease_margin_s};
     }
-    return Json{{"id", job->id}, {"client", job->client},
-                {"task", {{"hash", task->hash}, {"name", task->name}, {"source", task->source}}},
-                {"candidate", job->spec.candidate}, {"options", JobOptionsToJson(job->spec.options)}};
+    return LeasedJobToJson(LeasedJob{job->id, job->client, task->hash, {task->name, task->source}, job->spec.candidate,
+                                     job->spec.options});
   }
 }
 
 Result<int64_t> EvalService::CompleteLease(int64_t id, const Json& body) {
-  if (!body.is_object() || (body.contains("evaluation") == body.contains("error"))) {
-    return Status::InvalidArgument("a result is {\"evaluation\": {...}, \"fingerprint\": {...}} or {\"error\": \"...\"}");
-  }
+  auto result = ParseLeaseResult(body);
   Lease lease;
   {
     std::lock_guard<std::mutex> lock(leases_mutex_);
     auto it = leases_.find(id);
     if (it == leases_.end()) return Status::NotFound(fmt::format("evaluation {} is not leased to a worker (its lease ran out, or it was answered)", id));
+    // A malformed answer that is not even a result leaves the lease to run out or be answered again.
+    if (!result.ok() && !(body.is_object() && body.contains("evaluation"))) return result.status();
     lease = std::move(it->second);
     leases_.erase(it);
   }
-  if (body.contains("error")) {
-    queue_.Finish(id, {{"error", JsonGet<std::string>(body, "error", "the worker failed")}});
+  if (!result.ok()) {
+    queue_.Finish(id, {{"error", "worker " + lease.worker + " answered with a malformed evaluation"}});
+    return result.status();
+  }
+  if (!result->evaluation) {
+    queue_.Finish(id, {{"error", result->error}});
     return 0;
   }
-  auto evaluation = EvaluationFromJson(body["evaluation"]);
-  if (!evaluation.ok()) {
-    queue_.Finish(id, {{"error", "worker " + lease.worker + " answered with a malformed evaluation"}});
-    return evaluation.status();
-  }
+  const Evaluation& evaluation = *result->evaluation;
   int64_t evaluation_id = 0;
   auto task = TaskByHash(lease.job.spec.task_hash);
   if (task.ok() && options_.record_remote) {
     // Never this machine's fingerprint: the evaluation ran elsewhere.
-    const Json& fingerprint = JsonField(body, "fingerprint");
-    auto stored = options_.record_remote(*task, lease.job.spec.candidate, "service:" + lease.job.client, *evaluation,
+    const Json& fingerprint = result->fingerprint;
+    auto stored = options_.record_remote(*task, lease.job.spec.candidate, "service:" + lease.job.client, evaluation,
                                          lease.job.spec.options.precision, lease.job.spec.options.mode,
                                          fingerprint.is_object() ? fingerprint : Json{{"remote", "unknown"}});
     if (stored.ok()) evaluation_id = *stored;
     else LogInfo("warning: the evaluation of job {} by worker {} was not stored: {}", id, lease.worker, stored.status().message());
   }
-  Json result = JobResultFields(*evaluation, evaluation_id, Sha256Hex(lease.job.spec.candidate));
-  result["worker"] = lease.worker;
-  queue_.Finish(id, std::move(result));
+  Json fields = JobResultFields(evaluation, evaluation_id, Sha256Hex(lease.job.spec.candidate));
+  fields["worker"] = lease.worker;
+  queue_.Finish(id, std::move(fields));
   return evaluation_id;
 }
 

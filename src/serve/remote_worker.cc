@@ -87,38 +87,49 @@ Status RemoteWorker::Serve(size_t slot, const std::atomic<bool>& stop, std::atom
     }
     pause_s = 1;
     if (next.status == 204) continue;
-    const Json& job_json = next.body["job"];
-    EvalJob job;
-    job.id = JsonGet<int64_t>(job_json, "id", 0);
-    job.client = JsonGet<std::string>(job_json, "client", "");
-    job.spec.candidate = JsonGet<std::string>(job_json, "candidate", "");
-    const Json& task_json = JsonField(job_json, "task");
-    auto options = ParseJobOptions(JsonField(job_json, "options"), ServiceLimits{.max_seeds = 64, .max_timeout_s = 1e9}, {});
-    auto task = WriteServiceTask(options_.task_folder, {JsonGet<std::string>(task_json, "name", "task"),
-                                                        JsonGet<std::string>(task_json, "source", "")});
-    Json result;
-    if (!options.ok() || !task.ok()) {
-      result = {{"error", "worker " + name + " could not use the job: " +
-                              (!options.ok() ? options.status().message() : task.status().message())}};
+    const Json& job_json = JsonField(next.body, "job");
+    auto leased = ParseLeasedJob(job_json, ServiceLimits{.max_seeds = 64, .max_timeout_s = 1e9, .max_source_bytes = std::string::npos});
+    LeaseResult result;
+    int64_t id = leased.ok() ? leased->id : JsonGet<int64_t>(job_json, "id", 0);
+    if (!leased.ok()) {
+      if (id <= 0) {
+        // Without the job's id there is nothing to answer: the lease runs out on the service's side.
+        LogInfo("worker {}: the service leased a job this worker cannot read: {}", name, leased.status().message());
+        back_off();
+        continue;
+      }
+      result.error = "worker " + name + " could not read the job: " + leased.status().message();
+    } else if (auto task = WriteServiceTask(options_.task_folder, leased->task); !task.ok()) {
+      result.error = "worker " + name + " could not use the job: " + task.status().message();
     } else {
-      job.spec.options = *options;
+      EvalJob job;
+      job.id = leased->id;
+      job.client = leased->client;
+      job.spec.candidate = leased->candidate;
+      job.spec.options = leased->options;
       job.spec.task_hash = task->hash;
       Json judged_fields = judges_[slot]->Run(job, *task);
-      result = judged_fields.contains("error") ? Json{{"error", judged_fields["error"]}}
-                                               : Json{{"evaluation", judged_fields["evaluation"]},
-                                                      {"fingerprint", options_.fingerprint}};
+      if (judged_fields.contains("error")) {
+        result.error = JsonGet<std::string>(judged_fields, "error", "the judge failed");
+      } else if (auto evaluation = EvaluationFromJson(JsonField(judged_fields, "evaluation")); evaluation.ok()) {
+        result.evaluation = std::move(*evaluation);
+        result.fingerprint = options_.fingerprint;
+      } else {
+        result.error = "worker " + name + " made an evaluation it cannot send: " + evaluation.status().message();
+      }
     }
     // The verdict is sent until the service takes it (or refuses it for good).
-    const std::string path = fmt::format("/v1/work/{}/result", job.id);
+    const std::string path = fmt::format("/v1/work/{}/result", id);
+    const Json body = LeaseResultToJson(result);
     while (true) {
-      Reply sent = Post(client, path, result);
+      Reply sent = Post(client, path, body);
       if (sent.status == 200) break;
       if (sent.status != 0 && sent.status < 500) {
-        LogInfo("worker {}: the service refused the result of job {}: {}", name, job.id, sent.error);
+        LogInfo("worker {}: the service refused the result of job {}: {}", name, id, sent.error);
         break;
       }
       if (stop) break;
-      LogInfo("worker {}: cannot send the result of job {} ({}); trying again in {:.0f} s", name, job.id,
+      LogInfo("worker {}: cannot send the result of job {} ({}); trying again in {:.0f} s", name, id,
               sent.status == 0 ? sent.error : std::to_string(sent.status), pause_s);
       back_off();
     }

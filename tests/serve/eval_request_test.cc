@@ -1,5 +1,7 @@
 #include "serve/eval_request.h"
 
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "serve/access_tokens.h"
@@ -83,6 +85,64 @@ TEST(EvalRequestTest, ResultsQueryIsBounded) {
   EXPECT_FALSE(ParseResultsQuery({{"ids", {1}}, {"wait_s", 61}}, 10, 60).ok());
   EXPECT_FALSE(ParseResultsQuery({{"ids", Json::array()}}, 10, 60).ok());
   EXPECT_FALSE(ParseResultsQuery({{"ids", {"1"}}}, 10, 60).ok());
+}
+
+TEST(LeasedJobTest, WhatTheServiceWritesTheWorkerReadsBack) {
+  LeasedJob job{7, "alice", std::string(64, 'a'), {"tiny", "import torch\n"}, "print(1)\n", EvalJobOptions{}};
+  job.options.seeds = 5;
+  job.options.precision = "tf32";
+  auto read = ParseLeasedJob(LeasedJobToJson(job), ServiceLimits{});
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->id, 7);
+  EXPECT_EQ(read->client, "alice");
+  EXPECT_EQ(read->task_hash, job.task_hash);
+  EXPECT_EQ(read->task.name, "tiny");
+  EXPECT_EQ(read->task.source, "import torch\n");
+  EXPECT_EQ(read->candidate, "print(1)\n");
+  EXPECT_EQ(read->options.seeds, 5);
+  EXPECT_EQ(read->options.precision, "tf32");
+}
+
+TEST(LeasedJobTest, ARenamedOrMistypedFieldIsRefusedByName) {
+  const Json good = LeasedJobToJson(LeasedJob{7, "alice", std::string(64, 'a'), {"tiny", "x = 1\n"}, "y = 2\n", EvalJobOptions{}});
+  auto refused = [&](const std::function<void(Json&)>& change, const std::string& naming) {
+    Json body = good;
+    change(body);
+    auto read = ParseLeasedJob(body, ServiceLimits{});
+    ASSERT_FALSE(read.ok()) << body.dump();
+    EXPECT_NE(read.status().message().find(naming), std::string::npos) << read.status().message();
+  };
+  refused([](Json& b) { b["source"] = b["candidate"]; b.erase("candidate"); }, "'source'");
+  refused([](Json& b) { b.erase("id"); }, "'id'");
+  refused([](Json& b) { b["task"]["hash"] = "abc"; }, "'hash'");
+  refused([](Json& b) { b["task"]["name"] = "../x"; }, "'name'");
+  refused([](Json& b) { b["task"].erase("source"); }, "'source'");
+  refused([](Json& b) { b["options"]["seeds"] = 0; }, "options.seeds");
+  refused([](Json& b) { b["client"] = 3; }, "'client'");
+}
+
+TEST(LeaseResultTest, AnEvaluationOrAnErrorAndNothingElse) {
+  Evaluation accepted;
+  accepted.verdict.kind = VerdictKind::kAccepted;
+  LeaseResult result;
+  result.evaluation = accepted;
+  result.fingerprint = {{"gpu", "H200"}};
+  auto read = ParseLeaseResult(LeaseResultToJson(result));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_TRUE(read->evaluation.has_value());
+  EXPECT_EQ(read->evaluation->verdict.kind, VerdictKind::kAccepted);
+  EXPECT_EQ(read->fingerprint, (Json{{"gpu", "H200"}}));
+  auto error = ParseLeaseResult(LeaseResultToJson(LeaseResult{std::nullopt, Json(), "no GPU"}));
+  ASSERT_TRUE(error.ok());
+  EXPECT_FALSE(error->evaluation.has_value());
+  EXPECT_EQ(error->error, "no GPU");
+
+  EXPECT_FALSE(ParseLeaseResult(Json::object()).ok());
+  EXPECT_FALSE(ParseLeaseResult({{"evaluation", accepted.ToJson()}, {"error", "both"}}).ok());
+  EXPECT_FALSE(ParseLeaseResult({{"error", 5}}).ok());
+  EXPECT_FALSE(ParseLeaseResult({{"evaluation", 3}}).ok());
+  EXPECT_FALSE(ParseLeaseResult({{"evaluation", accepted.ToJson()}, {"fingerprint", "H200"}}).ok());
+  EXPECT_FALSE(ParseLeaseResult({{"evaluation", accepted.ToJson()}, {"fingerprnt", Json::object()}}).ok());
 }
 
 TEST(AccessTokensTest, NamesTheClientOfAKnownBearerToken) {
