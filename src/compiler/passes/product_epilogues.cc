@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "compiler/ir/visitor.h"
 #include "compiler/passes/copy_elision.h"
@@ -311,32 +314,58 @@ class EpilogueMover : public ir::GraphRewriter {
     return !returned_.count(value) && readers_[value].size() == 1 && readers_[value].count(reader);
   }
 
-  // What a chain of views leads back to: a matmul, or a pointwise op over the matmul's shape that
-  // reads it (an epilogue the planner already joins to it, such as a bias).
+  // What a chain of views leads back to (the anchor): a matmul; a pointwise op over the matmul's
+  // shape that reads it (an epilogue the planner already joins to it, such as a bias); or an op
+  // this pass moved into a matmul's shape (a GELU's later ops reading its earlier ones).
   struct Behind {
+    const ir::OpNode* product = nullptr;  // the matmul, in the source graph
+    bool is_product = false;              // the anchor is the matmul itself
+    NodeRef anchor;                       // in the rewritten graph
+    ir::TensorType anchor_type;
+    // Every value from the anchor to the chain's end is read only by the next: the product may be
+    // rewritten (split) for this op alone. Otherwise the anchor is read as it is.
+    bool only_reader = true;
+  };
+
+  // Where an op this pass moved went: its result is views of `moved` (the product's shape), which
+  // holds element x of the op where the product holds x; `key` says how the op's input viewed
+  // the anchor, so that a later op reading it the same way reads `moved` directly.
+  struct Moved {
     const ir::OpNode* product = nullptr;
-    const ir::OpNode* anchor = nullptr;  // the product or its epilogue op: what the views view
+    NodeRef moved;
+    ir::TensorType type;
+    std::string relation;  // RelationKey
+    ir::Shape shape;
   };
 
   static bool IsProduct(const ir::Graph& graph, const ir::Value& value) {
     return IsFusableMatmul(graph, value) && value.As<ir::OpNode>().op != "aten.convolution.default";
   }
 
-  // What `ref`, a chain of one or more views each read only by the next and the last only by
-  // `reader`, views; nullopt for anything else.
+  // What `ref` views through a chain of views (or none, for an op this pass moved): nullopt for
+  // anything else.
   std::optional<Behind> ProductBehindViews(NodeRef ref, ir::ValueId reader) const {
     ir::ValueId at = ref.value, next = reader;
+    bool only_reader = true;
     for (int views = 0;; ++views) {
+      if (auto moved = moved_.find(at); moved != moved_.end()) {
+        return Behind{moved->second.product, false, moved->second.moved, moved->second.type, false};
+      }
       const ir::Value& value = source().value(at);
       const auto* op = value.TryAs<ir::OpNode>();
-      if (op == nullptr || op->num_outputs() != 1 || !OnlyReader(at, next)) return std::nullopt;
+      if (op == nullptr || op->num_outputs() != 1) return std::nullopt;
+      only_reader = only_reader && OnlyReader(at, next);
       const std::vector<NodeRef> inputs = TensorInputs(value);
-      if (IsProduct(source(), value)) return views > 0 ? std::optional<Behind>(Behind{op, op}) : std::nullopt;
+      if (IsProduct(source(), value)) {
+        if (views == 0) return std::nullopt;  // read directly: the planner joins the op already
+        return Behind{op, true, Map(op->ref()), op->type(), only_reader};
+      }
       if (IsFusablePointwise(source(), value)) {
+        if (views == 0) return std::nullopt;
         for (const NodeRef& input : inputs) {
           const ir::Value& product = source().value(input.value);
-          if (IsProduct(source(), product) && product.type().shape == value.type().shape && views > 0) {
-            return Behind{&product.As<ir::OpNode>(), op};
+          if (IsProduct(source(), product) && product.type().shape == value.type().shape) {
+            return Behind{&product.As<ir::OpNode>(), false, Map(op->ref()), op->type(), false};
           }
         }
         return std::nullopt;
@@ -345,6 +374,33 @@ class EpilogueMover : public ir::GraphRewriter {
       next = at;
       at = inputs.front().value;
     }
+  }
+
+  // How an input of type `x` views an anchor of type `anchor` in `product`'s shape: two inputs
+  // with the same key (and the same split shape) hold element x where the anchor holds the same one.
+  // Whether source value `id` is computed from `product`'s result.
+  bool DependsOn(ir::ValueId id, const ir::OpNode& product) {
+    std::vector<bool>& downstream = downstream_[product.id];
+    if (downstream.empty()) {
+      downstream.assign(source().size(), false);
+      std::vector<ir::ValueId> stack = {product.id};
+      while (!stack.empty()) {
+        const ir::ValueId at = stack.back();
+        stack.pop_back();
+        for (ir::ValueId reader : readers_[at]) {
+          if (!downstream[reader]) {
+            downstream[reader] = true;
+            stack.push_back(reader);
+          }
+        }
+      }
+    }
+    return downstream[id];
+  }
+
+  static std::string RelationKey(const ir::OpNode& product, const ir::TensorType& x, const ir::TensorType& anchor) {
+    return fmt::format("{} {}{} {}{}", product.id, x.ToString(), ir::ShapeToString(x.stride), anchor.ToString(),
+                       ir::ShapeToString(anchor.stride));
   }
 
   // A pointwise op Q that another input of the moved op views (each view read only by the next,
@@ -448,7 +504,7 @@ class EpilogueMover : public ir::GraphRewriter {
     const ir::OpNode& product = *behind.product;
     const ir::TensorType& x_type = *source().TypeOf(x);
     const ir::Shape& view_shape = x_type.shape;
-    const ir::TensorType& product_type = behind.anchor->type();
+    const ir::TensorType& product_type = behind.anchor_type;
     const size_t rank = product_type.shape.size();
     if (view_shape != node.type().shape || x_type.numel() != product_type.numel()) return std::nullopt;
     if (product_type.shape[rank - 2] == 1 || product_type.shape[rank - 1] == 1) return std::nullopt;
@@ -468,9 +524,19 @@ class EpilogueMover : public ir::GraphRewriter {
     std::vector<Viewed> viewed;
     std::vector<Pulled> pulled;
     std::vector<NodeRef> others;
+    // Ops this pass moved into the product's shape that the input's way of viewing it: read there.
+    const std::string relation = RelationKey(product, x_type, product_type);
+    std::vector<std::pair<NodeRef, const Moved*>> direct;
     for (const NodeRef& ref : TensorInputs(node)) {
       if (ref == x || std::find(others.begin(), others.end(), ref) != others.end()) continue;
       others.push_back(ref);
+      if (auto moved = moved_.find(ref.value); moved != moved_.end() && moved->second.relation == relation) {
+        direct.emplace_back(ref, &moved->second);
+        continue;
+      }
+      // A value computed from the product by another kernel (a norm's statistics of it) could not
+      // be read by the product's own kernel: the op would run alone, as before but split apart.
+      if (DependsOn(ref.value, product)) return std::nullopt;
       std::optional<Pulled> producers = pull ? Pull(ref, node.id, view_shape) : std::nullopt;
       if (!producers) {
         viewed.push_back(Viewed{ref, ir::BroadcastStrides(*builder().TypeOf(Map(ref)), view_shape), {}});
@@ -495,8 +561,11 @@ class EpilogueMover : public ir::GraphRewriter {
     if (refinement.count_in(rank - 2) != 1 || refinement.count_in(rank - 1) != 1) return std::nullopt;
     const ir::Shape shape = refinement.shape();
     const size_t r = shape.size() - 2;
-    // An epilogue op already over the product's shape is read as it is.
-    if (behind.anchor != behind.product && shape != product_type.shape) return std::nullopt;
+    // An anchor other than the product alone is read as it is.
+    if (!(behind.is_product && behind.only_reader) && shape != product_type.shape) return std::nullopt;
+    for (const auto& [ref, moved] : direct) {
+      if (moved->shape != shape) return std::nullopt;
+    }
     auto made = [](Result<ir::TensorType> type) { return type.ok() ? std::optional<ir::TensorType>(*type) : std::nullopt; };
     std::optional<ir::TensorType> out_type = made(ir::TensorType::Make(shape, node.type().dtype, refinement.Strides(node.type().stride)));
     std::optional<ir::TensorType> product_out = made(ir::TensorType::Make(shape, product_type.dtype, refinement.ProductStrides()));
@@ -527,7 +596,7 @@ class EpilogueMover : public ir::GraphRewriter {
     if (!back) return std::nullopt;
 
     Status status = [&]() -> Status {
-      NodeRef product_ref = Map(behind.anchor->ref());
+      NodeRef product_ref = behind.anchor;
       if (shape != product_type.shape) {
         std::vector<ir::Argument> operands;
         for (size_t i = 0; i < 2; ++i) {
@@ -551,6 +620,7 @@ class EpilogueMover : public ir::GraphRewriter {
       }
       // Each tensor as the product's dims see it: a viewed input, or a recomputed producer.
       RefMap as_product = {{x, product_ref}};
+      for (const auto& [ref, moved] : direct) as_product.push_back({ref, moved->moved});
       auto viewed_ref = [&](const NodeRef& ref, const std::vector<int64_t>* strides) {
         for (size_t i = 0; i < viewed.size(); ++i) {
           if (viewed[i].ref == ref && (strides == nullptr || viewed[i].strides == *strides)) return viewed_refs[i];
@@ -579,6 +649,7 @@ class EpilogueMover : public ir::GraphRewriter {
       ASSIGN_OR_RETURN(NodeRef moved, AddMapped(node, name, map, *out_type));
       ASSIGN_OR_RETURN(NodeRef result, AddSteps(node.name + "_view", moved, *back, node.name));
       Replace(node, {result});
+      moved_[node.id] = Moved{&product, moved, *out_type, RelationKey(product, node.type(), *out_type), shape};
       return Status::Ok();
     }();
     if (!status.ok()) return std::nullopt;  // values already added stay unused; dead code drops them
@@ -598,6 +669,8 @@ class EpilogueMover : public ir::GraphRewriter {
 
   std::vector<std::set<ir::ValueId>> readers_;
   std::set<ir::ValueId> returned_;
+  std::map<ir::ValueId, Moved> moved_;                     // by source id
+  std::map<ir::ValueId, std::vector<bool>> downstream_;  // by product: the values computed from it
 };
 
 }  // namespace

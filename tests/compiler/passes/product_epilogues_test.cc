@@ -150,6 +150,41 @@ TEST(ProductEpiloguesTest, AnEpilogueOverTheProductsShapeIsReadAsItIs) {
   EXPECT_TRUE(GroupsOf(plan, FusionGroup::Kind::kPointwise).empty());
 }
 
+TEST(ProductEpiloguesTest, OpsSharingTheViewAndReadingEachOtherAllMoveButNotANormOfThem) {
+  // h = view(mm) [3, 4, 7]; g = 0.5 * h * tanh(h); then g - mean(g): the mean is a reduction of
+  // g, so the subtraction would run in a kernel of its own either way and stays over [3, 4, 7].
+  ir::GraphBuilder b("gelu_like");
+  ir::ValueId x = AddInputOk(b, "x", {12, 5});
+  ir::ValueId w = AddInputOk(b, "w", {5, 7}, 1);
+  ir::ValueId mm = AddOk(b, "mm", "aten.mm.default", {Ref(x), Ref(w)}, {F32({12, 7})});
+  ir::ValueId h = AddOk(b, "h", "aten.view.default", {Ref(mm), Ints({3, 4, 7})}, {F32({3, 4, 7})});
+  ir::ValueId half = AddOk(b, "half", "aten.mul.Tensor", {Ref(h), ir::Argument(0.5)}, {F32({3, 4, 7})});
+  ir::ValueId tanh = AddOk(b, "tanh", "aten.tanh.default", {Ref(h)}, {F32({3, 4, 7})});
+  ir::ValueId g = AddOk(b, "g", "aten.mul.Tensor", {Ref(half), Ref(tanh)}, {F32({3, 4, 7})});
+  ir::ValueId mean = AddOk(b, "mean", "aten.sum.dim_IntList", {Ref(g), Ints({2}), ir::Argument(true)}, {F32({3, 4, 1})});
+  ir::ValueId centered = AddOk(b, "centered", "aten.sub.Tensor", {Ref(g), Ref(mean)}, {F32({3, 4, 7})});
+  b.AddOutput({centered, 0});
+  ir::Graph graph = Moved(std::move(b).Build());
+
+  for (const char* name : {"half_epilogue", "tanh_epilogue", "g_epilogue"}) {
+    const ir::Value* moved = graph.Find(name);
+    ASSERT_NE(moved, nullptr) << name;
+    EXPECT_EQ(moved->type(), F32({12, 7})) << name;
+  }
+  // g's epilogue reads half's and tanh's results as they are, not through views.
+  const auto& g_moved = graph.Find("g_epilogue")->As<ir::OpNode>();
+  EXPECT_EQ(g_moved.args[0].As<ir::NodeRef>().value, graph.Find("half_epilogue")->id);
+  EXPECT_EQ(g_moved.args[1].As<ir::NodeRef>().value, graph.Find("tanh_epilogue")->id);
+  EXPECT_EQ(graph.Find("centered_epilogue"), nullptr);
+  EXPECT_EQ(graph.Find("centered")->type(), F32({3, 4, 7}));
+  FusionPlan plan = PlanFusion(graph);
+  std::vector<FusionGroup> matmuls = GroupsOf(plan, FusionGroup::Kind::kMatmul);
+  ASSERT_EQ(matmuls.size(), 1u);
+  EXPECT_EQ(matmuls[0].nodes.size(), 4u);  // mm and the three moved ops
+  EXPECT_EQ(GroupsOf(plan, FusionGroup::Kind::kReduction).size(), 1u);  // the sum and the subtraction
+  EXPECT_TRUE(GroupsOf(plan, FusionGroup::Kind::kPointwise).empty());
+}
+
 TEST(ProductEpiloguesTest, AProductReadElsewhereOrStoredAcrossItsMatricesStaysAsItWas) {
   {
     // The product is also an output: it is stored anyway, and the op keeps reading it.
