@@ -240,6 +240,7 @@ class CopyElider : public ir::GraphRewriter {
       if (auto done = ReadThroughCopies(node)) return *done;
       if (auto done = Retyped(node)) return *done;
     }
+    if (IsAttention(node)) ChooseAttentionLayout(node);
     if (auto done = Retyped(node)) return *done;
     if (IsCopy(node)) {
       if (auto done = DropCopyOfContiguousWrite(node)) return *done;
@@ -373,6 +374,48 @@ class CopyElider : public ir::GraphRewriter {
     }
     if (type.stride[*fastest] != 1) return;
     retyped_.insert(types.begin(), types.end());
+  }
+
+  // An attention result that permutes carry to one contiguous copy (a multi-head attention's
+  // `y.transpose(1, 2).contiguous()` before its output projection) is stored in the copy's layout:
+  // the permuted view is then contiguous, and the copy is dropped.
+  void ChooseAttentionLayout(const ir::OpNode& attention) {
+    if (attention.num_outputs() != 1 || returned_.count(attention.id)) return;
+    std::vector<const ir::OpNode*> chain;
+    ir::ValueId at = attention.id;
+    while (!returned_.count(at) && readers_[at].size() == 1) {
+      const auto* reader = source().value(*readers_[at].begin()).TryAs<ir::OpNode>();
+      if (reader == nullptr || reader->op != "aten.permute.default") break;
+      chain.push_back(reader);
+      at = reader->id;
+    }
+    if (chain.empty() || returned_.count(at) || readers_[at].size() != 1) return;
+    const auto* copy = source().value(*readers_[at].begin()).TryAs<ir::OpNode>();
+    if (copy == nullptr || !IsCopy(*copy) || !copy->type().is_contiguous() ||
+        copy->type().shape != source().value(at).type().shape || copy->type().dtype != attention.type().dtype) {
+      return;
+    }
+    // Which dim of the attention's result each dim of the copy is: permute dim indices as strides.
+    ir::TensorType dims = attention.type();
+    for (size_t d = 0; d < dims.stride.size(); ++d) dims.stride[d] = static_cast<int64_t>(d);
+    for (const ir::OpNode* view : chain) {
+      std::optional<ir::TensorType> next = Reviewed(*view, dims);
+      if (!next) return;
+      dims = *next;
+    }
+    ir::TensorType type = attention.type();
+    const std::vector<int64_t> contiguous = ir::ContiguousStrides(dims.shape);
+    for (size_t i = 0; i < dims.shape.size(); ++i) type.stride[static_cast<size_t>(dims.stride[i])] = contiguous[i];
+    std::map<ir::ValueId, ir::TensorType> types = {{attention.id, type}};
+    for (const ir::OpNode* view : chain) {
+      std::optional<ir::TensorType> next = Reviewed(*view, type);
+      if (!next) return;
+      type = *next;
+      types[view->id] = type;
+    }
+    if (!type.is_contiguous()) return;
+    retyped_.insert(types.begin(), types.end());
+    written_contiguous_.insert(at);
   }
 
   // `node` added unchanged but for its one output's type, standing for the source's node.

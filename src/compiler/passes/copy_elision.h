@@ -9,6 +9,8 @@
 //   first place, and the copy is dropped.
 // - A product whose result views carry to one pointwise op that would read it across its rows
 //   (one element per row) is stored column-major, and the views between are retyped to match.
+// - An attention result that permutes carry to one contiguous copy (multi-head attention's
+//   `y.transpose(1, 2).contiguous()`) is stored in the copy's layout, and the copy is dropped.
 // Each rewrite applies only where the copy has no other reader, so no data moves twice.
 #pragma once
 

@@ -360,6 +360,18 @@ INSTANTIATE_TEST_SUITE_P(Forms, AttentionEndToEndTest,
                                            "attention_relpos_buffer", "attention_relpos_clamp", "attention_cross"),
                          [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
+// minGPT's `y.transpose(1, 2).contiguous()` after the attention: the kernel stores y in the
+// copy's layout, so the transposed view is contiguous and no copy is made.
+TEST(AttentionEndToEndTest, StoresItsResultInTheLayoutItIsCopiedTo) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;  // the split of q, k and v (views)
+  expected.attention_groups = 1;
+  expected.absent_ops = {"aten.clone.default"};
+  expected.absent_fragments = {"aten.clone"};
+  ExpectMatchesPyTorch("codegen/attention_mingpt_causal", ModelWriterOptions{},
+                       {"attention = torch.empty_strided((2, 2, 37, 24), (1776, 24, 48, 1)"}, kTolerance, expected);
+}
+
 // A head dim that is not a power of two is taken in power-of-two parts, one dot each: 100 as
 // 64 + 32 + 16 (the last masked past 100), 96 as 64 + 32 with no mask and no padded column.
 TEST(AttentionEndToEndTest, HeadDimsInPowerOfTwoParts) {
