@@ -743,10 +743,36 @@ class Decomposer : public ir::GraphRewriter {
     });
   }
 
-  // A copy that changes nothing but identity is the input itself, unless it is returned (the
-  // output must not alias an input) or changes dtype, layout or memory format.
+  // The value `ref` views (through view ops, which may alias their input), in the source graph.
+  ir::ValueId ViewBase(NodeRef ref) const {
+    ir::ValueId at = ref.value;
+    while (true) {
+      const auto* op = source().value(at).TryAs<ir::OpNode>();
+      if (op == nullptr || (op->op_kind() != ir::OpKind::kView && op->op != "aten.contiguous.default") || op->args.empty() ||
+          !op->args[0].Is<NodeRef>()) {
+        return at;
+      }
+      at = op->args[0].As<NodeRef>().value;
+    }
+  }
+
+  // Whether a returned copy of `x` may return x itself: x views a result the forward computes (not
+  // an input, parameter or constant), which no other returned value views (the outputs would
+  // alias each other).
+  bool ReturnableWithoutCopy(const ir::OpNode& copy, NodeRef x) const {
+    const ir::ValueId base = ViewBase(x);
+    if (source().value(base).TryAs<ir::OpNode>() == nullptr) return false;
+    for (const NodeRef& out : source().LiveOuts()) {
+      if (out.value != copy.id && ViewBase(out) == base) return false;
+    }
+    return true;
+  }
+
+  // A copy that changes nothing but identity is the input itself, unless it is returned and the
+  // output would alias an input or another output, or it changes dtype, layout or memory format.
   std::optional<Status> DropCopy(const ir::OpNode& node) {
-    if (live_outs_.count({node.id, 0}) || node.args.empty() || !node.args[0].Is<NodeRef>()) return std::nullopt;
+    if (node.args.empty() || !node.args[0].Is<NodeRef>()) return std::nullopt;
+    if (live_outs_.count({node.id, 0}) && !ReturnableWithoutCopy(node, node.args[0].As<NodeRef>())) return std::nullopt;
     NodeRef x = Map(node.args[0].As<NodeRef>());
     const ir::TensorType* type = builder().TypeOf(x);
     if (type == nullptr || !(*type == node.type())) return std::nullopt;

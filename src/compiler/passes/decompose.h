@@ -14,7 +14,8 @@
 //   3-D max and average pooling   -> a 2-D pooling over (H, W), then one over D with a (kd, 1) window
 //   addmm                         -> mm plus a bias add (and the alpha/beta scales)
 //   mm by a column vector         -> a row reduction of products
-//   clone and same-type _to_copy  -> the input itself, unless the copy is a graph output
+//   clone and same-type _to_copy  -> the input itself, unless the copy is a graph output that
+//                                    would alias an input or another output
 //   scalar_tensor                 -> its number, inlined into the pointwise ops that read it
 // and one composition back:
 //   a * tanh(softplus(a)) captured -> mish(a), whose kernel takes one exponential and one division

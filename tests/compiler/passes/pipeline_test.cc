@@ -209,6 +209,29 @@ TEST(PipelineTest, CountOfTrueIsAFloatSumCastBack) {
   EXPECT_EQ(result->graph.TypeOf(result->graph.outputs()[0])->dtype, ir::DType::kInt64);
 }
 
+TEST(PipelineTest, AReturnedCopyOfAComputedResultIsTheResultButACopyOfAnInputStays) {
+  // A dropout of p = 0 after the last layer is a clone of its output: returned as it is. A clone
+  // of the input, or of a value another output views, would make outputs alias: kept.
+  auto clones = [](bool of_input, bool also_returned) {
+    ir::GraphBuilder b("clones");
+    ir::ValueId x = AddInputOk(b, "x", {4, 8});
+    ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(x)}, {F32({4, 8})});
+    ir::ValueId view = AddOk(b, "view", "aten.view.default", {Ref(of_input ? x : relu), {ir::IntList{32}}}, {F32({32})});
+    ir::ValueId clone = AddOk(b, "clone", "aten.clone.default", {Ref(view)}, {F32({32})});
+    b.AddOutput({clone, 0});
+    if (also_returned) b.AddOutput({relu, 0});
+    auto result = RunPipeline(std::move(b).Build(), PipelineOptions{});
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return Ops(*result);
+  };
+  std::vector<std::string> dropped = clones(false, false);
+  EXPECT_EQ(std::count(dropped.begin(), dropped.end(), "aten.clone.default"), 0);
+  std::vector<std::string> of_input = clones(true, false);
+  EXPECT_EQ(std::count(of_input.begin(), of_input.end(), "aten.clone.default"), 1);
+  std::vector<std::string> aliased = clones(false, true);
+  EXPECT_EQ(std::count(aliased.begin(), aliased.end(), "aten.clone.default"), 1);
+}
+
 // x * tanh(where(x > T, x, log1p(exp(x)))), mish as captured, with the softplus threshold T.
 ir::Graph CapturedMish(int64_t threshold) {
   ir::GraphBuilder b("mish");
