@@ -300,7 +300,7 @@ class EpilogueMover : public ir::GraphRewriter {
     if (IsFusablePointwise(source(), node) && node.type().dtype == ir::DType::kFloat32) {
       for (const NodeRef& input : TensorInputs(node)) {
         std::optional<Behind> behind = ProductBehindViews(input, node.id);
-        if (!behind) continue;
+        if (!behind || (ReadByAReduction(node) && !LastReaderOfItsInputs(node, input))) continue;
         for (bool pull : {true, false}) {
           if (std::optional<Status> done = MoveInto(node, input, *behind, pull)) return *done;
         }
@@ -310,6 +310,27 @@ class EpilogueMover : public ir::GraphRewriter {
   }
 
  private:
+  // Whether a reduction reads `node`: its kernel computes the op from the op's inputs as it
+  // folds, where moved into a product the op's result would be stored for it (a norm's squares
+  // of a value stored anyway).
+  bool ReadByAReduction(const ir::OpNode& node) const {
+    return std::any_of(readers_[node.id].begin(), readers_[node.id].end(),
+                       [&](ir::ValueId reader) { return FusableReductionSpace(source(), source().value(reader)).has_value(); });
+  }
+
+  // Whether `node` is the last reader not yet moved of `x` and of the moved ops it reads: moved, it
+  // leaves none of them to be stored (a residual sum a layer norm reads, after the GELU ops that
+  // also read the product).
+  bool LastReaderOfItsInputs(const ir::OpNode& node, NodeRef x) const {
+    for (const NodeRef& ref : TensorInputs(node)) {
+      if (!(ref == x) && !moved_.count(ref.value)) continue;
+      for (ir::ValueId reader : readers_[ref.value]) {
+        if (reader != node.id && !moved_.count(reader)) return false;
+      }
+    }
+    return true;
+  }
+
   bool OnlyReader(ir::ValueId value, ir::ValueId reader) const {
     return !returned_.count(value) && readers_[value].size() == 1 && readers_[value].count(reader);
   }

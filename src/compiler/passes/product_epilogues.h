@@ -20,9 +20,10 @@
 // - An input of P that is an op already moved, viewing its anchor the way X does, is read as the
 //   moved op itself (a GELU written out: every op of it runs in the product's epilogue).
 // It applies only where P_R's stores run along a matrix dim (stride 1 along its rows or columns),
-// and not where another input of P is computed from M by another kernel (a norm's statistics of
-// the moved op): P could not join M's kernel, and moving it would only split it from its
-// neighbours.
+// not where another input of P is computed from M by another kernel (a norm's statistics of the
+// moved op): P could not join M's kernel, and moving it would only split it from its neighbours;
+// and not where a reduction reads P (the squares of a norm) while P's inputs are stored anyway:
+// the reduction's kernel computes P as it folds, where moved P would be stored for it.
 #pragma once
 
 #include "compiler/ir/graph.h"

@@ -151,22 +151,33 @@ TEST(ProductEpiloguesTest, AnEpilogueOverTheProductsShapeIsReadAsItIs) {
 }
 
 TEST(ProductEpiloguesTest, OpsSharingTheViewAndReadingEachOtherAllMoveButNotANormOfThem) {
-  // h = view(mm) [3, 4, 7]; g = 0.5 * h * tanh(h); then g - mean(g): the mean is a reduction of
-  // g, so the subtraction would run in a kernel of its own either way and stays over [3, 4, 7].
-  ir::GraphBuilder b("gelu_like");
-  ir::ValueId x = AddInputOk(b, "x", {12, 5});
-  ir::ValueId w = AddInputOk(b, "w", {5, 7}, 1);
-  ir::ValueId mm = AddOk(b, "mm", "aten.mm.default", {Ref(x), Ref(w)}, {F32({12, 7})});
-  ir::ValueId h = AddOk(b, "h", "aten.view.default", {Ref(mm), Ints({3, 4, 7})}, {F32({3, 4, 7})});
-  ir::ValueId half = AddOk(b, "half", "aten.mul.Tensor", {Ref(h), ir::Argument(0.5)}, {F32({3, 4, 7})});
-  ir::ValueId tanh = AddOk(b, "tanh", "aten.tanh.default", {Ref(h)}, {F32({3, 4, 7})});
-  ir::ValueId g = AddOk(b, "g", "aten.mul.Tensor", {Ref(half), Ref(tanh)}, {F32({3, 4, 7})});
-  ir::ValueId mean = AddOk(b, "mean", "aten.sum.dim_IntList", {Ref(g), Ints({2}), ir::Argument(true)}, {F32({3, 4, 1})});
-  ir::ValueId centered = AddOk(b, "centered", "aten.sub.Tensor", {Ref(g), Ref(mean)}, {F32({3, 4, 7})});
-  b.AddOutput({centered, 0});
-  ir::Graph graph = Moved(std::move(b).Build());
-
-  for (const char* name : {"half_epilogue", "tanh_epilogue", "g_epilogue"}) {
+  // h = view(mm) [3, 4, 7]; g = 0.5 * h * tanh(h); s = g + h; then s - mean(s): s is the last
+  // reader of what it reads, so it moves although a reduction reads it; the subtraction reads the
+  // mean, a reduction of s, so it could not join the product's kernel and stays over [3, 4, 7].
+  // And h * h, read by a sum while h stays stored for the other ops, is left to the sum's kernel.
+  auto build = [](bool square_too) {
+    ir::GraphBuilder b("gelu_like");
+    ir::ValueId x = AddInputOk(b, "x", {12, 5});
+    ir::ValueId w = AddInputOk(b, "w", {5, 7}, 1);
+    ir::ValueId mm = AddOk(b, "mm", "aten.mm.default", {Ref(x), Ref(w)}, {F32({12, 7})});
+    ir::ValueId h = AddOk(b, "h", "aten.view.default", {Ref(mm), Ints({3, 4, 7})}, {F32({3, 4, 7})});
+    ir::ValueId square = ir::kNoValue;
+    if (square_too) square = AddOk(b, "square", "aten.mul.Tensor", {Ref(h), Ref(h)}, {F32({3, 4, 7})});
+    ir::ValueId half = AddOk(b, "half", "aten.mul.Tensor", {Ref(h), ir::Argument(0.5)}, {F32({3, 4, 7})});
+    ir::ValueId tanh = AddOk(b, "tanh", "aten.tanh.default", {Ref(h)}, {F32({3, 4, 7})});
+    ir::ValueId g = AddOk(b, "g", "aten.mul.Tensor", {Ref(half), Ref(tanh)}, {F32({3, 4, 7})});
+    ir::ValueId sum = AddOk(b, "s", "aten.add.Tensor", {Ref(g), Ref(h)}, {F32({3, 4, 7})});
+    ir::ValueId mean = AddOk(b, "mean", "aten.sum.dim_IntList", {Ref(sum), Ints({2}), ir::Argument(true)}, {F32({3, 4, 1})});
+    ir::ValueId centered = AddOk(b, "centered", "aten.sub.Tensor", {Ref(sum), Ref(mean)}, {F32({3, 4, 7})});
+    b.AddOutput({centered, 0});
+    if (square_too) {
+      ir::ValueId squares = AddOk(b, "squares", "aten.sum.dim_IntList", {Ref(square), Ints({2}), ir::Argument(true)}, {F32({3, 4, 1})});
+      b.AddOutput({squares, 0});
+    }
+    return Moved(std::move(b).Build());
+  };
+  ir::Graph graph = build(false);
+  for (const char* name : {"half_epilogue", "tanh_epilogue", "g_epilogue", "s_epilogue"}) {
     const ir::Value* moved = graph.Find(name);
     ASSERT_NE(moved, nullptr) << name;
     EXPECT_EQ(moved->type(), F32({12, 7})) << name;
@@ -180,9 +191,13 @@ TEST(ProductEpiloguesTest, OpsSharingTheViewAndReadingEachOtherAllMoveButNotANor
   FusionPlan plan = PlanFusion(graph);
   std::vector<FusionGroup> matmuls = GroupsOf(plan, FusionGroup::Kind::kMatmul);
   ASSERT_EQ(matmuls.size(), 1u);
-  EXPECT_EQ(matmuls[0].nodes.size(), 4u);  // mm and the three moved ops
+  EXPECT_EQ(matmuls[0].nodes.size(), 5u);  // mm and the four moved ops
   EXPECT_EQ(GroupsOf(plan, FusionGroup::Kind::kReduction).size(), 1u);  // the sum and the subtraction
   EXPECT_TRUE(GroupsOf(plan, FusionGroup::Kind::kPointwise).empty());
+
+  ir::Graph with_square = build(true);
+  EXPECT_EQ(with_square.Find("square_epilogue"), nullptr);
+  EXPECT_NE(with_square.Find("g_epilogue"), nullptr);
 }
 
 TEST(ProductEpiloguesTest, AProductReadElsewhereOrStoredAcrossItsMatricesStaysAsItWas) {
