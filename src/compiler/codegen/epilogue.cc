@@ -37,9 +37,12 @@ Status EmitEpilogue(SourceWriter& out, const ir::Graph& graph, const passes::Fus
     const ir::DType dtype = graph.TypeOf(ref)->dtype;
     std::string cast = dtype == ir::DType::kFloat32 || !ir::IsFloatingPoint(dtype) ? "" : ".to(tl.float32)";
     const std::string name = VarName(graph, ref);
-    out.Line(fmt::format("{} = {}{}", name,
-                         LoadAt(name + "_ptr", offset(ir::BroadcastStrides(*graph.TypeOf(ref), out_shape)), "mask=kf_mask, other=0.0"),
-                         cast));
+    const std::vector<int64_t> strides = ir::BroadcastStrides(*graph.TypeOf(ref), out_shape);
+    // An input constant over the tile (one value per batch: a per-head scale) is one scalar load,
+    // valid for every program; a tile mask on a scalar pointer would not compile.
+    bool tiled = false;
+    for (size_t d = 0; d < strides.size(); ++d) tiled = tiled || (strides[d] != 0 && index[d].find('[') != std::string::npos);
+    out.Line(fmt::format("{} = {}{}", name, LoadAt(name + "_ptr", offset(strides), tiled ? "mask=kf_mask, other=0.0" : ""), cast));
   }
   for (size_t i = 1; i < group.nodes.size(); ++i) {
     const auto& op = graph.value(group.nodes[i]).As<ir::OpNode>();

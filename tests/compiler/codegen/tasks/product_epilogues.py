@@ -15,6 +15,7 @@ class Model(nn.Module):
         self.B = nn.Parameter(torch.randn(2, 3, 8, 4, 6) * 0.5)  # b c l h n
         self.C = nn.Parameter(torch.randn(2, 3, 8, 4, 6) * 0.5)
         self.proj = nn.Linear(5, 7)
+        self.logit_scale = nn.Parameter(torch.randn(4, 1, 1) * 0.1)
 
     def forward(self, x, a):  # x: b c l h p; a: b h c l
         a_cumsum = torch.cumsum(a, dim=-1)
@@ -27,7 +28,9 @@ class Model(nn.Module):
         y = (y_diag + y_off).reshape(2, 24, 4, 5)
         h = self.proj(y.reshape(2, 96, 5))
         g = 0.5 * h * (1.0 + torch.tanh(0.7978845608 * (h + 0.044715 * torch.pow(h, 3.0))))
-        return torch.nn.functional.layer_norm(g + h, (7,))
+        q = x.permute(0, 3, 1, 2, 4).reshape(2, 4, 24, 5)  # b h (c l) p
+        scores = (q @ q.transpose(-2, -1)) * self.logit_scale.exp()
+        return torch.nn.functional.layer_norm(g + h, (7,)), scores
 
 
 def get_inputs():
