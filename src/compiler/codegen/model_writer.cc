@@ -1,5 +1,6 @@
 #include "compiler/codegen/model_writer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "compiler/codegen/triton_reduction.h"
 #include "compiler/codegen/triton_window.h"
 #include "compiler/ir/printer.h"
+#include "compiler/passes/fusion_rules.h"
 
 namespace kforge::codegen {
 namespace {
@@ -315,6 +317,7 @@ class Writer {
         out_.Line(ScalarConstant(VarName(graph_, value.ref()), *constant->scalar, constant->type().dtype));
       }
     }
+    ChooseInPlaceUpdates();
     for (const passes::FusionGroup& group : plan_.groups) {
       out_.Blank();
       auto kernel = kernels_.find(group.name);
@@ -328,7 +331,7 @@ class Writer {
         std::vector<std::string> nodes;
         for (ir::ValueId id : group.nodes) nodes.push_back("%" + graph_.value(id).name);
         out_.Line(fmt::format("# {} {}: {} -> one Triton kernel", ToString(group.kind), group.name, fmt::join(nodes, ", ")));
-        for (const std::string& line : emitted->second.launch) out_.Line(line);
+        for (const std::string& line : emitted->second.launch) out_.Line(InPlace(line));
       } else {
         std::string why = fallback_reason_.count(group.name) ? " (no kernel: " + fallback_reason_[group.name] + ")" : "";
         out_.Line(fmt::format("# {} {}{}", ToString(group.kind), group.name, why));
@@ -360,10 +363,96 @@ class Writer {
     if (parameters) out_.Open("with torch.no_grad():");
     std::map<std::string, std::string> sources = EmitCopiesAside();
     for (const ir::Mutation& mutation : graph_.mutations()) {
-      out_.Line(fmt::format("{}.copy_({})", VarName(graph_, graph_.FindTarget(mutation.target)->ref()),
-                            sources[mutation.target]));
+      const std::string target = VarName(graph_, graph_.FindTarget(mutation.target)->ref());
+      if (written_in_place_.count(mutation.target)) {
+        out_.Line(fmt::format("# {} was written in place by the kernel that computes it", target));
+        continue;
+      }
+      out_.Line(fmt::format("{}.copy_({})", target, sources[mutation.target]));
     }
     if (parameters) out_.Close();
+  }
+
+  // A buffer's new value that a kernel computes element by element from the buffer itself (a
+  // training batch norm's running statistics, num_batches_tracked + 1) is written by that kernel
+  // into the buffer's memory, saving a copy launch per buffer. Where: the buffer is read nowhere
+  // else, only by pointwise ops of its own shape in that kernel, directly or through one view
+  // (each element read by the program that writes it, before it writes it); the kernel's output
+  // is the new value or views to it, and has the type of the buffer or of that view, contiguous;
+  // the new value is not returned (the caller's tensor would change with the next call); the
+  // kernel is one launch, not autotuned (it runs several times as it measures). Parameters keep
+  // their copy.
+  void ChooseInPlaceUpdates() {
+    std::map<ir::ValueId, const passes::FusionGroup*> group_of;
+    for (const passes::FusionGroup& group : plan_.groups) {
+      for (ir::ValueId id : group.nodes) group_of[id] = &group;
+    }
+    std::vector<std::set<ir::ValueId>> readers(graph_.size());
+    for (const ir::Value& value : graph_) {
+      for (const ir::NodeRef& ref : passes::TensorInputs(value)) readers[ref.value].insert(value.id);
+    }
+    auto is_view = [&](const ir::Value& value) { return passes::IsMetadataView(value) && passes::TensorInputs(value).size() == 1; };
+    for (const ir::Mutation& mutation : graph_.mutations()) {
+      const ir::ParameterValue* state = graph_.FindTarget(mutation.target);
+      if (state == nullptr || state->parameter_kind != ir::ParameterKind::kBuffer || !state->type().is_contiguous() ||
+          ReadsOverwrittenState(graph_, mutation) || !(*graph_.TypeOf(mutation.value) == state->type())) {
+        continue;
+      }
+      // The kernel's output the new value views.
+      ir::NodeRef output = mutation.value;
+      while (is_view(graph_.value(output.value))) output = passes::TensorInputs(graph_.value(output.value)).front();
+      auto group = group_of.find(output.value);
+      if (group == group_of.end()) continue;
+      const std::string& name = group->second->name;
+      if (options_.substitutes.count(name) || !(kernels_.count(name) || emitted_.count(name))) continue;
+      if (emitted_.count(name)) {
+        // One launch, not autotuned: a split reduction's two kernels, or an autotuned kernel's
+        // measuring runs, would read the buffer after a launch wrote it.
+        const EmittedKernel& kernel = emitted_.at(name);
+        const auto launches = std::count_if(kernel.launch.begin(), kernel.launch.end(),
+                                            [](const std::string& line) { return line.find("](") != std::string::npos; });
+        if (launches != 1 || kernel.repeats != 1 || kernel.source.find("@triton.autotune") != std::string::npos) continue;
+      }
+      bool returned = false;
+      for (const ir::NodeRef& out : graph_.outputs()) {
+        for (ir::NodeRef at = out;; at = passes::TensorInputs(graph_.value(at.value)).front()) {
+          returned = returned || at.value == output.value;
+          if (!is_view(graph_.value(at.value))) break;
+        }
+      }
+      // The buffer's readers, and the tensor with the output's type that is the buffer's memory.
+      auto elementwise_in_group = [&](ir::ValueId reader, const ir::Shape& shape) {
+        const ir::Value& op = graph_.value(reader);
+        return group_of[reader] == group->second && passes::IsFusablePointwise(graph_, op) && op.type().shape == shape;
+      };
+      const ir::TensorType& output_type = *graph_.TypeOf(output);
+      std::optional<std::string> memory;
+      if (output_type == state->type()) memory = VarName(graph_, state->ref());
+      bool elementwise = !readers[state->id].empty() && output_type.is_contiguous();
+      for (ir::ValueId reader : readers[state->id]) {
+        const ir::Value& value = graph_.value(reader);
+        if (!is_view(value)) {
+          elementwise = elementwise && elementwise_in_group(reader, state->type().shape);
+          continue;
+        }
+        if (!value.type().is_contiguous() || readers[reader].empty()) elementwise = false;
+        for (ir::ValueId next : readers[reader]) elementwise = elementwise && elementwise_in_group(next, value.type().shape);
+        if (value.type() == output_type) memory = VarName(graph_, value.ref());
+      }
+      if (returned || !elementwise || !memory) continue;
+      in_place_[VarName(graph_, output)] = *memory;
+      written_in_place_.insert(mutation.target);
+    }
+  }
+
+  // `line`, with an allocation of a value written in place made the buffer itself.
+  std::string InPlace(const std::string& line) const {
+    for (const auto& [value, buffer] : in_place_) {
+      if (line.rfind(value + " = torch.empty(", 0) == 0 || line.rfind(value + " = torch.empty_strided(", 0) == 0) {
+        return fmt::format("{} = {}  # written in place", value, buffer);
+      }
+    }
+    return line;
   }
 
   // The variable each mutation's target is copied from, by target: its new value, or a copy made
@@ -389,7 +478,7 @@ class Writer {
     for (const ir::NodeRef& ref : kernel.inputs) args.push_back(VarName(graph_, ref));
     for (const ir::NodeRef& ref : kernel.outputs) {
       const ir::TensorType& type = *graph_.TypeOf(ref);
-      out_.Line(EmptyLike(VarName(graph_, ref), type));
+      out_.Line(InPlace(EmptyLike(VarName(graph_, ref), type)));
       args.push_back(VarName(graph_, ref));
     }
     int64_t numel = 1;
@@ -423,6 +512,8 @@ class Writer {
   std::map<std::string, PointwiseKernel> kernels_;
   std::map<std::string, EmittedKernel> emitted_;
   std::map<std::string, std::string> fallback_reason_;
+  std::map<std::string, std::string> in_place_;  // a kernel output's variable -> the buffer memory it is
+  std::set<std::string> written_in_place_;        // mutation targets whose kernel writes them
   std::map<std::string, std::string> kernel_by_identity_;  // canonical source -> the kernel emitted for it
 };
 

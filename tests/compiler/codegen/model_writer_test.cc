@@ -312,6 +312,38 @@ TEST(ModelWriterTest, AParameterIsUpdatedWithoutAutograd) {
       << *source;
 }
 
+// A buffer forward() decays, read only by the kernel that computes its new value, element by
+// element: the kernel writes it in place (no copy launch). Read by a reduction as well, or
+// returned, it keeps its copy.
+TEST(ModelWriterTest, ABufferItsKernelReadsElementByElementIsWrittenInPlace) {
+  auto write = [](bool summed, bool returned) {
+    ir::GraphBuilder b("hand/buffer_decay");
+    ir::ValueId x = AddInputOk(b, "x", {4});
+    ir::ValueId scale = b.AddParameter("b_scale", "scale", ir::ParameterKind::kBuffer, F32({4})).value();
+    ir::ValueId decayed = AddOk(b, "mul", "aten.mul.Tensor", {Ref(scale), {0.5}}, {F32({4})});
+    ir::ValueId scaled = AddOk(b, "mul_1", "aten.mul.Tensor", {Ref(x), Ref(decayed)}, {F32({4})});
+    b.AddOutput({scaled, 0});
+    if (summed) {
+      ir::ValueId total = AddOk(b, "total", "aten.sum.dim_IntList", {Ref(scale), {ir::IntList{0}}, {true}}, {F32({1})});
+      b.AddOutput({total, 0});
+    }
+    if (returned) b.AddOutput({decayed, 0});
+    EXPECT_TRUE(b.AddMutation("scale", {decayed, 0}).ok());
+    ir::Graph graph = std::move(b).Build();
+    Result<std::string> source = WriteModelNew(graph, passes::PlanFusion(graph));
+    EXPECT_TRUE(source.ok()) << source.status().ToString();
+    return source.ok() ? *source : std::string();
+  };
+  const std::string in_place = write(false, false);
+  EXPECT_NE(in_place.find("mul = b_scale  # written in place\n"), std::string::npos) << in_place;
+  EXPECT_NE(in_place.find("# b_scale was written in place by the kernel that computes it"), std::string::npos) << in_place;
+  EXPECT_EQ(in_place.find("b_scale.copy_("), std::string::npos) << in_place;
+  for (const std::string& copied : {write(true, false), write(false, true)}) {
+    EXPECT_NE(copied.find("b_scale.copy_(mul)"), std::string::npos) << copied;
+    EXPECT_EQ(copied.find("written in place"), std::string::npos) << copied;
+  }
+}
+
 // Two buffers swapped, as torch.export captures it (a <- clone(b), b <- a): b's new value is a's
 // memory, which the first copy overwrites, so it is copied aside before either is written.
 TEST(ModelWriterTest, StateAnotherCopyOverwritesIsCopiedAsideFirst) {

@@ -161,7 +161,7 @@ class ModelNew(nn.Module):
         b_bn_num_batches_tracked = self.get_buffer("bn.num_batches_tracked")
 
         # pointwise add: %add -> one Triton kernel
-        add = torch.empty((), dtype=torch.int64, device=device)
+        add = b_bn_num_batches_tracked  # written in place
         fused_add[(triton.cdiv(1, BLOCK_SIZE),)](b_bn_num_batches_tracked, add, 1, BLOCK_SIZE=BLOCK_SIZE)
 
         # reduction _native_batch_norm_legit_functional_var_mean: %_native_batch_norm_legit_functional_var_mean -> one Triton kernel
@@ -184,8 +184,8 @@ class ModelNew(nn.Module):
         # reduction _native_batch_norm_legit_functional_sum_to__native_batch_norm_legit_functional_updated_1: %_native_batch_norm_legit_functional_sum, %_native_batch_norm_legit_functional_mean, %_native_batch_norm_legit_functional_deviation, %_native_batch_norm_legit_functional_deviation_squared, %_native_batch_norm_legit_functional_spread, %_native_batch_norm_legit_functional_sum_1, %_native_batch_norm_legit_functional_mean_1, %_native_batch_norm_legit_functional_var_eps, %_native_batch_norm_legit_functional_rstd, %_native_batch_norm_legit_functional_momentum_batch, %_native_batch_norm_legit_functional_momentum_running, %_native_batch_norm_legit_functional_updated, %_native_batch_norm_legit_functional_unbiased_var, %_native_batch_norm_legit_functional_momentum_batch_1, %_native_batch_norm_legit_functional_momentum_running_1, %_native_batch_norm_legit_functional_updated_1 -> one Triton kernel
         _native_batch_norm_legit_functional_mean = torch.empty((1, 4, 1, 1), dtype=torch.float32, device=device)
         _native_batch_norm_legit_functional_rstd = torch.empty((1, 4, 1, 1), dtype=torch.float32, device=device)
-        _native_batch_norm_legit_functional_updated = torch.empty((1, 4, 1, 1), dtype=torch.float32, device=device)
-        _native_batch_norm_legit_functional_updated_1 = torch.empty((1, 4, 1, 1), dtype=torch.float32, device=device)
+        _native_batch_norm_legit_functional_updated = _native_batch_norm_legit_functional_running  # written in place
+        _native_batch_norm_legit_functional_updated_1 = _native_batch_norm_legit_functional_running_1  # written in place
         reduce__native_batch_norm_legit_functional_sum_to__native_batch_norm_legit_functional_updated_1[(4,)](_native_batch_norm_legit_functional_var_mean_1, _native_batch_norm_legit_functional_var_mean_0, _native_batch_norm_legit_functional_running, _native_batch_norm_legit_functional_running_1, _native_batch_norm_legit_functional_mean, _native_batch_norm_legit_functional_rstd, _native_batch_norm_legit_functional_updated, _native_batch_norm_legit_functional_updated_1, R_BLOCK=2, num_warps=1)
 
         # pointwise _native_batch_norm_legit_functional_centered_to__native_batch_norm_legit_functional_shifted: %_native_batch_norm_legit_functional_centered, %_native_batch_norm_legit_functional_normed, %_native_batch_norm_legit_functional_scaled, %_native_batch_norm_legit_functional_shifted -> one Triton kernel
@@ -199,8 +199,8 @@ class ModelNew(nn.Module):
         _native_batch_norm_legit_functional_new_running_1 = torch.ops.aten.view.default(_native_batch_norm_legit_functional_updated_1, [4])
 
         # forward() updates bn.running_mean, bn.running_var, bn.num_batches_tracked in place
-        b_bn_running_mean.copy_(_native_batch_norm_legit_functional_new_running)
-        b_bn_running_var.copy_(_native_batch_norm_legit_functional_new_running_1)
-        b_bn_num_batches_tracked.copy_(add)
+        # b_bn_running_mean was written in place by the kernel that computes it
+        # b_bn_running_var was written in place by the kernel that computes it
+        # b_bn_num_batches_tracked was written in place by the kernel that computes it
 
         return _native_batch_norm_legit_functional_shifted
