@@ -155,126 +155,123 @@ struct ViewStep {
   ir::TensorType type;
 };
 
+// View ops added one after another to a tensor of a given type, each typed by PyTorch's view
+// rule; a step that changes nothing is left out.
+class ViewChain {
+ public:
+  explicit ViewChain(ir::TensorType from) : at_(std::move(from)) {}
+
+  const ir::TensorType& at() const { return at_; }
+  std::vector<ViewStep> steps() && { return std::move(steps_); }
+
+  void Expand(const ir::Shape& shape) {
+    if (at_.shape != shape) Add("aten.expand.default", ir::IntList(shape), {shape, at_.dtype, ir::BroadcastStrides(at_, shape)});
+  }
+  // False where no view exists.
+  bool View(const ir::Shape& shape) {
+    std::optional<std::vector<int64_t>> strides = ViewStrides(at_.shape, at_.stride, shape);
+    if (!strides) return false;
+    Add("aten.view.default", ir::IntList(shape), {shape, at_.dtype, *strides});
+    return true;
+  }
+  // The dims in the order `order` (each an index into the current dims).
+  void Permute(const ir::IntList& order) {
+    ir::TensorType permuted{{}, at_.dtype, {}};
+    for (int64_t d : order) {
+      permuted.shape.push_back(at_.shape[static_cast<size_t>(d)]);
+      permuted.stride.push_back(at_.stride[static_cast<size_t>(d)]);
+    }
+    Add("aten.permute.default", order, std::move(permuted));
+  }
+  // A view to `type` (its strides checked by the caller).
+  void ViewAs(const ir::TensorType& type) { Add("aten.view.default", ir::IntList(type.shape), type); }
+
+ private:
+  void Add(std::string op, ir::IntList argument, ir::TensorType type) {
+    if (type.shape == at_.shape && type.stride == at_.stride) return;
+    steps_.push_back(ViewStep{std::move(op), ir::Argument(std::move(argument)), type});
+    at_ = std::move(type);
+  }
+
+  ir::TensorType at_;
+  std::vector<ViewStep> steps_;
+};
+
+// The pieces in the view's order: by view dim, outermost first within each.
+std::vector<size_t> ViewOrder(const Refinement& refinement, size_t view_rank) {
+  std::vector<size_t> order;
+  for (size_t d = 0; d < view_rank; ++d) {
+    for (size_t p = 0; p < refinement.pieces().size(); ++p) {
+      if (refinement.pieces()[p].view_dim == d) order.push_back(p);
+    }
+  }
+  return order;
+}
+
+// The pieces in the product's order: by group, outermost first within each.
+std::vector<size_t> ProductOrder(const Refinement& refinement) {
+  std::vector<size_t> order;
+  for (const Group& g : refinement.groups()) order.insert(order.end(), g.pieces.begin(), g.pieces.end());
+  return order;
+}
+
+// Where each of `to`'s pieces is in `from`, as a permutation.
+ir::IntList Reordering(const std::vector<size_t>& from, const std::vector<size_t>& to) {
+  ir::IntList permutation;
+  for (size_t p : to) permutation.push_back(static_cast<int64_t>(std::find(from.begin(), from.end(), p) - from.begin()));
+  return permutation;
+}
+
+ir::Shape PieceSizes(const Refinement& refinement, const std::vector<size_t>& order) {
+  ir::Shape sizes;
+  for (size_t p : order) sizes.push_back(refinement.pieces()[p].size);
+  return sizes;
+}
+
 // The view ops that give `from` the shape and strides of `to`: an expand to `view_shape` where
 // `from` broadcasts to it, a split of each dim into its pieces, a permute to the product's order
-// of pieces, a merge into the product's dims. Each step's strides are PyTorch's view rule's;
-// nullopt when the last ones are not `to`'s.
+// of pieces, a merge into the product's dims; nullopt when the last strides are not `to`'s.
 std::optional<std::vector<ViewStep>> ViewsInto(const ir::TensorType& from, const ir::Shape& view_shape,
                                                const Refinement& refinement, const ir::TensorType& to) {
-  std::vector<ViewStep> steps;
-  ir::TensorType at = from;
-  auto add = [&](std::string op, ir::Argument argument, ir::TensorType type) {
-    if (type.shape == at.shape && type.stride == at.stride) return;
-    steps.push_back(ViewStep{std::move(op), std::move(argument), type});
-    at = std::move(type);
-  };
-  auto view = [&](const ir::Shape& shape) {
-    std::optional<std::vector<int64_t>> strides = ViewStrides(at.shape, at.stride, shape);
-    if (!strides) return false;
-    add("aten.view.default", ir::Argument(ir::IntList(shape)), ir::TensorType{shape, at.dtype, *strides});
-    return true;
-  };
-  if (at.shape != view_shape) {
-    add("aten.expand.default", ir::Argument(ir::IntList(view_shape)),
-        ir::TensorType{view_shape, at.dtype, ir::BroadcastStrides(at, view_shape)});
-  }
-  // Pieces in the view's order: by view dim, outermost first within each.
-  const std::vector<Piece>& pieces = refinement.pieces();
-  std::vector<size_t> view_order;
-  for (size_t d = 0; d < view_shape.size(); ++d) {
-    for (size_t p = 0; p < pieces.size(); ++p) {
-      if (pieces[p].view_dim == d) view_order.push_back(p);
-    }
-  }
-  ir::Shape split;
-  for (size_t p : view_order) split.push_back(pieces[p].size);
-  if (!view(split)) return std::nullopt;
-  ir::IntList permutation;
-  ir::TensorType permuted = at;
-  permuted.shape.clear();
-  permuted.stride.clear();
-  for (const Group& g : refinement.groups()) {
-    for (size_t p : g.pieces) {
-      const size_t from_index = static_cast<size_t>(std::find(view_order.begin(), view_order.end(), p) - view_order.begin());
-      permutation.push_back(static_cast<int64_t>(from_index));
-      permuted.shape.push_back(at.shape[from_index]);
-      permuted.stride.push_back(at.stride[from_index]);
-    }
-  }
-  add("aten.permute.default", ir::Argument(permutation), permuted);
-  if (!view(to.shape) || at.stride != to.stride) return std::nullopt;
-  return steps;
+  ViewChain chain(from);
+  chain.Expand(view_shape);
+  const std::vector<size_t> view_order = ViewOrder(refinement, view_shape.size());
+  if (!chain.View(PieceSizes(refinement, view_order))) return std::nullopt;
+  chain.Permute(Reordering(view_order, ProductOrder(refinement)));
+  if (!chain.View(to.shape) || chain.at().stride != to.stride) return std::nullopt;
+  return std::move(chain).steps();
 }
 
 // The view ops that give the rewritten result (the product's shape) the pointwise op's own shape
 // and strides: a split into pieces, a permute to the view's order, a merge into its dims.
 std::optional<std::vector<ViewStep>> ViewsBack(const ir::TensorType& from, const Refinement& refinement,
                                                const ir::TensorType& to) {
-  std::vector<ViewStep> steps;
-  ir::TensorType at = from;
-  auto add = [&](std::string op, ir::Argument argument, ir::TensorType type) {
-    if (type.shape == at.shape && type.stride == at.stride) return;
-    steps.push_back(ViewStep{std::move(op), std::move(argument), type});
-    at = std::move(type);
-  };
-  const std::vector<Piece>& pieces = refinement.pieces();
-  std::vector<size_t> product_order;
-  for (const Group& g : refinement.groups()) product_order.insert(product_order.end(), g.pieces.begin(), g.pieces.end());
-  ir::Shape split;
-  for (size_t p : product_order) split.push_back(pieces[p].size);
-  std::optional<std::vector<int64_t>> strides = ViewStrides(at.shape, at.stride, split);
-  if (!strides) return std::nullopt;
-  add("aten.view.default", ir::Argument(ir::IntList(split)), ir::TensorType{split, at.dtype, *strides});
-  ir::IntList permutation;
-  ir::TensorType permuted{{}, at.dtype, {}};
-  for (size_t d = 0; d < to.shape.size(); ++d) {
-    for (size_t i = 0; i < product_order.size(); ++i) {
-      if (pieces[product_order[i]].view_dim != d) continue;
-      permutation.push_back(static_cast<int64_t>(i));
-      permuted.shape.push_back(at.shape[i]);
-      permuted.stride.push_back(at.stride[i]);
-    }
-  }
-  add("aten.permute.default", ir::Argument(permutation), permuted);
-  strides = ViewStrides(at.shape, at.stride, to.shape);
+  ViewChain chain(from);
+  const std::vector<size_t> product_order = ProductOrder(refinement);
+  if (!chain.View(PieceSizes(refinement, product_order))) return std::nullopt;
+  chain.Permute(Reordering(product_order, ViewOrder(refinement, to.shape.size())));
+  std::optional<std::vector<int64_t>> strides = ViewStrides(chain.at().shape, chain.at().stride, to.shape);
   if (!strides) return std::nullopt;
   for (size_t d = 0; d < to.shape.size(); ++d) {
     if (to.shape[d] != 1 && (*strides)[d] != to.stride[d]) return std::nullopt;
   }
-  add("aten.view.default", ir::Argument(ir::IntList(to.shape)), to);
-  return steps;
+  chain.ViewAs(to);
+  return std::move(chain).steps();
 }
 
 // The views that give a tensor broadcasting to `q_shape` the dims of `view_shape`, whose dims of a
 // size other than 1 are `q_dims` of `q_shape` in that order: an expand, a permute, a view.
 std::optional<std::vector<ViewStep>> LeafOverView(const ir::TensorType& leaf, const ir::Shape& q_shape,
                                                   const std::vector<size_t>& q_dims, const ir::Shape& view_shape) {
-  std::vector<ViewStep> steps;
-  ir::TensorType at = leaf;
-  if (at.shape != q_shape) {
-    at = ir::TensorType{q_shape, at.dtype, ir::BroadcastStrides(at, q_shape)};
-    steps.push_back(ViewStep{"aten.expand.default", ir::Argument(ir::IntList(q_shape)), at});
-  }
+  ViewChain chain(leaf);
+  chain.Expand(q_shape);
   ir::IntList permutation(q_dims.begin(), q_dims.end());
   for (size_t d = 0; d < q_shape.size(); ++d) {
     if (std::find(q_dims.begin(), q_dims.end(), d) == q_dims.end()) permutation.push_back(static_cast<int64_t>(d));
   }
-  ir::TensorType permuted{{}, at.dtype, {}};
-  for (int64_t d : permutation) {
-    permuted.shape.push_back(at.shape[static_cast<size_t>(d)]);
-    permuted.stride.push_back(at.stride[static_cast<size_t>(d)]);
-  }
-  if (permuted != at) {
-    at = permuted;
-    steps.push_back(ViewStep{"aten.permute.default", ir::Argument(permutation), at});
-  }
-  if (at.shape != view_shape) {
-    std::optional<std::vector<int64_t>> strides = ViewStrides(at.shape, at.stride, view_shape);
-    if (!strides) return std::nullopt;
-    at = ir::TensorType{view_shape, at.dtype, *strides};
-    steps.push_back(ViewStep{"aten.view.default", ir::Argument(ir::IntList(view_shape)), at});
-  }
-  return steps;
+  chain.Permute(permutation);
+  if (!chain.View(view_shape)) return std::nullopt;
+  return std::move(chain).steps();
 }
 
 // Values of the source graph and what stands for them in the rewritten one.

@@ -14,6 +14,21 @@ namespace kforge::ir::testing {
 // A contiguous float32 type; the shape must be valid.
 inline TensorType F32(Shape shape) { return TensorType::Contiguous(std::move(shape), DType::kFloat32).value(); }
 
+// A float32 type with these strides; they must be valid.
+inline TensorType Strided(Shape shape, std::vector<int64_t> stride) {
+  return TensorType::Make(std::move(shape), DType::kFloat32, std::move(stride)).value();
+}
+
+// How many nodes of `graph` call `op`.
+inline int CountOps(const Graph& graph, const std::string& op) {
+  int count = 0;
+  for (const Value& value : graph) {
+    const auto* node = value.TryAs<OpNode>();
+    count += node != nullptr && node->op == op;
+  }
+  return count;
+}
+
 inline Argument Ref(ValueId id, int32_t output = 0) { return Argument{NodeRef{id, output}}; }
 inline Argument Int(int64_t value) { return Argument{value}; }
 inline Argument Ints(IntList values) { return Argument{std::move(values)}; }

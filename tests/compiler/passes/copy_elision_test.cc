@@ -13,13 +13,11 @@ namespace {
 
 using ir::testing::AddInputOk;
 using ir::testing::AddOk;
+using ir::testing::CountOps;
 using ir::testing::F32;
 using ir::testing::Ints;
 using ir::testing::Ref;
-
-ir::TensorType Strided(ir::Shape shape, std::vector<int64_t> stride) {
-  return ir::TensorType::Make(std::move(shape), ir::DType::kFloat32, std::move(stride)).value();
-}
+using ir::testing::Strided;
 
 ir::Graph Elided(ir::Graph graph) {
   auto elided = ElideCopies(graph);
@@ -27,15 +25,6 @@ ir::Graph Elided(ir::Graph graph) {
   auto live = RemoveDeadCode(*elided);
   EXPECT_TRUE(live.ok()) << live.status().ToString();
   return std::move(live).value();
-}
-
-int CountOps(const ir::Graph& graph, const std::string& op) {
-  int count = 0;
-  for (const ir::Value& value : graph) {
-    const auto* node = value.TryAs<ir::OpNode>();
-    count += node != nullptr && node->op == op;
-  }
-  return count;
 }
 
 // x: [b=2, c=3, l=8, h=4, n=16] -> permute to [b, c, h, l, n] -> copy -> [24, 8, 16] @ w [24, 16, 5].

@@ -15,13 +15,11 @@ namespace {
 
 using ir::testing::AddInputOk;
 using ir::testing::AddOk;
+using ir::testing::CountOps;
 using ir::testing::F32;
 using ir::testing::Ints;
 using ir::testing::Ref;
-
-ir::TensorType Strided(ir::Shape shape, std::vector<int64_t> stride) {
-  return ir::TensorType::Make(std::move(shape), ir::DType::kFloat32, std::move(stride)).value();
-}
+using ir::testing::Strided;
 
 ir::Graph Moved(const ir::Graph& graph) {
   auto moved = MoveEpiloguesIntoProducts(graph);
@@ -29,15 +27,6 @@ ir::Graph Moved(const ir::Graph& graph) {
   auto live = RemoveDeadCode(*moved);
   EXPECT_TRUE(live.ok()) << live.status().ToString();
   return std::move(live).value();
-}
-
-int CountOps(const ir::Graph& graph, const std::string& op) {
-  int count = 0;
-  for (const ir::Value& value : graph) {
-    const auto* node = value.TryAs<ir::OpNode>();
-    count += node != nullptr && node->op == op;
-  }
-  return count;
 }
 
 // The plan's groups of `kind`.
