@@ -89,7 +89,7 @@ def test_passes_can_be_disabled_and_their_ir_dumped(tmp_path):
     assert code == 0
     dumps = os.path.join(os.path.dirname(fused["model_new"]), "ir")
     assert sorted(os.listdir(dumps)) == ["01_recurrence.txt", "02_attention.txt", "03_decompose.txt", "04_copies.txt",
-                                        "05_dead_code.txt", "06_fuse.txt"]
+                                        "05_epilogues.txt", "06_dead_code.txt", "07_fuse.txt"]
     code, unfused = optimize("level1/20_softplus.py", tmp_path, "--disable-pass", "fuse")
     assert code == 0 and unfused["evaluation"]["verdict"] == "accepted"
     assert len(unfused["compile"]["groups"]) > len(fused["compile"]["groups"])
@@ -163,7 +163,8 @@ def test_partial_mode_updates_the_buffers_of_a_captured_submodule(tmp_path):
     assert report["compile"]["partial"]["compiled"] == ["block"]
     source = open(report["model_new"], encoding="utf-8").read()
     assert 'b_1_running_mean = self.get_buffer("1.running_mean")' in source
-    assert "b_1_running_mean.copy_(" in source
+    # written back by a copy, or in place by the kernel that computes it
+    assert "b_1_running_mean.copy_(" in source or "# b_1_running_mean was written in place" in source
     done = subprocess.run([sys.executable, "-c", COMPARE_STATE, task, report["model_new"]], capture_output=True, text=True,
                           timeout=600, env={**os.environ, "TRITON_INTERPRET": "1"})
     assert done.returncode == 0 and "OK" in done.stdout, done.stdout + done.stderr[-3000:]
