@@ -67,34 +67,55 @@ std::string AttentionCallLine(const ir::OpNode& op, const ValueNamer& name) {
   return fmt::format("{} = torch.matmul({}, {})", name(op.ref(0)), probabilities, v);
 }
 
-// kforge.rnn_scan has no ATen operator: the same one-layer walk through ATen's own recurrent op,
-// whose input projection is made the identity (an identity matrix and zero bias: exact in fp32),
-// since gx is already projected; over gx's steps in time-major order, so that the output is the
-// scan's contiguous [T, B, H].
+// kforge.rnn_scan has no ATen operator: the same lanes as ATen's own recurrent op over gx's steps
+// in time-major order, whose first input projection is a selection (an identity matrix, or for two
+// directions of gx concatenated, its halves; zero biases: exact in fp32), since gx is already
+// projected. Stacked lanes are its layers, two directions a bidirectional layer; its outputs are
+// the scan's: the sequence [T, B, D * H] and the final states [N, B, H].
 std::string ScanCallLine(const ir::OpNode& op, const ValueNamer& name) {
   const passes::RecurrenceAttributes attributes = passes::RecurrenceAttributes::Of(op);
+  Result<passes::ScanOperands> operands = passes::ScanOperands::Of(op);
+  if (!operands.ok()) return fmt::format("raise ValueError(\"%{}: operands of no recurrent scan\")", op.name);
   const ir::TensorType& out = op.outputs[0];
-  const int64_t gates = attributes.gates() * out.shape[2];
-  const std::string gx = PythonArgument(op.args[0], name), w_hh = PythonArgument(op.args[1], name);
-  const std::string h0 = PythonArgument(op.args[3], name);
-  const bool bias = op.args[2].Is<ir::NodeRef>();
-  std::string sequence = attributes.batch_first ? fmt::format("{}.view({}).transpose(0, 1)", gx, ShapeTuple({out.shape[1], out.shape[0], gates}))
-                                                : fmt::format("{}.view({})", gx, ShapeTuple({out.shape[0], out.shape[1], gates}));
-  if (attributes.reverse) sequence += ".flip(0)";
-  const std::string eye = fmt::format("torch.eye({}, dtype={}.dtype, device={}.device)", gates, gx, gx);
-  std::string params = fmt::format("[{}, {}", eye, w_hh);
-  if (bias) params += fmt::format(", torch.zeros({}, dtype={}.dtype, device={}.device), {}", gates, gx, gx, PythonArgument(op.args[2], name));
-  params += "]";
-  const std::string hx = attributes.has_cell_state() ? fmt::format("[{}[None], {}[None]]", h0, PythonArgument(op.args[4], name))
-                                                     : fmt::format("{}[None]", h0);
-  const std::string call = fmt::format("torch.ops.aten.{}.input({}, {}, {}, {}, 1, 0.0, False, False, False)", attributes.cell,
-                                       sequence, hx, params, bias ? "True" : "False");
-  const std::string flip = attributes.reverse ? ".flip(0)" : "";
+  const int64_t steps = out.shape[0], batch = out.shape[1], hidden = out.shape[2] / (attributes.directions ? 2 : 1);
+  const int64_t gates = attributes.gates() * hidden;
+  const std::string gx = name(operands->gx[0]);
+  const auto sequence = [&](ir::NodeRef ref) {
+    return attributes.batch_first ? fmt::format("{}.view({}).transpose(0, 1)", name(ref), ShapeTuple({batch, steps, gates}))
+                                  : fmt::format("{}.view({})", name(ref), ShapeTuple({steps, batch, gates}));
+  };
+  const std::string like = fmt::format("dtype={}.dtype, device={}.device", gx, gx);
+  const std::string zeros = fmt::format("torch.zeros({}, {})", gates, like);
+  std::vector<std::string> params;
+  std::string input;
+  const auto add_lane = [&](const std::string& w_ih, const std::string& b_ih, size_t lane) {
+    params.push_back(w_ih);
+    params.push_back(name(operands->w_hh[lane]));
+    if (operands->has_biases()) {
+      params.push_back(b_ih);
+      params.push_back(name(operands->b_hh[lane]));
+    }
+  };
+  if (attributes.directions) {
+    input = fmt::format("torch.cat([{}, {}], -1)", sequence(operands->gx[0]), sequence(operands->gx[1]));
+    const std::string half = fmt::format("torch.eye({}, {}, {})", gates, 2 * gates, like);
+    add_lane(half, zeros, 0);
+    add_lane(fmt::format("{}.roll({}, 1)", half, gates), zeros, 1);
+  } else {
+    input = sequence(operands->gx[0]);
+    add_lane(fmt::format("torch.eye({}, {})", gates, like), zeros, 0);
+    for (size_t lane = 1; lane < operands->w_hh.size(); ++lane) {
+      add_lane(name(operands->w_ih[lane - 1]), operands->has_biases() ? name(operands->b_ih[lane - 1]) : "", lane);
+    }
+  }
+  const std::string hx = attributes.has_cell_state() ? fmt::format("[{}, {}]", name(operands->h0), name(*operands->c0))
+                                                     : name(operands->h0);
+  const int64_t layers = attributes.directions ? 1 : operands->lanes();
   std::vector<std::string> results;
   for (int32_t i = 0; i < op.num_outputs(); ++i) results.push_back(name(op.ref(i)));
-  const std::string unpack = attributes.has_cell_state() ? fmt::format("(lambda o, h, c: (o{}, h[0], c[0]))", flip)
-                                                         : fmt::format("(lambda o, h: (o{}, h[0]))", flip);
-  return fmt::format("{} = {}(*{})", fmt::join(results, ", "), unpack, call);
+  return fmt::format("{} = torch.ops.aten.{}.input({}, {}, [{}], {}, {}, 0.0, False, {}, False)", fmt::join(results, ", "),
+                     attributes.cell, input, hx, fmt::join(params, ", "), operands->has_biases() ? "True" : "False", layers,
+                     attributes.directions ? "True" : "False");
 }
 
 }  // namespace

@@ -229,7 +229,7 @@ std::vector<OpInfo> BuildTable() {
       Op("aten.randn_like.default", OpKind::kCreation, 1),
       // kforge's own ops, which passes make (never captured).
       Op(kAttentionOp, OpKind::kAttention, 4),
-      Op(kRnnScanOp, OpKind::kRecurrence, 5),
+      Op(kRnnScanOp, OpKind::kRecurrence, 2),
   };
   AddDefaultPointwise(ops);
   return ops;

@@ -155,12 +155,14 @@ class RecurrenceRewriter : public ir::GraphRewriter {
     return Add("rnn_view", "aten.view.default", {{x}, {ir::IntList(shape)}}, type);
   }
 
-  // Row `index` of [L * D, B, H]: the initial state of one layer and direction.
-  Result<NodeRef> Select(NodeRef states, int64_t index) {
+  // Rows [first, first + count) of [L * D, B, H]: the initial states of some lanes (all of them: the tensor).
+  Result<NodeRef> StateRows(NodeRef states, int64_t first, int64_t count) {
     const ir::TensorType& type = *builder().TypeOf(states);
-    ASSIGN_OR_RETURN(ir::TensorType row, ir::TensorType::Make(ir::Shape(type.shape.begin() + 1, type.shape.end()), type.dtype,
-                                                              std::vector<int64_t>(type.stride.begin() + 1, type.stride.end())));
-    return Add("rnn_state", "aten.select.int", {{states}, {int64_t{0}}, {index}}, row);
+    if (first == 0 && count == type.shape[0]) return states;
+    ir::Shape shape = type.shape;
+    shape[0] = count;
+    ASSIGN_OR_RETURN(ir::TensorType rows, ir::TensorType::Make(shape, type.dtype, type.stride));
+    return Add("rnn_state", "aten.slice.Tensor", {{states}, {int64_t{0}}, {first}, {first + count}, {int64_t{1}}}, rows);
   }
 
   Result<NodeRef> Cat(const std::vector<NodeRef>& parts, int64_t dim) {
@@ -189,8 +191,31 @@ class RecurrenceRewriter : public ir::GraphRewriter {
     return Add("rnn_gx", "aten.mm.default", {{flat}, {wt}}, type);
   }
 
+  // Lanes share a scan only where one kernel can read every lane's weights with the same strides.
+  bool SameStrides(const std::vector<NodeRef>& weights) {
+    for (const NodeRef& w : weights) {
+      if (builder().TypeOf(w)->shape != builder().TypeOf(weights[0])->shape ||
+          builder().TypeOf(w)->stride != builder().TypeOf(weights[0])->stride) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // The scan of `lanes` (h0 and c0 their rows of the initial states), appended: its output
+  // sequence [T, B, D * H] and final states [N, B, H].
+  Result<ir::ValueId> AddScan(const ir::OpNode& node, const Layers& layers, const ScanOperands& lanes, bool directions,
+                              bool rows_batch_first) {
+    const int64_t t = layers.steps, b = layers.batch, h = layers.hidden, n = lanes.lanes();
+    const RecurrenceAttributes attributes{.cell = layers.cell, .directions = directions, .batch_first = rows_batch_first};
+    ASSIGN_OR_RETURN(ir::TensorType seq_type, ir::TensorType::Contiguous({t, b, (directions ? 2 : 1) * h}, ir::DType::kFloat32));
+    ASSIGN_OR_RETURN(ir::TensorType state_type, ir::TensorType::Contiguous({n, b, h}, ir::DType::kFloat32));
+    std::vector<ir::TensorType> types = {seq_type, state_type};
+    if (lanes.c0) types.push_back(state_type);
+    return builder().AddOp(builder().FreshName(node.name + "_scan"), ir::kRnnScanOp, lanes.ToArgs(), attributes.ToKwargs(), types);
+  }
+
   Status Lower(const ir::OpNode& node, const Layers& layers) {
-    const int64_t t = layers.steps, b = layers.batch, h = layers.hidden;
     NodeRef x = Map(layers.input);
     bool rows_batch_first = layers.batch_first;  // how x's rows are ordered (time-major after the first layer)
     if (*Rows(x)) {
@@ -199,39 +224,54 @@ class RecurrenceRewriter : public ir::GraphRewriter {
     }
     const NodeRef h0 = Map(layers.h0);
     const std::optional<NodeRef> c0 = layers.c0 ? std::optional<NodeRef>(Map(*layers.c0)) : std::nullopt;
+    // Parameter i of lane (layer, direction) `index`: w_ih, w_hh, b_ih, b_hh.
+    const auto param = [&](int64_t index, int i) { return Map(layers.params[index * layers.params_per_layer() + i]); };
     std::vector<NodeRef> final_h, final_c;
-    for (int64_t layer = 0; layer < layers.num_layers; ++layer) {
-      std::vector<NodeRef> outputs;
-      for (int direction = 0; direction < layers.directions; ++direction) {
-        const int64_t index = layer * layers.directions + direction;
-        const auto param = [&](int i) { return Map(layers.params[index * layers.params_per_layer() + i]); };
-        std::optional<NodeRef> b_ih, b_hh;
-        if (layers.has_biases) b_ih = param(2), b_hh = param(3);
-        ASSIGN_OR_RETURN(NodeRef gx, InputProjection(x, param(0), b_ih));
-        ASSIGN_OR_RETURN(NodeRef h_start, Select(h0, index));
-        std::optional<NodeRef> c_start;
-        if (c0) {
-          ASSIGN_OR_RETURN(c_start, Select(*c0, index));
+    // The scans, each a run of lanes [first, first + count) (layers, or one layer's directions).
+    std::vector<std::pair<int64_t, int64_t>> runs;
+    if (layers.directions == 2) {
+      for (int64_t layer = 0; layer < layers.num_layers; ++layer) runs.push_back({2 * layer, 2});
+    } else {
+      for (int64_t first = 0; first < layers.num_layers;) {
+        int64_t count = 1;
+        while (first + count < layers.num_layers && count < kMaxStackedLayers) {
+          std::vector<NodeRef> w_ih, w_hh;
+          for (int64_t k = first; k <= first + count; ++k) {
+            if (k > first) w_ih.push_back(param(k, 0));
+            w_hh.push_back(param(k, 1));
+          }
+          if (!SameStrides(w_ih) || !SameStrides(w_hh)) break;
+          ++count;
         }
-        const RecurrenceAttributes attributes{.cell = layers.cell, .reverse = direction == 1, .batch_first = rows_batch_first};
-        ASSIGN_OR_RETURN(ir::TensorType out_type, ir::TensorType::Contiguous({t, b, h}, ir::DType::kFloat32));
-        ASSIGN_OR_RETURN(ir::TensorType state_type, ir::TensorType::Contiguous({b, h}, ir::DType::kFloat32));
-        std::vector<ir::TensorType> types = {out_type, state_type};
-        if (c0) types.push_back(state_type);
-        const auto none_or = [](const std::optional<NodeRef>& ref) { return ref ? ir::Argument{*ref} : ir::Argument{ir::NoneArg{}}; };
-        ASSIGN_OR_RETURN(ir::ValueId scan,
-                         builder().AddOp(builder().FreshName(node.name + "_scan"), ir::kRnnScanOp,
-                                         {{gx}, {param(1)}, none_or(b_hh), {h_start}, none_or(c_start)}, attributes.ToKwargs(), types));
-        outputs.push_back({scan, 0});
-        ASSIGN_OR_RETURN(NodeRef h_last, View({scan, 1}, {1, b, h}));
-        final_h.push_back(h_last);
-        if (c0) {
-          ASSIGN_OR_RETURN(NodeRef c_last, View({scan, 2}, {1, b, h}));
-          final_c.push_back(c_last);
-        }
+        runs.push_back({first, count});
+        first += count;
       }
-      ASSIGN_OR_RETURN(x, Cat(outputs, 2));
+    }
+    for (const auto& [first, count] : runs) {
+      ScanOperands lanes;
+      const bool directions = layers.directions == 2;
+      for (int64_t k = first; k < first + count; ++k) {
+        if (k == first || directions) {
+          std::optional<NodeRef> b_ih;
+          if (layers.has_biases) b_ih = param(k, 2);
+          ASSIGN_OR_RETURN(NodeRef gx, InputProjection(x, param(k, 0), b_ih));
+          lanes.gx.push_back(gx);
+        } else {
+          lanes.w_ih.push_back(param(k, 0));
+          if (layers.has_biases) lanes.b_ih.push_back(param(k, 2));
+        }
+        lanes.w_hh.push_back(param(k, 1));
+        if (layers.has_biases) lanes.b_hh.push_back(param(k, 3));
+      }
+      ASSIGN_OR_RETURN(lanes.h0, StateRows(h0, first, count));
+      if (c0) {
+        ASSIGN_OR_RETURN(lanes.c0, StateRows(*c0, first, count));
+      }
+      ASSIGN_OR_RETURN(ir::ValueId scan, AddScan(node, layers, lanes, directions, rows_batch_first));
+      x = {scan, 0};
       rows_batch_first = false;
+      final_h.push_back({scan, 1});
+      if (c0) final_c.push_back({scan, 2});
     }
     if (layers.batch_first) {
       ASSIGN_OR_RETURN(x, Swapped(x));
@@ -259,7 +299,7 @@ class RecurrenceRewriter : public ir::GraphRewriter {
 int RecurrenceAttributes::gates() const { return cell == "lstm" ? 4 : cell == "gru" ? 3 : 1; }
 
 std::vector<ir::NamedArgument> RecurrenceAttributes::ToKwargs() const {
-  return {{"cell", ir::Argument{cell}}, {"reverse", ir::Argument{reverse}}, {"batch_first", ir::Argument{batch_first}}};
+  return {{"cell", ir::Argument{cell}}, {"directions", ir::Argument{directions}}, {"batch_first", ir::Argument{batch_first}}};
 }
 
 RecurrenceAttributes RecurrenceAttributes::Of(const ir::OpNode& node) {
@@ -267,13 +307,46 @@ RecurrenceAttributes RecurrenceAttributes::Of(const ir::OpNode& node) {
   if (const ir::Argument* cell = node.FindArgument({-1, "cell"}); cell != nullptr && cell->Is<std::string>()) {
     attributes.cell = cell->As<std::string>();
   }
-  if (const ir::Argument* reverse = node.FindArgument({-1, "reverse"}); reverse != nullptr && reverse->Is<bool>()) {
-    attributes.reverse = reverse->As<bool>();
+  if (const ir::Argument* directions = node.FindArgument({-1, "directions"}); directions != nullptr && directions->Is<bool>()) {
+    attributes.directions = directions->As<bool>();
   }
   if (const ir::Argument* batch_first = node.FindArgument({-1, "batch_first"}); batch_first != nullptr && batch_first->Is<bool>()) {
     attributes.batch_first = batch_first->As<bool>();
   }
   return attributes;
+}
+
+std::vector<ir::Argument> ScanOperands::ToArgs() const {
+  const auto list = [](const std::vector<NodeRef>& refs) { return ir::Argument{ir::TensorList(refs.begin(), refs.end())}; };
+  return {list(gx), list(w_ih), list(b_ih), list(w_hh), list(b_hh), ir::Argument{h0}, c0 ? ir::Argument{*c0} : ir::Argument{ir::NoneArg{}}};
+}
+
+Result<ScanOperands> ScanOperands::Of(const ir::OpNode& node) {
+  auto invalid = [&node](const std::string& why) { return Status::InvalidArgument(fmt::format("%{}: {}", node.name, why)); };
+  if (node.args.size() != 7 || !node.args[5].Is<NodeRef>()) return invalid("a scan without ([gx], [w_ih], [b_ih], [w_hh], [b_hh], h0, c0)");
+  ScanOperands operands;
+  std::vector<NodeRef>* lists[] = {&operands.gx, &operands.w_ih, &operands.b_ih, &operands.w_hh, &operands.b_hh};
+  for (int i = 0; i < 5; ++i) {
+    if (!node.args[i].Is<ir::TensorList>()) return invalid(fmt::format("argument {} is not a tensor list", i));
+    for (const std::optional<NodeRef>& ref : node.args[i].As<ir::TensorList>()) {
+      if (!ref) return invalid(fmt::format("a missing tensor in argument {}", i));
+      lists[i]->push_back(*ref);
+    }
+  }
+  operands.h0 = node.args[5].As<NodeRef>();
+  if (node.args[6].Is<NodeRef>()) operands.c0 = node.args[6].As<NodeRef>();
+  const RecurrenceAttributes attributes = RecurrenceAttributes::Of(node);
+  const size_t lanes = operands.w_hh.size();
+  const size_t projected = attributes.directions ? 0 : lanes - 1;
+  if (lanes == 0 || (attributes.directions && lanes != 2) || operands.gx.size() != lanes - projected || operands.w_ih.size() != projected) {
+    return invalid(fmt::format("{} gx and {} w_ih for {} lanes", operands.gx.size(), operands.w_ih.size(), lanes));
+  }
+  if (!operands.b_hh.empty() && (operands.b_hh.size() != lanes || operands.b_ih.size() != projected)) return invalid("biases for some lanes only");
+  if (operands.b_hh.empty() && !operands.b_ih.empty()) return invalid("input biases without hidden biases");
+  if (attributes.has_cell_state() != operands.c0.has_value() || node.num_outputs() != (operands.c0 ? 3 : 2)) {
+    return invalid(fmt::format("the cell state does not match the {} cell", attributes.cell));
+  }
+  return operands;
 }
 
 Result<ir::Graph> LowerRecurrence(const ir::Graph& graph) {

@@ -1,13 +1,16 @@
 // Library calls written for groups without a kernel; kforge.attention, which has no ATen
 // operator, as torch's matmul, softmax and matmul; kforge.rnn_scan as ATen's recurrent op with an
-// identity input projection.
+// identity input projection (its halves for two directions).
 #include "compiler/codegen/aten_call.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "compiler/ir/graph_builder.h"
+#include "compiler/passes/recurrence.h"
 #include "ir_test_util.h"
 
 namespace kforge::codegen {
@@ -41,20 +44,32 @@ TEST(AtenCallTest, CausalAttentionMasksAboveTheBandAndZeroesEmptyRows) {
             "torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).triu(1), float(\"-inf\")), -1), nan=0.0), v)");
 }
 
-// A scan over gx [B * T, G * H] (batch-first rows) into [T, B, H], with or without biases and a
-// cell state.
-std::string ScanLine(const std::string& cell, bool reverse, bool bias) {
+// A scan of two lanes over gx [B * T, G * H] (batch-first rows) into [T, B, D * H], with or
+// without biases and a cell state: two stacked layers, or a bidirectional layer's two directions.
+std::string ScanLine(const std::string& cell, bool directions, bool bias) {
   const int64_t gates = cell == "lstm" ? 4 : cell == "gru" ? 3 : 1;
   ir::GraphBuilder b("hand/scan");
-  ir::ValueId gx = AddInputOk(b, "gx", {2 * 5, gates * 8}, 0), w_hh = AddInputOk(b, "w_hh", {gates * 8, 8}, 1);
-  ir::ValueId b_hh = AddInputOk(b, "b_hh", {gates * 8}, 2), h0 = AddInputOk(b, "h0", {2, 8}, 3), c0 = AddInputOk(b, "c0", {2, 8}, 4);
+  int input = 0;
+  auto add = [&](const std::string& name, ir::Shape shape) { return Ref(AddInputOk(b, name, std::move(shape), input++)); };
+  passes::ScanOperands operands;
+  operands.gx.push_back(add("gx", {2 * 5, gates * 8}).As<ir::NodeRef>());
+  if (directions) {
+    operands.gx.push_back(add("gx_back", {2 * 5, gates * 8}).As<ir::NodeRef>());
+  } else {
+    operands.w_ih.push_back(add("w_ih1", {gates * 8, 8}).As<ir::NodeRef>());
+    if (bias) operands.b_ih.push_back(add("b_ih1", {gates * 8}).As<ir::NodeRef>());
+  }
+  for (const char* lane : {"0", "1"}) {
+    operands.w_hh.push_back(add(fmt::format("w_hh{}", lane), {gates * 8, 8}).As<ir::NodeRef>());
+    if (bias) operands.b_hh.push_back(add(fmt::format("b_hh{}", lane), {gates * 8}).As<ir::NodeRef>());
+  }
   const bool lstm = cell == "lstm";
-  std::vector<ir::TensorType> outputs = {F32({5, 2, 8}), F32({2, 8})};
-  if (lstm) outputs.push_back(F32({2, 8}));
-  Result<ir::ValueId> op =
-      b.AddOp("scan", "kforge.rnn_scan.default",
-              {Ref(gx), Ref(w_hh), bias ? Ref(b_hh) : ir::Argument{ir::NoneArg{}}, Ref(h0), lstm ? Ref(c0) : ir::Argument{ir::NoneArg{}}},
-              {{"cell", ir::Argument{cell}}, {"reverse", ir::Argument{reverse}}, {"batch_first", ir::Argument{true}}}, outputs);
+  operands.h0 = add("h0", {2, 2, 8}).As<ir::NodeRef>();
+  if (lstm) operands.c0 = add("c0", {2, 2, 8}).As<ir::NodeRef>();
+  std::vector<ir::TensorType> outputs = {F32({5, 2, directions ? 16 : 8}), F32({2, 2, 8})};
+  if (lstm) outputs.push_back(F32({2, 2, 8}));
+  const passes::RecurrenceAttributes attributes{.cell = cell, .directions = directions, .batch_first = true};
+  Result<ir::ValueId> op = b.AddOp("scan", "kforge.rnn_scan.default", operands.ToArgs(), attributes.ToKwargs(), outputs);
   EXPECT_TRUE(op.ok()) << op.status().ToString();
   ir::Graph graph = std::move(b).Build();
   return AtenCallLine(graph.value(*op).As<ir::OpNode>(), [&graph](ir::NodeRef ref) {
@@ -62,17 +77,18 @@ std::string ScanLine(const std::string& cell, bool reverse, bool bias) {
   });
 }
 
-TEST(AtenCallTest, ReversedLstmScanIsAtenLstmOverTheFlippedSteps) {
-  EXPECT_EQ(ScanLine("lstm", true, true),
-            "scan0, scan1, scan2 = (lambda o, h, c: (o.flip(0), h[0], c[0]))(*torch.ops.aten.lstm.input(gx.view((2, 5, 32))"
-            ".transpose(0, 1).flip(0), [h0[None], c0[None]], [torch.eye(32, dtype=gx.dtype, device=gx.device), w_hh, "
-            "torch.zeros(32, dtype=gx.dtype, device=gx.device), b_hh], True, 1, 0.0, False, False, False))");
+TEST(AtenCallTest, StackedLstmScanIsAtenLstmOfTwoLayersWhoseFirstProjectionIsTheIdentity) {
+  EXPECT_EQ(ScanLine("lstm", false, true),
+            "scan0, scan1, scan2 = torch.ops.aten.lstm.input(gx.view((2, 5, 32)).transpose(0, 1), [h0, c0], "
+            "[torch.eye(32, dtype=gx.dtype, device=gx.device), w_hh0, torch.zeros(32, dtype=gx.dtype, device=gx.device), b_hh0, "
+            "w_ih1, w_hh1, b_ih1, b_hh1], True, 2, 0.0, False, False, False)");
 }
 
-TEST(AtenCallTest, GruScanWithoutBiasesPassesTwoParameters) {
-  EXPECT_EQ(ScanLine("gru", false, false),
-            "scan0, scan1 = (lambda o, h: (o, h[0]))(*torch.ops.aten.gru.input(gx.view((2, 5, 24)).transpose(0, 1), h0[None], "
-            "[torch.eye(24, dtype=gx.dtype, device=gx.device), w_hh], False, 1, 0.0, False, False, False))");
+TEST(AtenCallTest, BidirectionalGruScanWithoutBiasesSelectsEachDirectionsHalfOfBothGx) {
+  EXPECT_EQ(ScanLine("gru", true, false),
+            "scan0, scan1 = torch.ops.aten.gru.input(torch.cat([gx.view((2, 5, 24)).transpose(0, 1), "
+            "gx_back.view((2, 5, 24)).transpose(0, 1)], -1), h0, [torch.eye(24, 48, dtype=gx.dtype, device=gx.device), w_hh0, "
+            "torch.eye(24, 48, dtype=gx.dtype, device=gx.device).roll(24, 1), w_hh1], False, 1, 0.0, False, True, False)");
 }
 
 }  // namespace

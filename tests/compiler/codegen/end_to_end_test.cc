@@ -515,7 +515,8 @@ INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
                          ::testing::Values("level2/06_gemm_groupnorm_swish", "level3/03_resnet_basic_block", "level1/16_conv_transpose2d",
                                            "codegen/conv_fma_or_dot", "codegen/attention_relpos_clamp",
                                            "codegen/attention_head_parts", "codegen/short_k_products", "codegen/scans",
-                                           "codegen/split_norm", "codegen/split_column_norm", "codegen/product_epilogues"),
+                                           "codegen/split_norm", "codegen/split_column_norm", "codegen/product_epilogues",
+                                           "codegen/recurrent_layers", "codegen/recurrent_stacks"),
                          TestName);
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
@@ -538,16 +539,33 @@ TEST(InstanceNormEndToEndTest, IsRowStatisticsKernelsAndMatchesPyTorch) {
 }
 
 // Recurrent layers of every cell become input-projection GEMMs and per-step scan kernels: no
-// aten.lstm, aten.gru or aten.rnn_* is left (the concatenations of directions and final states
-// stay ATen calls, which move data).
+// aten.lstm, aten.gru or aten.rnn_* is left (the concatenation of final states stays an ATen call,
+// which moves data). A bidirectional layer's two directions run side by side in one launch per
+// step, writing the layer's [T, B, 2 * H] output without a concatenation.
 TEST(RecurrenceEndToEndTest, EveryCellIsAScanKernelAndMatchesPyTorch) {
   PlanExpectations expected;
   expected.copies_allowed = true;
   expected.absent_ops = {"aten.lstm.input", "aten.gru.input", "aten.rnn_tanh.input", "aten.rnn_relu.input"};
-  expected.absent_fragments = {"aten.lstm", "aten.gru", "aten.rnn_", "kforge.rnn_scan"};
+  expected.absent_fragments = {"aten.lstm", "aten.gru", "aten.rnn_", "kforge.rnn_scan", "aten.cat.default([lstm_scan_0"};
   ExpectMatchesPyTorch("codegen/recurrent_layers", ModelWriterOptions{},
-                       {"for kf_s in range(7):", "kf_t = 6 - kf_s", "# LSTM (gates i, f, g, o)", "# GRU (gates r, z, n)",
-                        "tl.maximum(kf_x0 + kf_hh0, 0.0)"},
+                       {"for kf_s in range(7):", "kf_t = kf_n + kf_lane * (6 - 2 * kf_n)", "[(1, 2, 2)](", "# LSTM (gates i, f, g, o)",
+                        "# GRU (gates r, z, n)", "tl.maximum(kf_x0 + kf_hh0, 0.0)"},
+                       kTolerance, expected);
+}
+
+// Stacked unidirectional layers are one scan whose lanes (layers) run side by side, layer k at
+// time step s - k: a four-layer LSTM of 6 steps takes 9 launches, not 24; a stack of ten layers is
+// two scans of 8 and 2 (kMaxStackedLayers). Final states come out of the scan whole, no
+// concatenation, where one scan makes them.
+TEST(RecurrenceEndToEndTest, StackedLayersRunSideBySideAndMatchPyTorch) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.absent_ops = {"aten.lstm.input", "aten.gru.input", "aten.rnn_tanh.input"};
+  expected.absent_fragments = {"aten.lstm", "aten.gru", "aten.rnn_", "aten.cat.default([lstm", "aten.cat.default([gru"};
+  ExpectMatchesPyTorch("codegen/recurrent_stacks", ModelWriterOptions{},
+                       {"for kf_s in range(9):", "[(1, 2, 4)](", "for kf_s in range(8):", "for kf_s in range(12):", "[(1, 2, 8)](",
+                        "for kf_s in range(6):", "kf_n = kf_s - kf_lane", "mask=kf_mask & (kf_lane == 3))",
+                        "lstm_scan_0_ring[:, 1].copy_(h0)", "lstm_scan_2.copy_(c0)"},
                        kTolerance, expected);
 }
 
