@@ -14,6 +14,8 @@ namespace kforge::passes {
 namespace {
 
 constexpr int kNoGroup = -1;
+// The most one-element nodes one merged group computes (each with a pointer in and one out).
+constexpr size_t kMaxOneElementNodes = 64;
 
 using Kind = FusionGroup::Kind;
 
@@ -61,6 +63,7 @@ class Planner {
     for (size_t g = 0; g < groups_.size(); ++g) {
       if (groups_[g].kind == Kind::kAttention) AbsorbBiasProducers(static_cast<int>(g));
     }
+    MergeOneElementGroups();
     return Order();
   }
 
@@ -199,6 +202,39 @@ class Planner {
       group_of_[value.id] = target;
     }
     std::sort(groups_[target].nodes.begin(), groups_[target].nodes.end());
+  }
+
+  // One-element pointwise groups that read nothing computed (a training batch norm's
+  // num_batches_tracked + 1: one per batch norm, a fifth of ResNet101's launches) become one group:
+  // one launch computes them all, first, since everything they read is there before any kernel runs.
+  void MergeOneElementGroups() {
+    std::map<ir::Shape, int> first;  // by shape ([] or [1], ...): the group the others join
+    std::set<int> targets;
+    for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
+      if (groups_[g].kind != Kind::kPointwise || groups_[g].nodes.empty() || Closed(g)) continue;
+      const bool independent = std::all_of(groups_[g].nodes.begin(), groups_[g].nodes.end(), [&](ir::ValueId id) {
+        const ir::Value& value = graph_.value(id);
+        if (value.type().numel() != 1 || value.type().shape != GroupShape(g)) return false;
+        const std::vector<ir::NodeRef> inputs = TensorInputs(value);
+        return std::all_of(inputs.begin(), inputs.end(), [&](const ir::NodeRef& ref) {
+          return group_of_[ref.value] == g || graph_.value(ref.value).kind != ir::ValueKind::kOp;
+        });
+      });
+      if (!independent) continue;
+      auto [target, inserted] = first.emplace(GroupShape(g), g);
+      if (inserted) continue;
+      if (groups_[target->second].nodes.size() + groups_[g].nodes.size() > kMaxOneElementNodes) {
+        target->second = g;  // the kernel's parameters stay far below CUDA's 4 KiB
+        continue;
+      }
+      for (ir::ValueId id : groups_[g].nodes) {
+        groups_[target->second].nodes.push_back(id);
+        group_of_[id] = target->second;
+      }
+      groups_[g].nodes.clear();
+      targets.insert(target->second);
+    }
+    for (int g : targets) std::sort(groups_[g].nodes.begin(), groups_[g].nodes.end());
   }
 
   // Moves into attention group `group` the producers of its bias that its kernel recomputes per

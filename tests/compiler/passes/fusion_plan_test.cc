@@ -366,6 +366,37 @@ TEST(FusionPlanTest, AFlipTakesItsConsumersButNoProducerOrReduction) {
   EXPECT_EQ(Names(graph, plan.groups[3]), (std::vector<std::string>{"abs", "neg"}));
 }
 
+// A training batch norm's num_batches_tracked + 1, one per batch norm: the one-element groups
+// that read nothing computed are one launch, ahead of the rest; a one-element op that reads a
+// computed value (the sum's) keeps its own group, after it.
+TEST(FusionPlanTest, OneElementGroupsOfUncomputedInputsAreOneGroupFirst) {
+  ir::GraphBuilder b("counters");
+  ir::ValueId x = AddInputOk(b, "x", {4, 8});
+  std::vector<ir::ValueId> counters;
+  for (const char* name : {"bn1", "bn2", "bn3"}) {
+    Result<ir::ValueId> buffer = b.AddParameter(std::string(name) + "_tracked", std::string(name) + ".num_batches_tracked",
+                                                ir::ParameterKind::kBuffer, *ir::TensorType::Contiguous({}, ir::DType::kInt64));
+    ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+    counters.push_back(*buffer);
+  }
+  ir::TensorType count = *ir::TensorType::Contiguous({}, ir::DType::kInt64);
+  ir::ValueId add1 = AddOk(b, "add1", "aten.add.Tensor", {Ref(counters[0]), {int64_t{1}}}, {count});
+  ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(x)}, {F32({4, 8})});
+  ir::ValueId add2 = AddOk(b, "add2", "aten.add.Tensor", {Ref(counters[1]), {int64_t{1}}}, {count});
+  ir::ValueId sum = AddOk(b, "sum", "aten.sum.default", {Ref(relu)}, {F32({})});
+  ir::ValueId scaled = AddOk(b, "scaled", "aten.mul.Tensor", {Ref(sum), {2.0}}, {F32({})});
+  ir::ValueId add3 = AddOk(b, "add3", "aten.add.Tensor", {Ref(counters[2]), {int64_t{1}}}, {count});
+  for (ir::ValueId out : {add1, add2, scaled, add3}) b.AddOutput({out, 0});
+  ir::Graph graph = std::move(b).Build();
+  FusionPlan plan = PlanFusion(graph);
+  ASSERT_GE(plan.groups.size(), 3u);
+  EXPECT_EQ(plan.groups[0].kind, Kind::kPointwise);
+  EXPECT_EQ(Names(graph, plan.groups[0]), (std::vector<std::string>{"add1", "add2", "add3"}));
+  for (size_t g = 1; g < plan.groups.size(); ++g) {
+    for (ir::ValueId id : plan.groups[g].nodes) EXPECT_NE(graph.value(id).name.rfind("add", 0), 0u) << plan.groups[g].name;
+  }
+}
+
 TEST(FusionRulesTest, BroadcastsTo) {
   EXPECT_TRUE(BroadcastsTo({8}, {4, 8}));
   EXPECT_TRUE(BroadcastsTo({4, 1}, {4, 8}));
