@@ -102,6 +102,9 @@ struct PlanExpectations {
   std::vector<std::string> absent_fragments;
   // Passes the pipeline skips.
   std::set<std::string> disabled_passes;
+  // Groups of these kinds are written as ATen calls (after ExpectPlan): the library call of an op
+  // of kforge's own, checked against PyTorch.
+  std::set<passes::FusionGroup::Kind> as_library;
 };
 
 bool MovesOrFillsData(const ir::Graph& graph, const passes::FusionGroup& group) {
@@ -166,6 +169,9 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
   Result<passes::PipelineResult> planned = CaptureAndPlan(binary, task, *dir, expected.disabled_passes);
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   ExpectPlan(planned->graph, planned->plan, expected);
+  for (passes::FusionGroup& group : planned->plan.groups) {
+    if (expected.as_library.count(group.kind)) group.kind = passes::FusionGroup::Kind::kLibrary;
+  }
   Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment;
@@ -567,6 +573,20 @@ TEST(RecurrenceEndToEndTest, StackedLayersRunSideBySideAndMatchPyTorch) {
                         "for kf_s in range(6):", "kf_n = kf_s - kf_lane", "mask=kf_mask & (kf_lane == 3))",
                         "lstm_scan_0_ring[:, 1].copy_(h0)", "lstm_scan_2.copy_(c0)"},
                        kTolerance, expected);
+}
+
+// Without their kernels, the scans are ATen's own recurrent op over gx (the stacked layers as its
+// layers, two directions as a bidirectional layer, the first projection a selection): the library
+// call matches PyTorch too.
+TEST(RecurrenceEndToEndTest, ScansAsLibraryCallsMatchPyTorch) {
+  for (const char* task : {"codegen/recurrent_layers", "codegen/recurrent_stacks"}) {
+    SCOPED_TRACE(task);
+    PlanExpectations expected;
+    expected.copies_allowed = true;
+    expected.as_library = {passes::FusionGroup::Kind::kRecurrence};
+    expected.absent_fragments = {"def scan_"};
+    ExpectMatchesPyTorch(task, ModelWriterOptions{}, {"torch.ops.aten.lstm.input(", "torch.ops.aten.gru.input("}, kTolerance, expected);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tasks, EndToEndTest,
