@@ -57,14 +57,14 @@ class CallStep:
 
 def call_steps(sets: InputSets) -> list[CallStep]:
     """The checked calls in order: each set once; right after seed0, the same call again and the
-    in-place probes (seed0's input tensors rewritten with another seed's values, then with two
-    elements swapped)."""
+    in-place probes (seed0's input tensors rewritten with another seed's values, then twice with two
+    elements swapped, each time two others)."""
     steps = []
     for name in sets.checked_sets():
         steps.append(CallStep(name, name, True))
         if name == "seed0":
             steps.append(CallStep("repeat", "seed0", False))
-            steps += [CallStep(f"probe_{source}", source, False) for source in ("seed1", "swapped")
+            steps += [CallStep(f"probe_{source}", source, False) for source in ("seed1", "swapped", "reswapped")
                       if source in sets.specs]
     return steps
 

@@ -1,7 +1,8 @@
 """The input sets of one evaluation, made on demand from their seeds instead of kept.
 
 A set is the task's get_inputs() under a seed (`seed0`, `seed1`, ..., `timing`), one of the extra
-distributions derived from seed0 (`signed`, `scaled_up`, ...), or seed0 at a second size (its
+distributions derived from seed0 (`signed`, `scaled_up`, ...), seed0 with two other elements
+swapped (`reswapped`: only a probe, never a call of its own), or seed0 at a second size (its
 leading dimension one longer, `resized`). Making a set again gives the same values bit for bit on
 the same device, so the trusted worker holds one set at a time however large the task. Not
 thread-safe.
@@ -29,6 +30,12 @@ class SetSpec:
         return {"name": self.name, "seed": self.seed, "distribution": self.distribution}
 
 
+# Sets only ever written into seed0's tensors by a probe. A cache keyed on a few sampled values
+# escapes a swap probe only when the swap touches a sampled element (about 2 * samples / elements,
+# 0.4% for 8 samples of 4096); two independent swaps leave it the square of that.
+PROBE_ONLY_SETS = ("reswapped",)
+
+
 class InputSets:
     def __init__(self, task: ModuleType, path: str, device: torch.device, seeds: list[int],
                  timing_seed: int | None, distributions: bool):
@@ -39,6 +46,7 @@ class InputSets:
         if distributions:
             for index, kind in enumerate(DISTRIBUTIONS):
                 self.specs[kind] = SetSpec(kind, (seeds[0] + index + 1) % (1 << 62), kind)
+            self.specs["reswapped"] = SetSpec("reswapped", (seeds[0] + len(DISTRIBUTIONS) + 1) % (1 << 62), "swapped")
         if timing_seed is not None:
             self.specs["timing"] = SetSpec("timing", timing_seed, "task")
         self.resized_inputs: list[int] = []  # which inputs grow at the second size (none: no second size)
@@ -65,7 +73,7 @@ class InputSets:
         return any(isinstance(v, torch.Tensor) and v.is_floating_point() for v in self.make("seed0"))
 
     def drop_distributions(self) -> None:
-        for kind in DISTRIBUTIONS:
+        for kind in DISTRIBUTIONS + PROBE_ONLY_SETS:
             self.specs.pop(kind, None)
 
     def set_second_size(self, grown: list[int]) -> None:
@@ -77,7 +85,8 @@ class InputSets:
 
     def checked_sets(self) -> list[str]:
         """The sets whose calls are checked whole, in order: seeds first, then distributions."""
-        return [name for name, spec in self.specs.items() if spec.distribution not in ("resized",) and name != "timing"]
+        return [name for name, spec in self.specs.items()
+                if spec.distribution != "resized" and name != "timing" and name not in PROBE_ONLY_SETS]
 
 
 def second_size_candidates(inputs: list) -> list[list[int]]:

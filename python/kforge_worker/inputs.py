@@ -94,17 +94,22 @@ def derive_distribution(inputs: list, kind: str, seed: int) -> list:
 
 def _swap_two_in_a_row(x: torch.Tensor, seed: int) -> torch.Tensor:
     """x with two elements of one row exchanged: almost every value where it was (a cache keyed on
-    a sample of values still matches) and every per-row property intact."""
+    a sample of values still matches) and every per-row property intact. The first element is
+    random, the second the one of its row farthest from it in value, so that the right answer
+    moves more often than for two random elements (a ReLU of two negatives, a max of two small
+    values, would not move)."""
     generator = torch.Generator().manual_seed(seed)
     rows, length = row_count(x)
     flat = x.contiguous().reshape(-1).clone()
     if flat.numel() < 2:
         return x.clone()
-    if length >= 2:
-        row = int(torch.randint(0, rows, (1,), generator=generator))
-        first, second = (row * length + int(i) for i in torch.randperm(length, generator=generator)[:2])
-    else:
-        first, second = (int(i) for i in torch.randperm(flat.numel(), generator=generator)[:2])
+    row, length = (int(torch.randint(0, rows, (1,), generator=generator)), length) if length >= 2 else (0, flat.numel())
+    start = row * length
+    first = start + int(torch.randint(0, length, (1,), generator=generator))
+    distance = (flat[start:start + length].double() - flat[first].double()).abs().nan_to_num(0.0, 0.0, 0.0)
+    second = start + int(distance.argmax())
+    if second == first:  # a row of one value: any other element
+        second = start + (first - start + 1) % length
     held = flat[first].clone()
     flat[first] = flat[second]
     flat[second] = held

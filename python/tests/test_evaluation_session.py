@@ -173,7 +173,7 @@ def evaluate(tmp_path, task: str, forward: Callable[..., Any], module: torch.nn.
 def test_an_honest_candidate_passes_every_call_in_order(tmp_path):
     result = evaluate(tmp_path, relu_task(tmp_path), torch.relu)
     assert "tampered" not in result, result.get("tampered")
-    assert result["calls"][:4] == ["seed0", "repeat", "probe_seed1", "probe_swapped"]
+    assert result["calls"][:5] == ["seed0", "repeat", "probe_seed1", "probe_swapped", "probe_reswapped"]
     assert set(result["sets"]) == {"seed0", "seed1", "seed2", "signed", "scaled_up", "scaled_down", "shifted", "swapped"}
     assert all(report["passed"] for report in result["sets"].values())
     assert result["repeat"]["passed"] and result["repeat"]["bitwise_equal_to_first"]
@@ -256,6 +256,31 @@ def test_a_cache_keyed_on_the_input_address_returns_the_old_answer_after_the_rew
 
     result = evaluate(tmp_path, relu_task(tmp_path), memoized)
     probe = result["probes"]["probe_seed1"]
+    assert not probe["passed"] and probe["unchanged_from_before_rewrite"] and probe["reference_changed"]
+
+
+def test_a_cache_keyed_on_sampled_values_is_caught_even_where_one_swap_touches_a_sample(tmp_path):
+    """The unlucky case of a value-sampling cache: the first swap moves exactly the sampled
+    elements (so the cache misses and the candidate recomputes); the second swap, two other
+    elements, leaves the samples and gets the old answer."""
+    from kforge_worker.task_loader import load_task
+
+    task = relu_task(tmp_path)
+    sets = input_sets.InputSets(load_task(task, cpu_sizes=True), task, torch.device("cpu"), [11, 12, 13], None, True)
+    seed0, swapped = sets.make("seed0")[0].reshape(-1), sets.make("swapped")[0].reshape(-1)
+    samples = (seed0 != swapped).nonzero().reshape(-1)
+    assert samples.numel() == 2
+    cache: dict[tuple, torch.Tensor] = {}
+
+    def memoized(x):
+        key = tuple(x.reshape(-1)[samples].tolist())
+        if key not in cache:
+            cache[key] = torch.relu(x)
+        return cache[key].clone()
+
+    result = evaluate(tmp_path, task, memoized)
+    assert result["probes"]["probe_swapped"]["passed"]
+    probe = result["probes"]["probe_reswapped"]
     assert not probe["passed"] and probe["unchanged_from_before_rewrite"] and probe["reference_changed"]
 
 

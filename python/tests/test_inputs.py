@@ -40,6 +40,21 @@ def test_distributions_change_float_inputs_only():
         derive_distribution([x], "nonsense", 1)
 
 
+def test_a_swap_exchanges_a_random_element_with_the_farthest_of_its_row():
+    x = torch.randn(32, 64, generator=torch.Generator().manual_seed(0))
+    for seed in range(20):
+        swapped = derive_distribution([x], "swapped", seed)[0]
+        moved = (swapped != x).nonzero()
+        assert moved.shape[0] == 2 and moved[0, 0] == moved[1, 0]  # two elements of one row
+        row = x[moved[0, 0]]
+        first, second = x[moved[0, 0], moved[0, 1]], x[moved[1, 0], moved[1, 1]]
+        assert (first - second).abs() in ((row - first).abs().max(), (row - second).abs().max())  # one is the farthest
+        assert torch.equal(swapped.sort(dim=1).values, x.sort(dim=1).values)
+    assert not torch.equal(derive_distribution([x], "swapped", 1)[0], derive_distribution([x], "swapped", 2)[0])
+    constant = torch.ones(3, 4)
+    assert torch.equal(derive_distribution([constant], "swapped", 0)[0], constant)
+
+
 def test_randomized_parameters_leave_defaults_and_keep_variances_positive():
     model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4), torch.nn.BatchNorm1d(4))
     randomize_parameters(model, 3)
