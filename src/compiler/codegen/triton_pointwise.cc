@@ -601,18 +601,6 @@ void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& ou
     out.Blank();
     out.Blank();
   }
-  if (needed.count("_kf_welford_combine")) {
-    out.Line("@triton.jit");
-    out.Open("def _kf_welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):");
-    out.Line("# Chan et al.: two (mean, M2, count) summaries as one; an empty one (count 0) changes nothing.");
-    out.Line("n = n_a + n_b");
-    out.Line("w_b = tl.where(n == 0.0, 0.0, n_b / tl.where(n == 0.0, 1.0, n))");
-    out.Line("delta = mean_b - mean_a");
-    out.Line("return mean_a + delta * w_b, m2_a + m2_b + delta * delta * n_a * w_b, n");
-    out.Close();
-    out.Blank();
-    out.Blank();
-  }
   if (needed.count("_kf_log1p")) {
     out.Line("@triton.jit");
     out.Open("def _kf_log1p(x):");

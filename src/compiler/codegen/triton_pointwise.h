@@ -39,8 +39,7 @@ Result<std::string> PointwiseExpression(const ir::Graph& graph, const ir::OpNode
 
 // InvalidArgument naming the first node it cannot translate (unsupported op, argument or dtype).
 Result<PointwiseKernel> EmitPointwiseKernel(const ir::Graph& graph, const passes::FusionGroup& group);
-// The @triton.jit helper functions named in `helpers` (and those they call), in dependency order: the
-// pointwise ones and the reductions' `_kf_welford_combine`.
+// The @triton.jit helper functions named in `helpers` (and those they call), in dependency order.
 void EmitPointwiseHelpers(const std::set<std::string>& helpers, SourceWriter& out);
 
 }  // namespace kforge::codegen

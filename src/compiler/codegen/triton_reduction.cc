@@ -399,8 +399,7 @@ class ReductionEmitter {
                            parts_, other);
       };
       if (IsVarMean(*op)) {
-        EmitWelfordMerge(out, kernel, *op,
-                         fmt::format("{}, {}, {}", partial("_mean", "0.0"), partial("_m2", "0.0"), partial("_n", "0.0")));
+        EmitWelfordMerge(out, *op, partial("_mean", "0.0"), partial("_m2", "0.0"), partial("_n", "0.0"), "");
         EmitVarMeanOutputs(out, *op);
       } else {
         out.Line(fmt::format("{} = {}({}, axis=0)", Name(op->ref()), Finalize(*op), partial("", Identity(*op))));
@@ -716,7 +715,7 @@ class ReductionEmitter {
       for (const ir::OpNode* op : reductions) {
         if (IsVarMean(*op)) {
           std::string name = Name(op->ref());
-          EmitWelfordMerge(out, kernel, *op, fmt::format("kf_mean_{0}, kf_m2_{0}, kf_n_{0}", name));
+          EmitWelfordMerge(out, *op, "kf_mean_" + name, "kf_m2_" + name, "kf_n_" + name, cols_ ? "[None, :]" : "");
           if (split_) {
             for (const char* part : {"mean", "m2", "n"}) {
               out.Line(fmt::format("tl.store(kf_part_{0}_{1}_ptr + {2}, kf_{1}_total_{0}{3})", name, part, PartialIndex(), KeptMask()));
@@ -873,12 +872,25 @@ class ReductionEmitter {
     out.Line(fmt::format("kf_n_{0} = kf_n_{0} + tl.where(kf_rmask, 1.0, 0.0)", name));
   }
 
-  // kf_{mean,m2,n}_total_<name>: the (mean, M2, count) summaries `summaries` (per lane, or per
-  // slice of a split row) merged pairwise with Chan's formula.
-  void EmitWelfordMerge(SourceWriter& out, EmittedKernel& kernel, const ir::OpNode& op, const std::string& summaries) {
-    kernel.helpers.insert("_kf_welford_combine");
-    out.Line(fmt::format("kf_mean_total_{0}, kf_m2_total_{0}, kf_n_total_{0} = tl.reduce(({1}), 0, _kf_welford_combine)",
-                         Name(op.ref()), summaries));
+  // kf_{mean,m2,n}_total_<name>: the (mean, M2, count) summaries along axis 0 (per lane, or per
+  // slice of a split row) as one. Chan's formula for many at once: the count is their sum, the
+  // mean their count-weighted mean (as deviations from one summary's mean, so that a mean far from
+  // zero loses nothing to rounding) and M2 the sum of theirs plus each count times its squared
+  // distance from the mean. Plain sums, not a tree of pairwise merges: one pass of each on the
+  // GPU, and Triton's interpreter runs a sum as one array operation rather than a call per pair.
+  // `broadcast` widens a total back over axis 0 ("[None, :]" for column tiles).
+  void EmitWelfordMerge(SourceWriter& out, const ir::OpNode& op, const std::string& mean, const std::string& m2,
+                        const std::string& n, const std::string& broadcast) {
+    const std::string name = Name(op.ref());
+    out.Line(fmt::format("kf_sn_{} = {}", name, n));
+    out.Line(fmt::format("kf_smean_{} = {}", name, mean));
+    out.Line(fmt::format("kf_n_total_{0} = tl.sum(kf_sn_{0}, axis=0)", name));
+    out.Line(fmt::format("kf_shift_{0} = tl.max(tl.where(kf_sn_{0} > 0.0, kf_smean_{0}, float('-inf')), axis=0)", name));
+    out.Line(fmt::format("kf_shift_{0} = tl.where(kf_n_total_{0} > 0.0, kf_shift_{0}, 0.0)", name));
+    out.Line(fmt::format("kf_mean_total_{0} = kf_shift_{0} + tl.sum(kf_sn_{0} * (kf_smean_{0} - kf_shift_{0}{1}), axis=0) / "
+                         "tl.maximum(kf_n_total_{0}, 1.0)", name, broadcast));
+    out.Line(fmt::format("kf_sdev_{0} = kf_smean_{0} - kf_mean_total_{0}{1}", name, broadcast));
+    out.Line(fmt::format("kf_m2_total_{0} = tl.sum({1} + kf_sn_{0} * kf_sdev_{0} * kf_sdev_{0}, axis=0)", name, m2));
   }
   void EmitVarMeanOutputs(SourceWriter& out, const ir::OpNode& op) {
     const std::string name = Name(op.ref());
