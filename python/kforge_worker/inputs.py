@@ -103,12 +103,13 @@ def _swap_two_in_a_row(x: torch.Tensor, seed: int) -> torch.Tensor:
     flat = x.contiguous().reshape(-1).clone()
     if flat.numel() < 2:
         return x.clone()
-    row, length = (int(torch.randint(0, rows, (1,), generator=generator)), length) if length >= 2 else (0, flat.numel())
-    start = row * length
+    if length < 2:  # single elements (row_count's answer for one row): the whole tensor is the row
+        rows, length = 1, flat.numel()
+    start = int(torch.randint(0, rows, (1,), generator=generator)) * length if rows > 1 else 0
     first = start + int(torch.randint(0, length, (1,), generator=generator))
     distance = (flat[start:start + length].double() - flat[first].double()).abs().nan_to_num(0.0, 0.0, 0.0)
     second = start + int(distance.argmax())
-    if second == first:  # a row of one value: any other element
+    if second == first:  # every distance zero (a row of one value, or a NaN or infinite first element): any other
         second = start + (first - start + 1) % length
     held = flat[first].clone()
     flat[first] = flat[second]

@@ -151,10 +151,13 @@ def input_sets_rolled(base: list, shift: int) -> list:
     return rolled_inputs(base, shift)
 
 
+SEEDS = [11, 12, 13]  # the evaluations' input seeds, so that a test can make the same sets
+
+
 def prepare(worker: ReferenceWorker, task: str, tmp_path, eval_id: str = "e1", timing: bool = True) -> dict[str, Any]:
     exchange = tmp_path / eval_id
     exchange.mkdir()
-    return worker.prepare({"eval_id": eval_id, "task_path": task, "exchange_dir": str(exchange), "seeds": [11, 12, 13],
+    return worker.prepare({"eval_id": eval_id, "task_path": task, "exchange_dir": str(exchange), "seeds": SEEDS,
                            "timing_seed": 99 if timing else None, "tolerance": FP32, "profile": True})
 
 
@@ -266,7 +269,7 @@ def test_a_cache_keyed_on_sampled_values_is_caught_even_where_one_swap_touches_a
     from kforge_worker.task_loader import load_task
 
     task = relu_task(tmp_path)
-    sets = input_sets.InputSets(load_task(task, cpu_sizes=True), task, torch.device("cpu"), [11, 12, 13], None, True)
+    sets = input_sets.InputSets(load_task(task, cpu_sizes=True), task, torch.device("cpu"), SEEDS, None, True)
     seed0, swapped = sets.make("seed0")[0].reshape(-1), sets.make("swapped")[0].reshape(-1)
     samples = (seed0 != swapped).nonzero().reshape(-1)
     assert samples.numel() == 2
