@@ -226,7 +226,9 @@ class EvaluationSession:
             raise Tampered("a call was reported that was not handed out")
         pending, self.pending = self.pending, None
         self._judge_call(pending, message)
-        return {"step": self._next_step(pending["index"] + 1)}
+        following = pending["index"] + 1
+        del pending  # its reference outputs go before the next call's are made
+        return {"step": self._next_step(following)}
 
     def _on_timing(self, message: dict[str, Any]) -> dict[str, Any]:
         self._expect_stage("calls")
@@ -234,7 +236,11 @@ class EvaluationSession:
             raise Tampered("timing asked for before the checked calls ended")
         self.stage = "timing"
         self.report.timing_started = True
-        return {"inputs": self._fill_slot(self.sets.make("timing")), "seed_base": self.seed_base}
+        described = self._fill_slot(self.sets.make("timing"))
+        # The checked calls' tensors are gone: their cached blocks go back to the device for the
+        # candidate's timing, where it holds the most (the inputs' rotating copies).
+        release_cached(self.inputs_arena.device)
+        return {"inputs": described, "seed_base": self.seed_base}
 
     def _on_timed(self, message: dict[str, Any]) -> dict[str, Any]:
         self._expect_stage("timing")
@@ -473,6 +479,12 @@ class _NoiseOnDemand:
     def buffers(self) -> list | None:
         noise = self._get()
         return None if noise is None else noise.buffers
+
+
+def release_cached(device: torch.device) -> None:
+    """Gives the device the blocks this process's allocator caches but no tensor uses."""
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def _finite(tensors: list[torch.Tensor]) -> bool:

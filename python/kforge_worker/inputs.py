@@ -13,6 +13,7 @@ import torch
 from .errors import UserError
 
 DISTRIBUTIONS = ("signed", "scaled_up", "scaled_down", "shifted", "swapped")
+DERIVE_CHUNK = 1 << 24  # elements a derived distribution changes at a time
 
 
 def seed_everything(seed: int) -> None:
@@ -66,29 +67,36 @@ def is_float_tensor(value: Any) -> bool:
 
 def derive_distribution(inputs: list, kind: str, seed: int) -> list:
     """The same inputs under another value distribution; non-float inputs stay as they are.
-    Deterministic for a seed and device, so a candidate's process derives exactly the inputs the
-    reference saw without another file."""
+    Deterministic for a seed and device. Each derived tensor is one new copy changed in place,
+    chunk by chunk, so deriving a set holds two copies of it at most (a task's multi-GB inputs
+    are derived on the GPU beside the candidate's process)."""
     derived = []
     for value in inputs:
         if not is_float_tensor(value) or value.numel() == 0:
             derived.append(value)
             continue
         x = value.detach()
-        if kind == "signed":
-            generator = torch.Generator(device=x.device).manual_seed(seed)
-            signs = torch.randint(0, 2, x.shape, generator=generator, device=x.device).to(x.dtype) * 2 - 1
-            x = x * signs
-        elif kind == "scaled_up":
-            x = x * 1000.0
-        elif kind == "scaled_down":
-            x = x * 1e-3
-        elif kind == "shifted":
-            x = x + (1.0 + x.float().std().nan_to_num(0.0).item())
-        elif kind == "swapped":
-            x = _swap_two_in_a_row(x, seed)
-        else:
+        if kind == "swapped":
+            derived.append(_swap_two_in_a_row(x, seed).to(value.dtype))
+            continue
+        if kind not in ("signed", "scaled_up", "scaled_down", "shifted"):
             raise ValueError(f"unknown distribution {kind}")
-        derived.append(x.to(value.dtype).contiguous())
+        shift = 1.0 + x.float().std().nan_to_num(0.0).item() if kind == "shifted" else 0.0
+        out = x.clone(memory_format=torch.contiguous_format)
+        flat = out.view(-1)
+        generator = torch.Generator(device=x.device).manual_seed(seed) if kind == "signed" else None
+        for start in range(0, flat.numel(), DERIVE_CHUNK):
+            part = flat[start:start + DERIVE_CHUNK]
+            if kind == "signed":
+                signs = torch.randint(0, 2, part.shape, generator=generator, device=x.device, dtype=torch.int8)
+                part.mul_(signs.mul_(2).sub_(1))
+            elif kind == "scaled_up":
+                part.mul_(1000.0)
+            elif kind == "scaled_down":
+                part.mul_(1e-3)
+            else:
+                part.add_(shift)
+        derived.append(out)
     return derived
 
 

@@ -6,7 +6,8 @@ hands its outputs back through one shared output slot; comparisons go chunk by c
 parameters and buffers, I one input set, O one call's outputs and S the reference forward's
 transient peak, all measured on the task itself, the peak is about
 
-    trusted worker   P + I + O + S    (while it makes a set and its reference outputs)
+    trusted worker   P + I + max(I, O + S)   (seed0 and a set derived from it, or a set and
+                                              its reference outputs)
     shared arenas    P + I + O        (the state, the input slot, the output slot)
     candidate        P + I + 2·O + S  (timing's rotating copy of the inputs, its outputs and the
                                        previous call's, and a transient like the reference's)
@@ -82,7 +83,7 @@ def plan_evaluation(footprint: Footprint, free_bytes: int, total_bytes: int, res
     `free_bytes` excludes)."""
     p, i, o, s = (footprint.parameter_bytes, footprint.input_bytes, footprint.output_bytes,
                   footprint.transient_bytes)
-    trusted = i + o + s
+    trusted = i + max(i, o + s)  # seed0 and a set derived from it, or a set and its reference call
     arenas = p + i + o
     candidate = p + i + 2 * o + s
     # The candidate may take what is free beyond the trusted worker's needs, the arenas and a reserve,
@@ -143,6 +144,17 @@ def process_memory(device: torch.device) -> dict[str, int]:
         report["allocated_bytes"] = int(torch.cuda.memory_allocated(device))
         report["reserved_bytes"] = int(torch.cuda.memory_reserved(device))
     return report
+
+
+def start_reserved_peak(device: torch.device) -> None:
+    """Starts measuring this process's peak of device memory held by its allocator."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def reserved_peak(device: torch.device) -> int:
+    """The most device memory this process's allocator held since start_reserved_peak (0 on the CPU)."""
+    return int(torch.cuda.max_memory_reserved(device)) if device.type == "cuda" else 0
 
 
 def rss_bytes(pid: int | str = "self") -> int:

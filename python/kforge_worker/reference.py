@@ -26,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from . import memory_plan, timing
 from .compare import Noise, Tolerance, rounding_noise
 from .errors import UserError
-from .evaluation_session import EvaluationSession, Reference, SessionReport
+from .evaluation_session import EvaluationSession, Reference, SessionReport, release_cached
 from .harness import apply_precision
 from .input_sets import InputSets, grow_leading_dim, second_size_candidates
 from .inputs import (call_seed, draws_random_numbers, flatten_outputs, is_dense, move_inputs, randomize_parameters,
@@ -153,6 +153,14 @@ class ReferenceWorker:
                 raise UserError(f"the reference Model's forward failed on {where}: {type(error).__name__}: {error}") from None
         return [t.detach().contiguous().clone() for t in flatten_outputs(output, "the reference Model")]
 
+    def _noise_then_release(self, session: Session, *args: Any) -> Noise | None:
+        """The noise, then the fp64 and channels-last calls' cached blocks go back to the device
+        (they are several times a call's tensors, and the candidate's process runs beside)."""
+        try:
+            return self._noise(session, *args)
+        finally:
+            release_cached(self.device)
+
     def _noise(self, session: Session, buffer_names: list[str], inputs: list, outputs: list[torch.Tensor],
                buffers: tuple[list[torch.Tensor], Callable[[], Iterable[list]], list[torch.Tensor] | None]) -> Noise | None:
         """How far honest fp32 computations of this call stray from the exact result, per floating
@@ -254,8 +262,7 @@ class ReferenceWorker:
         }
         if request.get("candidate", True):
             gc.collect()
-            if self.device.type == "cuda":
-                torch.cuda.empty_cache()
+            release_cached(self.device)
             plan = memory_plan.plan_evaluation(measured["footprint"], *memory_plan.free_memory(self.device),
                                                memory_plan.reserve_for(self.device))
             result["memory"] = plan.to_json()
@@ -314,7 +321,7 @@ class ReferenceWorker:
         model = session.model
         reference = Reference(model, lambda inputs: self._reference_outputs(model, inputs, "a checked call"),
                               measured["mutated_buffers"],
-                              lambda inputs, outputs, buffers: self._noise(
+                              lambda inputs, outputs, buffers: self._noise_then_release(
                                   session, measured["mutated_buffers"], inputs, outputs, buffers))
         session.live = EvaluationSession(session.sets, reference, Tolerance.from_json(request["tolerance"]),
                                          session.exchange.arenas, inputs_arena.used,
@@ -322,6 +329,7 @@ class ReferenceWorker:
                                          profile=bool(request.get("profile", True)),
                                          random_forward=session.random_forward)
         shared = session.exchange.publish(session.live)
+        memory_plan.start_reserved_peak(self.device)
         session.live.start()
         return {"shared": shared, "state": state_described}
 
@@ -349,7 +357,9 @@ class ReferenceWorker:
                                   "skipped_distributions": report.skipped_distributions,
                                   "resized": report.resized, "timed_calls": report.timed_calls,
                                   "handoff_gaps_ms": report.handoff_gaps_ms,
-                                  "random_forward": session.random_forward}
+                                  "random_forward": session.random_forward,
+                                  # against the plan's trusted_bytes, beside the reference's state
+                                  "trusted_reserved_peak_bytes": memory_plan.reserved_peak(self.device)}
         # A process that failed is judged by how it failed; its timed calls are not worth a reference run.
         result["timed"] = session.live.judge_timed() if clean else []
         # The arenas are not needed any more: their memory goes back before the reference is timed.
@@ -400,8 +410,7 @@ class ReferenceWorker:
         # The evaluation's object graphs (models, fp64 copies, torch.compile's) are collected now,
         # at the evaluation's cost, not by a later full collection inside another request.
         gc.collect()
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()
+        release_cached(self.device)
         return {"released": True, "memory": memory_plan.process_memory(self.device)}
 
 

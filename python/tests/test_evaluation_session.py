@@ -446,10 +446,10 @@ def test_a_task_that_cannot_fit_is_refused_with_the_numbers(tmp_path, monkeypatc
 def test_the_plan_counts_every_holder_and_caps_the_candidate():
     footprint = memory_plan.Footprint(parameter_bytes=100, input_bytes=1000, output_bytes=500, transient_bytes=200)
     plan = memory_plan.plan_evaluation(footprint, free_bytes=10_000, total_bytes=20_000, reserve_bytes=50)
-    assert plan.trusted_bytes == 1000 + 500 + 200
+    assert plan.trusted_bytes == 1000 + max(1000, 500 + 200)
     assert plan.arena_bytes == 100 + 1000 + 500
     assert plan.candidate_bytes == 100 + 1000 + 1000 + 200 + 50
-    assert plan.fits and plan.candidate_limit_bytes == 10_000 - 1700 - 1600 - 50
+    assert plan.fits and plan.candidate_limit_bytes == 10_000 - 2000 - 1600 - 50
     tight = memory_plan.plan_evaluation(footprint, free_bytes=3000, total_bytes=20_000, reserve_bytes=50)
     assert not tight.fits and tight.candidate_limit_bytes == tight.candidate_bytes - 50
 

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+import kforge_worker.inputs as inputs_module
 from kforge_worker.inputs import (derive_distribution, is_dense, randomize_parameters, roll_rows_into, rolled_inputs,
                                   row_count)
 
@@ -38,6 +39,21 @@ def test_distributions_change_float_inputs_only():
     assert (derive_distribution([x], "shifted", 1)[0] > x).all()
     with pytest.raises(ValueError):
         derive_distribution([x], "nonsense", 1)
+
+
+def test_a_derived_set_is_one_copy_changed_chunk_by_chunk(monkeypatch):
+    monkeypatch.setattr(inputs_module, "DERIVE_CHUNK", 7)  # many chunks, one not full
+    x = torch.rand(10, 9).t()  # not contiguous
+    kept = x.clone()
+    signed = derive_distribution([x], "signed", 3)[0]
+    assert signed.is_contiguous() and torch.equal(signed, derive_distribution([x], "signed", 3)[0])
+    assert torch.equal(signed.abs(), x) and (signed < 0).sum() > 20 and (signed > 0).sum() > 20
+    assert not torch.equal(signed, derive_distribution([x], "signed", 4)[0])
+    assert torch.allclose(derive_distribution([x], "scaled_down", 3)[0], x * 1e-3)
+    assert torch.allclose(derive_distribution([x], "shifted", 3)[0], x + 1.0 + x.std())
+    assert torch.equal(x, kept)  # the set it was derived from is untouched
+    half = derive_distribution([x.half()], "signed", 3)[0]
+    assert half.dtype == torch.float16 and torch.equal(half.abs(), x.half())
 
 
 def test_a_swap_exchanges_a_random_element_with_the_farthest_of_its_row():
