@@ -38,6 +38,53 @@ ir::Shape Reduced(const ir::Shape& shape, const std::vector<int64_t>& dims, bool
   return ReductionSpace{shape, dims}.Kept(keepdim);
 }
 
+// Runs of dims [shape_begin, shape_end) of `shape` and [target_begin, target_end) of `target` with
+// equal products, in order, covering both: how a contiguous view regroups dims.
+struct DimRun {
+  size_t shape_begin, shape_end, target_begin, target_end;
+};
+std::optional<std::vector<DimRun>> MatchingDims(const ir::Shape& shape, const ir::Shape& target) {
+  std::vector<DimRun> runs;
+  size_t i = 0, j = 0;
+  while (i < shape.size() || j < target.size()) {
+    DimRun run{i, i, j, j};
+    int64_t left = i < shape.size() ? shape[i++] : 1, right = j < target.size() ? target[j++] : 1;
+    while (left != right) {
+      if (left < right && i < shape.size()) {
+        left *= shape[i++];
+      } else if (right < left && j < target.size()) {
+        right *= target[j++];
+      } else {
+        return std::nullopt;
+      }
+    }
+    run.shape_end = i;
+    run.target_end = j;
+    runs.push_back(run);
+  }
+  return runs;
+}
+
+// The shape an operand broadcasting to `shape` takes over `target` (the same runs of dims
+// regrouped): each run is all ones or all of `shape`'s dims in the operand; nullopt otherwise.
+std::optional<ir::IntList> Regrouped(const ir::Shape& operand, const ir::Shape& shape, const ir::Shape& target,
+                                     const std::vector<DimRun>& runs) {
+  if (operand.size() > shape.size()) return std::nullopt;
+  ir::Shape padded(shape.size() - operand.size(), 1);
+  padded.insert(padded.end(), operand.begin(), operand.end());
+  ir::IntList result;
+  for (const DimRun& run : runs) {
+    bool ones = true, full = true;
+    for (size_t d = run.shape_begin; d < run.shape_end; ++d) {
+      ones = ones && padded[d] == 1;
+      full = full && padded[d] == shape[d];
+    }
+    if (!ones && !full) return std::nullopt;
+    for (size_t d = run.target_begin; d < run.target_end; ++d) result.push_back(ones ? 1 : target[d]);
+  }
+  return result;
+}
+
 class Decomposer : public ir::GraphRewriter {
  public:
   explicit Decomposer(const ir::Graph& graph) : source_(graph) {
@@ -77,7 +124,10 @@ class Decomposer : public ir::GraphRewriter {
     else if (op == "aten.min.dim" || op == "aten.argmin.default") done = MinAsMaxOfNegation(node);
     else if (op == "aten.max_pool3d_with_indices.default" || op == "aten.avg_pool3d.default") done = Pool3dAsTwo2d(node);
     if (done) return *done;
-    if (node.op_kind() == ir::OpKind::kPointwise) return CopyWithScalars(node);
+    if (node.op_kind() == ir::OpKind::kPointwise) {
+      if (std::optional<Status> sunk = SinkRegrouping(node)) return *sunk;
+      return CopyWithScalars(node);
+    }
     return CopyOp(node);
   }
 
@@ -299,15 +349,26 @@ class Decomposer : public ir::GraphRewriter {
     int64_t n = type.shape[0], g = static_cast<int64_t>(*groups);
     if (g <= 0 || type.numel() % (n * g) != 0) return std::nullopt;
     ir::IntList grouped = {n, g, type.numel() / (n * g)};
-    if (ReductionSpace{grouped, {2}}.split() && type.shape[1] % g == 0) return SplitGroupNorm(node, x, grouped, *eps);
+    if (type.shape[1] % g != 0) return std::nullopt;
+    if (ReductionSpace{grouped, {2}}.split()) return SplitGroupNorm(node, x, grouped, *eps);
+    // Normalized and scaled in x viewed [N, group, C/group(, the rest)], where the per-channel
+    // weight and bias broadcast as [group, C/group(, 1)]: the affine joins the statistics' kernel.
+    ir::IntList blocks = {n, g, type.shape[1] / g};
+    std::vector<int64_t> dims = {2};
+    if (type.shape.size() > 2) {
+      blocks.push_back(grouped[2] / blocks[2]);
+      dims.push_back(3);
+    }
     return Run(node, [&]() -> Status {
-      ASSIGN_OR_RETURN(NodeRef viewed, Emit(node, "grouped", "aten.view.default", {{x}, {grouped}}, grouped));
-      ASSIGN_OR_RETURN(Normalized parts, Normalize(node, viewed, {2}, *eps));
-      ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{parts.normed}, {ir::IntList(type.shape)}},
-                                          type.shape));
-      int64_t rank = static_cast<int64_t>(type.shape.size());
-      ASSIGN_OR_RETURN(NodeRef y, ChannelAffine(node, back, rank));
-      return Finish(node, {y});
+      ASSIGN_OR_RETURN(NodeRef viewed, Emit(node, "grouped", "aten.view.default", {{x}, {blocks}}, blocks));
+      ASSIGN_OR_RETURN(Normalized parts, Normalize(node, viewed, dims, *eps));
+      const bool flat = type.shape.size() == 2;
+      ASSIGN_OR_RETURN(auto weight, PerGroupChannel(node, Tensor(node, {1, "weight"}), g, flat));
+      ASSIGN_OR_RETURN(auto bias, PerGroupChannel(node, Tensor(node, {2, "bias"}), g, flat));
+      ASSIGN_OR_RETURN(NodeRef y, Affine(node, parts.normed, weight, bias));
+      ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{y}, {ir::IntList(type.shape)}}, type.shape));
+      sinkable_.insert({back.value, back.output});
+      return Finish(node, {back});
     });
   }
 
@@ -336,12 +397,15 @@ class Decomposer : public ir::GraphRewriter {
     });
   }
 
-  // A per-channel vector [C] viewed as [group, C/group, 1]: it broadcasts over [N, group, C/group, HxW].
-  Result<std::optional<NodeRef>> PerGroupChannel(const ir::OpNode& origin, std::optional<NodeRef> vector, int64_t g) {
+  // A per-channel vector [C] viewed as [group, C/group, 1]: it broadcasts over [N, group, C/group, HxW]
+  // (as [group, C/group] over [N, group, C/group] where `flat`).
+  Result<std::optional<NodeRef>> PerGroupChannel(const ir::OpNode& origin, std::optional<NodeRef> vector, int64_t g,
+                                                 bool flat = false) {
     if (!vector) return std::optional<NodeRef>();
     const ir::Shape shape = ShapeOf(*vector);
     if (shape.size() != 1) return Status::InvalidArgument("not a vector");
-    ir::IntList view = {g, shape[0] / g, 1};
+    ir::IntList view = {g, shape[0] / g};
+    if (!flat) view.push_back(1);
     ASSIGN_OR_RETURN(NodeRef viewed, Emit(origin, "channel", "aten.view.default", {{*vector}, {view}}, view));
     return std::optional<NodeRef>(viewed);
   }
@@ -823,6 +887,73 @@ class Decomposer : public ir::GraphRewriter {
     return Status::Ok();
   }
 
+  // A pointwise op over a view that undoes a regrouping (sinkable_: group norm's [N, group,
+  // C/group, HxW] back to [N, C, H, W]) runs in the regrouped shape instead, its other operands
+  // viewed alike, and the view moves below it; so the chain after a norm joins the norm's kernel
+  // instead of making a pass of its own. Declined where an operand cannot be viewed so (a
+  // broadcast that splits a regrouped dim, a strided tensor) or is computed by a pointwise op (it
+  // would leave that op's kernel).
+  std::optional<Status> SinkRegrouping(const ir::OpNode& node) {
+    if (sinkable_.empty() || node.num_outputs() != 1 || !node.kwargs.empty()) return std::nullopt;
+    const ir::Shape& shape = node.type().shape;
+    std::optional<NodeRef> regrouped;
+    for (const Argument& arg : node.args) {
+      const auto* ref = arg.TryAs<NodeRef>();
+      if (ref == nullptr || !sinkable_.count(Key(Map(*ref)))) continue;
+      NodeRef base = builder().value(Map(*ref).value).As<ir::OpNode>().args.at(0).As<NodeRef>();
+      if (ShapeOf(Map(*ref)) != shape || (regrouped && ShapeOf(*regrouped) != ShapeOf(base))) return std::nullopt;
+      regrouped = base;
+    }
+    if (!regrouped) return std::nullopt;
+    const ir::Shape target = ShapeOf(*regrouped);
+    auto groups = MatchingDims(shape, target);
+    if (!groups) return std::nullopt;
+    std::vector<std::pair<NodeRef, ir::IntList>> views;  // operands to view, and their shapes
+    std::vector<Argument> args;
+    for (const Argument& arg : node.args) {
+      const auto* ref = arg.TryAs<NodeRef>();
+      if (ref == nullptr) {
+        args.push_back(Map(arg));
+        continue;
+      }
+      if (auto scalar = scalars_.find(ref->value); scalar != scalars_.end()) {
+        args.push_back(scalar->second);
+        continue;
+      }
+      NodeRef mapped = Map(*ref);
+      if (sinkable_.count(Key(mapped))) {
+        args.push_back(Argument(builder().value(mapped.value).As<ir::OpNode>().args.at(0).As<NodeRef>()));
+        continue;
+      }
+      const ir::TensorType& type = *builder().TypeOf(mapped);
+      const auto* producer = builder().value(mapped.value).TryAs<ir::OpNode>();
+      if (!type.is_contiguous() || (producer != nullptr && producer->op_kind() == ir::OpKind::kPointwise)) return std::nullopt;
+      auto viewed = Regrouped(type.shape, shape, target, *groups);
+      if (!viewed) return std::nullopt;
+      views.push_back({mapped, *viewed});
+      args.push_back(Argument(mapped));  // replaced by its view below
+    }
+    return Run(node, [&]() -> Status {
+      size_t next = 0;
+      for (Argument& arg : args) {
+        const auto* ref = arg.TryAs<NodeRef>();
+        if (ref == nullptr || next == views.size() || !(*ref == views[next].first)) continue;
+        ASSIGN_OR_RETURN(NodeRef viewed, Emit(node, "regrouped", "aten.view.default", {{*ref}, {views[next].second}},
+                                              views[next].second, builder().TypeOf(*ref)->dtype));
+        arg = Argument(viewed);
+        ++next;
+      }
+      ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(target, node.type().dtype));
+      ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(node.name, node.op, args, {}, {type}));
+      ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{NodeRef{id, 0}}, {ir::IntList(shape)}},
+                                          shape, node.type().dtype));
+      sinkable_.insert(Key(back));
+      return Finish(node, {back});
+    });
+  }
+
+  static std::pair<ir::ValueId, int32_t> Key(NodeRef ref) { return {ref.value, ref.output}; }
+
   // Runs the rewrite of `node`; on failure the node is copied unchanged (values already added
   // stay unused and dead-code elimination drops them).
   Status Run(const ir::OpNode& node, const std::function<Status()>& rewrite) {
@@ -842,6 +973,8 @@ class Decomposer : public ir::GraphRewriter {
   std::set<std::pair<ir::ValueId, int32_t>> live_outs_;
   std::set<std::pair<ir::ValueId, int32_t>> used_;
   std::map<ir::ValueId, Argument> scalars_;
+  // Views of the new graph that undo a regrouping: pointwise ops over them may run regrouped.
+  std::set<std::pair<ir::ValueId, int32_t>> sinkable_;
 };
 
 }  // namespace

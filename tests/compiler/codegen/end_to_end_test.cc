@@ -342,6 +342,15 @@ TEST(SplitStatisticsEndToEndTest, BatchNormAfterAOneByOnePool) {
   ExpectMatchesPyTorch("codegen/batch_norm_after_pool", ModelWriterOptions{}, {"kf_i2 * 0"});
 }
 
+// Group norm's affine and the pointwise ops after it run in the norm's [N, group, C/group, H*W]
+// view, in its statistics kernel; an op whose operand cannot be viewed so (a row over W alone)
+// stays a pass of its own after the view back.
+TEST(GroupNormEndToEndTest, TheTailJoinsTheStatisticsKernelUntilAnOperandCannotBeRegrouped) {
+  ExpectMatchesPyTorch("codegen/group_norm_tail", ModelWriterOptions{},
+                       {"reduction native_group_norm_sum_to_div:", "view mul_regrouped", "view add_regrouped",
+                        "view div_ungrouped", "pointwise div_1:"});
+}
+
 TEST(SplitStatisticsEndToEndTest, LayerNorm) {
   ExpectMatchesPyTorch("codegen/split_layer_norm", ModelWriterOptions{}, {"tl.sum(kf_sn_", "_partial[(32,)]"});
 }
@@ -522,7 +531,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
                                            "codegen/conv_fma_or_dot", "codegen/attention_relpos_clamp",
                                            "codegen/attention_head_parts", "codegen/short_k_products", "codegen/scans",
                                            "codegen/split_norm", "codegen/split_column_norm", "codegen/product_epilogues",
-                                           "codegen/recurrent_layers", "codegen/recurrent_stacks"),
+                                           "codegen/recurrent_layers", "codegen/recurrent_stacks", "codegen/group_norm_tail"),
                          TestName);
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
