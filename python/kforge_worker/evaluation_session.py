@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import output_sample
+from . import memory_plan, output_sample
 from .compare import Noise, Tolerance, compare_outputs
 from .fingerprint import Fingerprinter
 from .input_sets import InputSets
@@ -90,6 +90,8 @@ class SessionReport:
     profiled: list | None = None
     resized: dict[str, Any] | None = None
     ended: bool = False
+    # This process's allocator peak while the candidate's process ran (against the memory plan)
+    reserved_peak_bytes: int = 0
     tampered: str | None = None
     internal_error: str | None = None
 
@@ -239,7 +241,7 @@ class EvaluationSession:
         described = self._fill_slot(self.sets.make("timing"))
         # The checked calls' tensors are gone: their cached blocks go back to the device for the
         # candidate's timing, where it holds the most (the inputs' rotating copies).
-        release_cached(self.inputs_arena.device)
+        memory_plan.release_cached(self.inputs_arena.device)
         return {"inputs": described, "seed_base": self.seed_base}
 
     def _on_timed(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -313,6 +315,7 @@ class EvaluationSession:
         if self.pending is not None or self.stage == "start":
             raise Tampered("the run ended before the checked calls did")
         self.report.ended = True
+        self.report.reserved_peak_bytes = memory_plan.reserved_peak(self.inputs_arena.device)
         return {"ok": True}
 
     # -- checked calls --------------------------------------------------------------------------
@@ -479,12 +482,6 @@ class _NoiseOnDemand:
     def buffers(self) -> list | None:
         noise = self._get()
         return None if noise is None else noise.buffers
-
-
-def release_cached(device: torch.device) -> None:
-    """Gives the device the blocks this process's allocator caches but no tensor uses."""
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
 
 
 def _finite(tensors: list[torch.Tensor]) -> bool:

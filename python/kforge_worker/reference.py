@@ -26,7 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from . import memory_plan, timing
 from .compare import Noise, Tolerance, rounding_noise
 from .errors import UserError
-from .evaluation_session import EvaluationSession, Reference, SessionReport, release_cached
+from .evaluation_session import EvaluationSession, Reference, SessionReport
 from .harness import apply_precision
 from .input_sets import InputSets, grow_leading_dim, second_size_candidates
 from .inputs import (call_seed, draws_random_numbers, flatten_outputs, is_dense, move_inputs, randomize_parameters,
@@ -159,7 +159,7 @@ class ReferenceWorker:
         try:
             return self._noise(session, *args)
         finally:
-            release_cached(self.device)
+            memory_plan.release_cached(self.device)
 
     def _noise(self, session: Session, buffer_names: list[str], inputs: list, outputs: list[torch.Tensor],
                buffers: tuple[list[torch.Tensor], Callable[[], Iterable[list]], list[torch.Tensor] | None]) -> Noise | None:
@@ -262,7 +262,7 @@ class ReferenceWorker:
         }
         if request.get("candidate", True):
             gc.collect()
-            release_cached(self.device)
+            memory_plan.release_cached(self.device)
             plan = memory_plan.plan_evaluation(measured["footprint"], *memory_plan.free_memory(self.device),
                                                memory_plan.reserve_for(self.device))
             result["memory"] = plan.to_json()
@@ -359,7 +359,7 @@ class ReferenceWorker:
                                   "handoff_gaps_ms": report.handoff_gaps_ms,
                                   "random_forward": session.random_forward,
                                   # against the plan's trusted_bytes, beside the reference's state
-                                  "trusted_reserved_peak_bytes": memory_plan.reserved_peak(self.device)}
+                                  "trusted_reserved_peak_bytes": report.reserved_peak_bytes}
         # A process that failed is judged by how it failed; its timed calls are not worth a reference run.
         result["timed"] = session.live.judge_timed() if clean else []
         # The arenas are not needed any more: their memory goes back before the reference is timed.
@@ -410,7 +410,7 @@ class ReferenceWorker:
         # The evaluation's object graphs (models, fp64 copies, torch.compile's) are collected now,
         # at the evaluation's cost, not by a later full collection inside another request.
         gc.collect()
-        release_cached(self.device)
+        memory_plan.release_cached(self.device)
         return {"released": True, "memory": memory_plan.process_memory(self.device)}
 
 
