@@ -894,7 +894,12 @@ class Decomposer : public ir::GraphRewriter {
   // broadcast that splits a regrouped dim, a strided tensor) or is computed by a pointwise op (it
   // would leave that op's kernel).
   std::optional<Status> SinkRegrouping(const ir::OpNode& node) {
-    if (sinkable_.empty() || node.num_outputs() != 1 || !node.kwargs.empty()) return std::nullopt;
+    if (sinkable_.empty() || node.num_outputs() != 1) return std::nullopt;
+    std::vector<ir::NamedArgument> kwargs;  // gelu's `approximate`, a cast's dtype: no tensors
+    for (const ir::NamedArgument& kwarg : node.kwargs) {
+      if (kwarg.argument.Is<NodeRef>()) return std::nullopt;
+      kwargs.push_back({kwarg.name, Map(kwarg.argument)});
+    }
     const ir::Shape& shape = node.type().shape;
     std::optional<NodeRef> regrouped;
     for (const Argument& arg : node.args) {
@@ -944,7 +949,7 @@ class Decomposer : public ir::GraphRewriter {
         ++next;
       }
       ASSIGN_OR_RETURN(ir::TensorType type, ir::TensorType::Contiguous(target, node.type().dtype));
-      ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(node.name, node.op, args, {}, {type}));
+      ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(node.name, node.op, args, kwargs, {type}));
       ASSIGN_OR_RETURN(NodeRef back, Emit(node, "ungrouped", "aten.view.default", {{NodeRef{id, 0}}, {ir::IntList(shape)}},
                                           shape, node.type().dtype));
       sinkable_.insert(Key(back));

@@ -4,10 +4,11 @@ import torch.nn as nn
 
 class Model(nn.Module):
     """Group norm inside a chain (level 2's pattern): a convolution, group norm, then pointwise ops
-    that read a per-channel parameter and the convolution's output. The norm runs over x viewed
-    [N, group, C/group, H*W]; the ops after it run in that view too, so the statistics, the affine
-    and the tail are one kernel. The last op divides by a row over W alone, which that view (H*W
-    as one dim) cannot express: the division is a pointwise pass of its own after the view back."""
+    (a GELU with its `approximate` keyword among them) that read a per-channel parameter and the
+    convolution's output. The norm runs over x viewed [N, group, C/group, H*W]; the ops after it
+    run in that view too, so the statistics, the affine and the tail are one kernel. The last op
+    divides by a row over W alone, which that view (H*W as one dim) cannot express: the division
+    is a pointwise pass of its own after the view back."""
 
     def __init__(self):
         super().__init__()
@@ -18,7 +19,7 @@ class Model(nn.Module):
 
     def forward(self, x):
         y = self.conv(x)
-        z = torch.tanh(self.gn(y)) * self.scale + y
+        z = nn.functional.gelu(self.gn(y), approximate="tanh") * self.scale + y
         return torch.nn.functional.hardswish(z) / self.row
 
 
