@@ -118,6 +118,40 @@ TEST(PipelineTest, TrainingBatchNormReadsItsInputTwiceAndWritesOnlyItsOutput) {
   EXPECT_EQ(graph.value(result->plan.groups[0].nodes.front()).As<ir::OpNode>().op, "aten.var_mean.correction");
 }
 
+// Group norm over [2, 8, 4, 4] in 2 groups, then tanh of it plus relu(r). The tanh runs in the
+// norm's grouped view and joins its kernel; the add does not (its other operand is relu's, which
+// would leave its own kernel), so relu and add stay one pointwise group over x's shape.
+TEST(PipelineTest, OpsAfterAGroupNormJoinItsKernelUnlessAnOperandIsComputedByAPointwiseOp) {
+  ir::GraphBuilder b("group_norm");
+  ir::ValueId x = AddInputOk(b, "x", {2, 8, 4, 4});
+  ir::ValueId weight = AddInputOk(b, "weight", {8}, 1);
+  ir::ValueId bias = AddInputOk(b, "bias", {8}, 2);
+  ir::ValueId r = AddInputOk(b, "r", {2, 8, 4, 4}, 3);
+  ir::ValueId gn = AddOk(b, "gn", "aten.native_group_norm.default",
+                         {Ref(x), Ref(weight), Ref(bias), {int64_t{2}}, {int64_t{8}}, {int64_t{16}}, {int64_t{2}}, {1e-5}},
+                         {F32({2, 8, 4, 4}), F32({2, 2}), F32({2, 2})});
+  ir::ValueId tanh = AddOk(b, "tanh", "aten.tanh.default", {ir::Argument(ir::NodeRef{gn, 0})}, {F32({2, 8, 4, 4})});
+  ir::ValueId relu = AddOk(b, "relu", "aten.relu.default", {Ref(r)}, {F32({2, 8, 4, 4})});
+  ir::ValueId add = AddOk(b, "add", "aten.add.Tensor", {Ref(tanh), Ref(relu)}, {F32({2, 8, 4, 4})});
+  b.AddOutput({add, 0});
+  auto result = RunPipeline(std::move(b).Build(), PipelineOptions{});
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const ir::Graph& graph = result->graph;
+  std::vector<std::pair<FusionGroup::Kind, std::vector<std::string>>> computed;
+  for (const FusionGroup& group : result->plan.groups) {
+    if (group.kind == FusionGroup::Kind::kView) continue;
+    std::vector<std::string> names;
+    for (ir::ValueId id : group.nodes) names.push_back(graph.value(id).name);
+    computed.push_back({group.kind, names});
+  }
+  ASSERT_EQ(computed.size(), 2u);
+  EXPECT_EQ(computed[0].first, FusionGroup::Kind::kReduction);
+  EXPECT_EQ(computed[0].second.back(), "tanh");
+  EXPECT_EQ(graph.TypeOf(graph.Find("tanh")->ref())->shape, (ir::Shape{2, 2, 4, 16}));  // the grouped view
+  EXPECT_EQ(computed[1].first, FusionGroup::Kind::kPointwise);
+  EXPECT_EQ(computed[1].second, (std::vector<std::string>{"relu", "add"}));
+}
+
 TEST(PipelineTest, TrainingBatchNormUpdatesItsRunningStatisticsInItsStatisticsKernel) {
   // The running mean and variance forward() writes back are computed per channel where the batch
   // statistics are merged over the images: no kernel of their own, and x is still read twice.
