@@ -394,11 +394,9 @@ class EvaluationSession:
                                                          (start, history, after)))
 
     def _seeded_noise(self, seed: int | None, inputs: list, expected: list, buffers: tuple[list, Any, Any]) -> Noise | None:
-        """None for a forward that draws random numbers: its fp64 copy draws other numbers, so
-        their difference is not rounding noise and must not widen the tolerance."""
-        if seed is not None:
-            return None
-        return self.reference.noise(inputs, expected, buffers)
+        """For a forward that draws random numbers, `seed` is its call's: the fp64 copy draws the
+        same numbers from it (reference.py), or there is no noise."""
+        return self.reference.noise(inputs, expected, buffers, seed)
 
     # -- slots ----------------------------------------------------------------------------------
     def _fill_slot(self, inputs: list) -> list[dict[str, Any]]:

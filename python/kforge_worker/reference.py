@@ -31,6 +31,7 @@ from .harness import apply_precision
 from .input_sets import InputSets, grow_leading_dim, second_size_candidates
 from .inputs import (call_seed, draws_random_numbers, flatten_outputs, is_dense, move_inputs, randomize_parameters,
                      seed_everything, tensor_bytes)
+from .random_draws import Draws
 from .shared_memory import Arena, DescriptorOffer, aligned, arena_bytes, put_values
 from .task_loader import call_task_function, load_task
 
@@ -162,7 +163,8 @@ class ReferenceWorker:
             memory_plan.release_cached(self.device)
 
     def _noise(self, session: Session, buffer_names: list[str], inputs: list, outputs: list[torch.Tensor],
-               buffers: tuple[list[torch.Tensor], Callable[[], Iterable[list]], list[torch.Tensor] | None]) -> Noise | None:
+               buffers: tuple[list[torch.Tensor], Callable[[], Iterable[list]], list[torch.Tensor] | None],
+               seed: int | None = None) -> Noise | None:
         """How far honest fp32 computations of this call stray from the exact result, per floating
         output and, given the buffers after the call, per floating mutated buffer (None for the
         others): |fp32 reference - fp64 reference|, and where the model has 4-D tensors the larger
@@ -172,15 +174,32 @@ class ReferenceWorker:
         `buffers` is (the mutated buffers the fp32 reference started from, the inputs of its calls
         since, its buffers after this call or None): each copy starts from the same buffers and
         goes through the same calls, so the state a forward reads and the running statistics it
-        updates differ only by the rounding of those calls."""
+        updates differ only by the rounding of those calls.
+        A forward that draws random numbers was called from `seed`: each copy is called from it
+        too, the fp64 one drawing in fp32 (random_draws.py), and a copy counts only where it drew
+        what the fp32 reference draws again from that seed. Such a forward that also mutates
+        buffers gets no noise (its earlier calls drew from seeds of their own)."""
         start, earlier, after = buffers
+        drawn = None
+        if seed is not None:
+            if buffer_names:
+                return None
+            drawn = Draws(seed)
+            try:
+                with drawn:
+                    again = self._reference_outputs(session.model, inputs, "a seeded call")
+            except UserError:
+                return None
+            if len(again) != len(outputs) or not all(_same(a, o) for a, o in zip(again, outputs)):
+                return None
         try:
             if session.model64 is None:
                 session.model64 = copy.deepcopy(session.model).double()
-            exact = self._replayed(session.model64, buffer_names, start, earlier, inputs, _doubled)
+            exact = self._replayed(session.model64, buffer_names, start, earlier, inputs, _doubled,
+                                   None if drawn is None else Draws(seed, narrow=True), drawn)
         except Exception:
             return None
-        if len(exact) != len(outputs):
+        if exact is None or len(exact) != len(outputs):
             return None
         noise = Noise(outputs=[rounding_noise(o, e) for o, e in zip(outputs, exact)])
         if after is not None:
@@ -190,10 +209,11 @@ class ReferenceWorker:
         try:
             if session.model_channels_last is None:
                 session.model_channels_last = copy.deepcopy(session.model).to(memory_format=torch.channels_last)
-            other = self._replayed(session.model_channels_last, buffer_names, start, earlier, inputs, _channels_last)
+            other = self._replayed(session.model_channels_last, buffer_names, start, earlier, inputs, _channels_last,
+                                   None if drawn is None else Draws(seed), drawn)
         except Exception:  # the layout is only a second opinion: without it, the fp64 noise alone
             return noise
-        if len(other) != len(exact):
+        if other is None or len(other) != len(exact):
             return noise
         noise.outputs = [_larger(n, rounding_noise(o, e)) for n, o, e in zip(noise.outputs, other, exact)]
         if after is not None:
@@ -202,9 +222,12 @@ class ReferenceWorker:
         return noise
 
     def _replayed(self, model: torch.nn.Module, buffer_names: list[str], start: list[torch.Tensor],
-                  earlier: Callable[[], Iterable[list]], inputs: list, prepare: Callable[[list], list]) -> list[torch.Tensor]:
+                  earlier: Callable[[], Iterable[list]], inputs: list, prepare: Callable[[list], list],
+                  draws: Draws | None = None, expected: Draws | None = None) -> list[torch.Tensor] | None:
         """`model`'s outputs on `inputs`, its mutated buffers set to `start` and taken through the
-        calls on `earlier` first; `prepare` makes each call's inputs (moved to the device)."""
+        calls on `earlier` first; `prepare` makes each call's inputs (moved to the device). With
+        `draws`, the last call runs inside it and the outputs count only where it drew what
+        `expected` did (None otherwise)."""
         def call(values: list) -> list[torch.Tensor]:
             with torch.no_grad():
                 return flatten_outputs(model(*prepare(move_inputs(values, self.device))), "the reference Model")
@@ -214,7 +237,11 @@ class ReferenceWorker:
                 model.get_buffer(name).copy_(value)
         for values in earlier():
             call(values)
-        return call(inputs)
+        if draws is None:
+            return call(inputs)
+        with draws:
+            result = call(inputs)
+        return result if expected is not None and draws.matches(expected) else None
 
     def _on_device(self) -> Any:
         """Tensor factories in the task's code default to the GPU inside this context."""
@@ -321,8 +348,8 @@ class ReferenceWorker:
         model = session.model
         reference = Reference(model, lambda inputs: self._reference_outputs(model, inputs, "a checked call"),
                               measured["mutated_buffers"],
-                              lambda inputs, outputs, buffers: self._noise_then_release(
-                                  session, measured["mutated_buffers"], inputs, outputs, buffers))
+                              lambda inputs, outputs, buffers, seed: self._noise_then_release(
+                                  session, measured["mutated_buffers"], inputs, outputs, buffers, seed))
         session.live = EvaluationSession(session.sets, reference, Tolerance.from_json(request["tolerance"]),
                                          session.exchange.arenas, inputs_arena.used,
                                          timing=request.get("timing_seed") is not None,

@@ -279,3 +279,96 @@ def test_a_model_with_4d_tensors_gets_the_channels_last_layouts_noise_too():
     with torch.no_grad():
         worker._noise(session, [], [y], [flat(y)], ([], list, None))
     assert session.model_channels_last is None
+
+
+RANDOM_TASK = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """The cancellation above plus noise drawn inside forward: exactly y + h."""
+
+    def forward(self, x, y):
+        h = torch.randn_like(x)
+        return (x * 1e4 + y) - x * 1e4 + h
+
+
+def get_inputs():
+    return [torch.randn(64, 256), torch.randn(64, 256)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+RANDOM_CANDIDATE = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def kernel(x_ptr, y_ptr, h_ptr, out_ptr, n, OFFSET: tl.constexpr, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    h = tl.load(h_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, (x * 1e4 - x * 1e4) + y + h + OFFSET, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        h = torch.randn_like(x)
+        out = torch.empty_like(x)
+        kernel[(triton.cdiv(x.numel(), 1024),)](x, y, h, out, x.numel(), OFFSET=OFFSET_VALUE, BLOCK=1024)
+        return out
+'''
+
+
+def test_a_forward_that_draws_random_numbers_gets_the_noise_of_the_same_draws(tmp_path):
+    """The fp64 copy of a forward that draws random numbers draws the same ones (in fp32, from the
+    call's seed): a candidate more exact than the fp32 reference is accepted, a wrong one is not."""
+    exact = evaluate(tmp_path, 0.0, RANDOM_TASK, RANDOM_CANDIDATE)
+    assert exact["verdict"] == "accepted", exact["message"]
+    assert exact["evidence"]["correctness"]["random_forward"] is True
+    wrong = evaluate(tmp_path, 0.01, RANDOM_TASK, RANDOM_CANDIDATE)
+    assert wrong["verdict"] == "wrong_output", wrong["message"]
+
+
+class DrawsInFp64(torch.nn.Module):
+    """Draws its noise in fp64 on purpose: the fp64 copy cannot draw what it draws in fp32."""
+
+    def forward(self, x):
+        return x + torch.randn(x.shape, dtype=torch.float64).float()
+
+
+def test_the_noise_of_a_random_forward_counts_only_where_the_draws_are_the_same():
+    from kforge_worker.random_draws import Draws
+    from kforge_worker.reference import ReferenceWorker, Session
+
+    torch.manual_seed(0)
+    worker = ReferenceWorker("cpu")
+    task = {}
+    exec(compile(RANDOM_TASK, "random_task.py", "exec"), task)
+    model = task["Model"]()
+    session = Session("random.py", torch.device("cpu"), "fp32", model, sets=None)
+    x, y = torch.randn(64, 256), torch.randn(64, 256)
+    with Draws(7):
+        out = model(x, y)
+    noise = worker._noise(session, [], [x, y], [out], ([], list, None), seed=7)
+    assert noise is not None and 0 < noise.outputs[0].max().item() < 0.1  # the cancellation, not the draws
+    with Draws(7):  # what narrowing prevents: fp64 draws are other numbers
+        other = session.model64(x.double(), y.double())
+    assert (other - out.double()).abs().max().item() > 1.0
+    assert worker._noise(session, [], [x, y], [out], ([], list, None), seed=8) is None  # not the call's seed
+
+    fixed = DrawsInFp64()
+    session = Session("fixed.py", torch.device("cpu"), "fp32", fixed, sets=None)
+    with Draws(7):
+        out = fixed(x)
+    assert worker._noise(session, [], [x], [out], ([], list, None), seed=7) is None
+    session = Session("counter.py", torch.device("cpu"), "fp32", Counter(), sets=None)
+    with Draws(7):
+        out = session.model(x, y)
+    assert worker._noise(session, ["count"], [x, y], [out], ([session.model.count.clone()], list, None), seed=7) is None
