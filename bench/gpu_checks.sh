@@ -38,7 +38,8 @@ case "$what" in
   compiler|all)
     # kforge bench over the project's tasks (or KFORGE_BENCH_SUITE, e.g. a carried copy of
     # KernelBench's level folders) in KFORGE_BENCH_MODE (strict by default), resumable: the run
-    # folder (bench/runs/h200, h200-partial for partial mode, or KFORGE_BENCH_RUNS) holds the
+    # folder (bench/runs/<card>, e.g. h200 or h100, <card>-partial for partial mode, or
+    # KFORGE_BENCH_RUNS) holds the
     # reports and the workspace (its store keeps the measured baselines and tile configurations),
     # and is carried between calls, so a call cut by its time limit continues and a later bench
     # reuses every stored baseline. With KFORGE_BENCH_GPUS=N the suite is split with --shard into
@@ -53,8 +54,10 @@ case "$what" in
     suite="${KFORGE_BENCH_SUITE:-tasks}"
     gpus="${KFORGE_BENCH_GPUS:-1}"
     mode="${KFORGE_BENCH_MODE:-strict}"
-    runs="${KFORGE_BENCH_RUNS:-bench/runs/h200}"
-    [ "$mode" = strict ] || [ -n "${KFORGE_BENCH_RUNS:-}" ] || runs="bench/runs/h200-$mode"
+    card="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 |
+      grep -oE '[A-Z][0-9]{2,4}' | head -n 1 | tr 'A-Z' 'a-z')"
+    runs="${KFORGE_BENCH_RUNS:-bench/runs/${card:-gpu}}"
+    [ "$mode" = strict ] || [ -n "${KFORGE_BENCH_RUNS:-}" ] || runs="bench/runs/${card:-gpu}-$mode"
     if [ -n "${KFORGE_BENCH_TASKS:-}" ]; then
       chosen="/tmp/kforge-bench-tasks/$(basename "$suite")"
       rm -rf "$chosen" && mkdir -p "$chosen"
