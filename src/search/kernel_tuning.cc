@@ -1,8 +1,10 @@
 #include "search/kernel_tuning.h"
 
+#include <algorithm>
 #include <optional>
 #include <regex>
 #include <set>
+#include <vector>
 
 #include "compiler/codegen/gemm_tiles.h"
 #include "core/log.h"
@@ -20,6 +22,18 @@ std::optional<codegen::TileChoice> TileFromJson(const Json& config) {
     return value.is_number_integer() ? value.get<int64_t>() : -1;
   };
   if (!kwargs.is_object()) return std::nullopt;
+  const int64_t warps = number(config, "num_warps", -1), stages = number(config, "num_stages", -1);
+  if (!PowerOfTwoUpTo(warps, 32) || stages < 1 || stages > 8) return std::nullopt;
+  if (kwargs.size() == 1 && kwargs.contains("R_BLOCK")) {
+    // A folded reduction's block (codegen::kFoldedRowSpace).
+    const int64_t r_block = number(kwargs, "R_BLOCK", -1);
+    if (!PowerOfTwoUpTo(r_block, 65536)) return std::nullopt;
+    codegen::TileChoice tile;
+    tile.r_block = static_cast<int>(r_block);
+    tile.warps = static_cast<int>(warps);
+    tile.stages = static_cast<int>(stages);
+    return tile;
+  }
   // BLOCK_M and BLOCK_N always; BLOCK_K and GROUP_M but in attention kernels
   // (codegen::TileParameters::k_and_group); DIRECT in convolutions that may run by FMAs; SPLIT_K in
   // GEMMs that may split their K loop. Nothing else.
@@ -30,9 +44,9 @@ std::optional<codegen::TileChoice> TileFromJson(const Json& config) {
   const codegen::TileChoice defaults;
   const int64_t m = number(kwargs, "BLOCK_M", -1), n = number(kwargs, "BLOCK_N", -1), k = number(kwargs, "BLOCK_K", defaults.block_k),
                 group = number(kwargs, "GROUP_M", defaults.group_m), direct = number(kwargs, "DIRECT", 0),
-                split = number(kwargs, "SPLIT_K", 1), warps = number(config, "num_warps", -1), stages = number(config, "num_stages", -1);
+                split = number(kwargs, "SPLIT_K", 1);
   if (!PowerOfTwoUpTo(m, 512) || !PowerOfTwoUpTo(n, 256) || !PowerOfTwoUpTo(k, 256) || group < 1 || group > 64) return std::nullopt;
-  if (!PowerOfTwoUpTo(warps, 32) || stages < 1 || stages > 8 || (direct != 0 && direct != 1)) return std::nullopt;
+  if (direct != 0 && direct != 1) return std::nullopt;
   if (!PowerOfTwoUpTo(split, codegen::kMaxSplitK)) return std::nullopt;
   codegen::TileChoice tile{static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), static_cast<int>(group),
                            static_cast<int>(warps), static_cast<int>(stages)};
@@ -42,10 +56,32 @@ std::optional<codegen::TileChoice> TileFromJson(const Json& config) {
 }
 
 Json TileToJson(const codegen::TileChoice& c) {
+  if (c.r_block > 0) return {{"kwargs", {{"R_BLOCK", c.r_block}}}, {"num_warps", c.warps}, {"num_stages", c.stages}};
   Json kwargs = {{"BLOCK_M", c.block_m}, {"BLOCK_N", c.block_n}, {"BLOCK_K", c.block_k}, {"GROUP_M", c.group_m}};
   if (c.direct) kwargs["DIRECT"] = 1;
   if (c.split_k > 1) kwargs["SPLIT_K"] = c.split_k;
   return {{"kwargs", kwargs}, {"num_warps", c.warps}, {"num_stages", c.stages}};
+}
+
+// The configurations the @triton.autotune decorator of kernel `name` in `source` offers, as tiles.
+std::vector<codegen::TileChoice> OfferedTiles(const std::string& source, const std::string& name) {
+  std::vector<codegen::TileChoice> offered;
+  const size_t start = source.find("# Tuning key of " + name + ":");
+  if (start == std::string::npos) return offered;
+  const size_t end = source.find("def " + name + "(", start);
+  const std::string decorator = source.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  static const std::regex kConfig(R"re(triton\.Config\(\{([^}]*)\}, num_warps=(\d{1,2}), num_stages=(\d{1,2})\))re");
+  static const std::regex kMeta(R"re("(\w+)": (-?\d{1,9}))re");
+  for (auto it = std::sregex_iterator(decorator.begin(), decorator.end(), kConfig); it != std::sregex_iterator(); ++it) {
+    Json kwargs = Json::object();
+    const std::string metas = (*it)[1].str();
+    for (auto meta = std::sregex_iterator(metas.begin(), metas.end(), kMeta); meta != std::sregex_iterator(); ++meta) {
+      kwargs[(*meta)[1].str()] = std::stoll((*meta)[2].str());
+    }
+    Json config = {{"kwargs", kwargs}, {"num_warps", std::stoll((*it)[2].str())}, {"num_stages", std::stoll((*it)[3].str())}};
+    if (std::optional<codegen::TileChoice> tile = TileFromJson(config)) offered.push_back(*tile);
+  }
+  return offered;
 }
 
 }  // namespace
@@ -80,6 +116,11 @@ std::map<std::string, codegen::TileChoice> MeasuredTunings(Store* store, const s
   for (const auto& [name, key] : TuningKeys(source)) {
     std::optional<codegen::TileChoice> tile = TileFromJson(JsonField(tuning, name.c_str()));
     if (!tile) continue;
+    const std::vector<codegen::TileChoice> offered = OfferedTiles(source, name);
+    if (std::find(offered.begin(), offered.end(), *tile) == offered.end()) {
+      LogInfo("tuning: {} reported a configuration its decorator does not offer; not kept", name);
+      continue;
+    }
     measured[key] = *tile;
     if (store == nullptr) continue;
     if (Status recorded = store->RecordTuning(key, gpu, TileToJson(*tile)); !recorded.ok()) {

@@ -21,8 +21,8 @@ std::map<std::string, codegen::TileChoice> StoredTunings(Store* store, const std
 
 // The configurations an evaluation's evidence (`tuning`: kernel name -> {"kwargs", "num_warps",
 // "num_stages"}) reports for the kernels `source` autotunes, by tuning key; each is recorded in
-// `store` when there is one. A report that is not a plausible tile configuration is skipped: it
-// comes from the candidate's own process.
+// `store` when there is one. A report that is not one of the configurations the kernel's own
+// @triton.autotune decorator in `source` offers is skipped: it comes from the candidate's process.
 std::map<std::string, codegen::TileChoice> MeasuredTunings(Store* store, const std::string& gpu, const std::string& source,
                                                            const Json& tuning);
 

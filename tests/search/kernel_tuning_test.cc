@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "compiler/codegen/gemm_tiles.h"
 #include "core/clock.h"
@@ -13,12 +14,33 @@ namespace {
 
 const std::string kKeyA(64, 'a');
 const std::string kKeyB(64, 'b');
+const std::string kKeyD(64, 'd');
 
-// What a generated source looks like around two autotuned kernels and a baked one.
-const std::string kSource = "# Tuning key of matmul_g1: " + kKeyA + " (the configuration measured best is stored under it).\n"
-                            "@triton.autotune(\n"
-                            "# Tuning key of conv_g2: " + kKeyB + " (the configuration measured best is stored under it).\n"
-                            "# conv_g3: tile configuration measured on this GPU (tuning key " + std::string(64, 'c') + ").\n";
+// A kernel under @triton.autotune as a generated source writes it: the tuning key's comment, the
+// decorator over `configs` (triton.Config expressions), the kernel.
+std::string Autotuned(const std::string& name, const std::string& key, const std::vector<std::string>& configs) {
+  std::string text = "# Tuning key of " + name + ": " + key + " (the configuration measured best is stored under it).\n"
+                     "@triton.autotune(\n    configs=[\n";
+  for (const std::string& config : configs) text += "        triton.Config({" + config + ",\n";
+  return text + "    ],\n    key=[],\n    cache_results=True,\n)\n@triton.jit\ndef " + name + "(x_ptr):\n    pass\n\n";
+}
+
+// What a generated source looks like around three autotuned kernels and a baked one.
+const std::string kSource =
+    Autotuned("matmul_g1", kKeyA,
+              {R"("BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4))",
+               R"("BLOCK_M": 128, "BLOCK_N": 32}, num_warps=8, num_stages=2))",
+               R"("BLOCK_M": 256, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "DIRECT": 1}, num_warps=8, num_stages=4))",
+               R"("BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 16}, num_warps=4, num_stages=4))",
+               R"("BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 3}, num_warps=4, num_stages=4))",
+               R"("BLOCK_M": 100, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=4, num_stages=4))",
+               R"("BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=64, num_stages=4))"}) +
+    Autotuned("conv_g2", kKeyB,
+              {R"("BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=8, num_stages=4))",
+               R"("BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "DIRECT": 0}, num_warps=4, num_stages=4))"}) +
+    Autotuned("reduce_g4", kKeyD,
+              {R"("R_BLOCK": 4096}, num_warps=8, num_stages=1))", R"("R_BLOCK": 8192}, num_warps=16, num_stages=3))"}) +
+    "# conv_g3: tile configuration measured on this GPU (tuning key " + std::string(64, 'c') + ").\n";
 
 Json Reported(int block_m, int warps) {
   return {{"kwargs", {{"BLOCK_M", block_m}, {"BLOCK_N", 64}, {"BLOCK_K", 32}, {"GROUP_M", 8}}}, {"num_warps", warps}, {"num_stages", 4}};
@@ -33,9 +55,10 @@ class KernelTuningTest : public ::testing::Test {
 
 TEST_F(KernelTuningTest, KeysAreTheKernelsStillAutotuned) {
   auto keys = TuningKeys(kSource);
-  ASSERT_EQ(keys.size(), 2u);
+  ASSERT_EQ(keys.size(), 3u);
   EXPECT_EQ(keys["matmul_g1"], kKeyA);
   EXPECT_EQ(keys["conv_g2"], kKeyB);
+  EXPECT_EQ(keys["reduce_g4"], kKeyD);
   EXPECT_TRUE(TuningKeys("import triton\n").empty());
 }
 
@@ -95,6 +118,32 @@ TEST_F(KernelTuningTest, ASplitGemmReportsItsParts) {
     bad["kwargs"]["SPLIT_K"] = parts;
     EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H100", kSource, Json{{"matmul_g1", bad}}).empty()) << parts;
   }
+}
+
+TEST_F(KernelTuningTest, AFoldedReductionReportsItsBlock) {
+  Json block = {{"kwargs", {{"R_BLOCK", 8192}}}, {"num_warps", 16}, {"num_stages", 3}};
+  auto measured = MeasuredTunings(store_.get(), "NVIDIA H200", kSource, Json{{"reduce_g4", block}});
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_EQ(measured[kKeyD].r_block, 8192);
+  EXPECT_EQ(measured[kKeyD].warps, 16);
+  EXPECT_EQ(measured[kKeyD].stages, 3);
+  EXPECT_EQ(StoredTunings(store_.get(), "NVIDIA H200", kSource), measured);
+  Json with_tile = block;
+  with_tile["kwargs"]["BLOCK_M"] = 64;
+  Json too_wide = {{"kwargs", {{"R_BLOCK", 1 << 17}}}, {"num_warps", 16}, {"num_stages", 3}};
+  for (const Json& report : {with_tile, too_wide, Reported(128, 4)}) {
+    EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H100", kSource, Json{{"reduce_g4", report}}).empty()) << report.dump();
+  }
+}
+
+TEST_F(KernelTuningTest, AConfigurationTheKernelDoesNotOfferIsSkipped) {
+  // Plausible tiles, but not among the kernel's own configurations: the report comes from the
+  // candidate's process, and the store must not learn a configuration the compiler never wrote.
+  Json block = {{"kwargs", {{"R_BLOCK", 1024}}}, {"num_warps", 4}, {"num_stages", 1}};
+  Json evidence = {{"matmul_g1", Reported(32, 4)}, {"conv_g2", Reported(128, 8)}, {"reduce_g4", block}};
+  EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H200", kSource, evidence).empty());
+  EXPECT_TRUE(MeasuredTunings(store_.get(), "NVIDIA H200", "", Json{{"matmul_g1", Reported(128, 4)}}).empty());
+  EXPECT_TRUE(StoredTunings(store_.get(), "NVIDIA H200", kSource).empty());
 }
 
 TEST_F(KernelTuningTest, ImplausibleReportsAreSkippedAndNotStored) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,7 +23,8 @@ constexpr int64_t NextPowerOfTwo(int64_t value, int64_t floor = 1) {
   return power;
 }
 
-// One tile configuration of a GEMM-shaped kernel (a matmul, an implicit-GEMM convolution).
+// One configuration of an autotuned kernel: a GEMM-shaped kernel's tile (a matmul, an
+// implicit-GEMM convolution, attention), or a folded reduction's block (r_block set).
 struct TileChoice {
   int block_m = 32, block_n = 32, block_k = 32, group_m = 8, warps = 4, stages = 2;
   // A convolution kernel's DIRECT meta-parameter (TileParameters::direct): one fp32 FMA per
@@ -31,6 +33,9 @@ struct TileChoice {
   // A split GEMM's SPLIT_K (TileParameters::split_k): programs along grid axis 2 that each fold a
   // part of the K loop (gemm_tiles.h).
   int split_k = 1;
+  // A reduction folding its rows R_BLOCK elements at a time (triton_reduction.h); 0 in the tiles
+  // of GEMM-shaped kernels, whose block_* fields it does not use.
+  int r_block = 0;
   bool operator==(const TileChoice&) const = default;
 };
 
@@ -79,6 +84,13 @@ struct EmittedKernel {
   int repeats = 1;                  // times its launch runs per forward (a scan: once per time step)
   std::set<std::string> helpers;    // helper functions it calls (see EmitPointwiseHelpers)
 };
+
+// Sets the kernel's source from its `body` under autotuning over `configs` (each a
+// "triton.Config(...)" expression) and returns the configuration options.tuned holds for the
+// kernel's tuning key, stated in a comment (the body alone then, the configuration to be baked
+// into its launch); else nullopt and the body under a @triton.autotune decorator over `configs`.
+std::optional<TileChoice> FinishAutotunedKernel(EmittedKernel& kernel, const std::string& body,
+                                                const std::vector<std::string>& configs, const KernelOptions& options);
 
 // Writes "@triton.jit", the signature (and indents the body), then a comment listing the IR
 // nodes of `group` the kernel computes. The caller closes the function.

@@ -4,9 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/codegen/kernel_identity.h"
 #include "compiler/codegen/python_names.h"
-#include "core/hash.h"
 
 namespace kforge::codegen {
 const std::vector<TileChoice> kTileConfigs = {
@@ -141,34 +139,15 @@ std::optional<TileChoice> FinishGemmKernel(EmittedKernel& kernel, const std::str
     if (parameters.split_k) fixed.split_k = options.fixed_split_k;
     return fixed;
   }
-  SourceWriter decorator;
-  decorator.Open("@triton.autotune(");
-  decorator.Open("configs=[");
+  std::vector<std::string> configs;
   for (const TileChoice& c : space) {
     std::string meta = fmt::format("\"BLOCK_M\": {}, \"BLOCK_N\": {}", c.block_m, c.block_n);
     if (parameters.k_and_group) meta += fmt::format(", \"BLOCK_K\": {}, \"GROUP_M\": {}", c.block_k, c.group_m);
     if (parameters.direct) meta += fmt::format(", \"DIRECT\": {}", c.direct ? 1 : 0);
     if (parameters.split_k) meta += fmt::format(", \"SPLIT_K\": {}", c.split_k);
-    decorator.Line(fmt::format("triton.Config({{{}}}, num_warps={}, num_stages={}),", meta, c.warps, c.stages));
+    configs.push_back(fmt::format("triton.Config({{{}}}, num_warps={}, num_stages={})", meta, c.warps, c.stages));
   }
-  decorator.Close();
-  decorator.Line("],");
-  decorator.Line("key=[],");
-  // The kernel is specialized to its shapes, so Triton's on-disk cache of the measured
-  // configurations also spares a second run in the same workspace its tuning.
-  decorator.Line("cache_results=True,");
-  decorator.Close();
-  decorator.Line(")");
-  // Keyed by what the kernel computes, not by its names: the same kernel in another task (a layer
-  // two networks share) finds the configuration measured for it there.
-  const std::string key = Sha256Hex(CanonicalKernel(decorator.text() + body, kernel.name));
-  if (auto tuned = options.tuned.find(key); tuned != options.tuned.end()) {
-    kernel.source = fmt::format("# {}: tile configuration measured on this GPU (tuning key {}).\n", kernel.name, key) + body;
-    return tuned->second;
-  }
-  kernel.source = fmt::format("# Tuning key of {}: {} (the configuration measured best is stored under it).\n", kernel.name, key) +
-                  decorator.text() + body;
-  return std::nullopt;
+  return FinishAutotunedKernel(kernel, body, configs, options);
 }
 
 void EmitTilePosition(SourceWriter& out, int64_t m, int64_t n) {

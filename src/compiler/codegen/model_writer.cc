@@ -164,7 +164,7 @@ class Writer {
       kernels_[group.name] = std::move(kernel).value();
       return Status::Ok();
     }
-    Result<EmittedKernel> kernel = group.kind == Kind::kReduction   ? EmitReductionKernel(graph_, group)
+    Result<EmittedKernel> kernel = group.kind == Kind::kReduction   ? EmitReductionKernel(graph_, group, options_.kernel)
                                    : group.kind == Kind::kMatmul    ? EmitMatmulKernel(graph_, group, options_.kernel)
                                    : group.kind == Kind::kAttention ? EmitAttentionKernel(graph_, group, options_.kernel)
                                    : group.kind == Kind::kRecurrence ? EmitRecurrenceKernel(graph_, group, options_.kernel)

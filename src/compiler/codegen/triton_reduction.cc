@@ -4,7 +4,9 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -44,9 +46,28 @@ constexpr int64_t kShortRowTile = 4096;
 // Fewest neighbouring kept elements worth a column-mode program for a scan or max.dim.
 constexpr int64_t kMinIndexColumns = 4;
 
+// The configurations a folded row's kernel is autotuned over (R_BLOCK, warps, stages): blocks of
+// 1024 to 8192 elements, 2 to 8 of them per thread, loads pipelined or not. The fixed rule (8192
+// or 4096 by row length, block / 512 warps) reached 2.2 TB/s in group norm's statistics-and-
+// normalize kernel on the H100, where torch.compile's kernels reached 2.9 (bench/RESULTS.md).
+const std::vector<TileChoice> kFoldedRowSpace = [] {
+  std::vector<TileChoice> space;
+  for (const auto& [r_block, warps, stages] : std::vector<std::tuple<int, int, int>>{
+           {1024, 4, 1}, {2048, 4, 1}, {2048, 8, 1}, {4096, 8, 1}, {4096, 16, 1}, {8192, 8, 1}, {8192, 16, 1},
+           {2048, 4, 3}, {4096, 8, 3}, {8192, 16, 3}}) {
+    TileChoice choice;
+    choice.r_block = r_block;
+    choice.warps = warps;
+    choice.stages = stages;
+    space.push_back(choice);
+  }
+  return space;
+}();
+
 class ReductionEmitter {
  public:
-  ReductionEmitter(const ir::Graph& graph, const passes::FusionGroup& group) : graph_(graph), group_(group) {}
+  ReductionEmitter(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options)
+      : graph_(graph), group_(group), options_(options) {}
 
   Result<EmittedKernel> Run() {
     RETURN_IF_ERROR(FindSpace());
@@ -126,7 +147,23 @@ class ReductionEmitter {
     EmittedKernel kernel;
     kernel.name = "reduce_" + group_.name;
     RETURN_IF_ERROR(EmitBody(kernel));
-    if (!split_) EmitLaunch(kernel);
+    if (split_) return kernel;
+    if (!single_ && !cols_ && options_.autotune) {
+      // A folded row: its block and warps are measured on the GPU (kFoldedRowSpace).
+      std::vector<std::string> configs;
+      for (const TileChoice& c : kFoldedRowSpace) {
+        configs.push_back(fmt::format("triton.Config({{\"R_BLOCK\": {}}}, num_warps={}, num_stages={})", c.r_block, c.warps,
+                                      c.stages));
+      }
+      std::optional<TileChoice> tuned = FinishAutotunedKernel(kernel, kernel.source, configs, options_);
+      EmitLaunch(kernel, tuned ? fmt::format("R_BLOCK={}, num_warps={}, num_stages={}", tuned->r_block, tuned->warps,
+                                             tuned->stages)
+                               : "");
+      return kernel;
+    }
+    int64_t tile = block_ * std::max<int64_t>(cols_, 1);
+    int warps = static_cast<int>(cols_ ? std::clamp<int64_t>(tile / 1024, 2, 8) : std::clamp<int64_t>(block_ / 512, 1, 16));
+    EmitLaunch(kernel, fmt::format("R_BLOCK={}{}, num_warps={}", block_, cols_ ? fmt::format(", C_BLOCK={}", cols_) : "", warps));
     return kernel;
   }
 
@@ -914,7 +951,8 @@ class ReductionEmitter {
     return "tl.max";
   }
 
-  void EmitLaunch(EmittedKernel& kernel) {
+  // The launch with `meta` (its meta-parameters and num_warps; empty: the autotuner's choice).
+  void EmitLaunch(EmittedKernel& kernel, const std::string& meta) {
     std::vector<std::string> args;
     for (const auto& input : inputs_) args.push_back(Name(input.ref));
     for (const ir::NodeRef& ref : outputs_) {
@@ -922,11 +960,7 @@ class ReductionEmitter {
       args.push_back(Name(ref));
     }
     if (RowLengthIsArgument()) args.push_back(std::to_string(reduced_));
-    int64_t tile = block_ * std::max<int64_t>(cols_, 1);
-    int warps = static_cast<int>(cols_ ? std::clamp<int64_t>(tile / 1024, 2, 8) : std::clamp<int64_t>(block_ / 512, 1, 16));
-    args.push_back(fmt::format("R_BLOCK={}", block_));
-    if (cols_) args.push_back(fmt::format("C_BLOCK={}", cols_));
-    args.push_back(fmt::format("num_warps={}", warps));
+    if (!meta.empty()) args.push_back(meta);
     int64_t programs = cols_ ? (kept_count_ + cols_ - 1) / cols_ : kept_count_;
     kernel.launch.push_back(fmt::format("{}[({},)]({})", kernel.name, programs, fmt::join(args, ", ")));
   }
@@ -939,6 +973,7 @@ class ReductionEmitter {
 
   const ir::Graph& graph_;
   const passes::FusionGroup& group_;
+  const KernelOptions& options_;
   std::optional<ReductionSpace> space_;
   std::vector<int64_t> kept_dims_;
   int64_t reduced_ = 1, kept_count_ = 1, block_ = 1;
@@ -959,8 +994,9 @@ class ReductionEmitter {
 
 }  // namespace
 
-Result<EmittedKernel> EmitReductionKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
-  return ReductionEmitter(graph, group).Run();
+Result<EmittedKernel> EmitReductionKernel(const ir::Graph& graph, const passes::FusionGroup& group,
+                                          const KernelOptions& options) {
+  return ReductionEmitter(graph, group, options).Run();
 }
 
 }  // namespace kforge::codegen

@@ -172,6 +172,48 @@ TEST(ModelWriterTest, MeasuredConfigurationIsBakedIn) {
   EXPECT_EQ(WriteModelNew(compiled->graph, compiled->plan, options).value(), *autotuned);
 }
 
+// A row folded block by block is autotuned over its block, warps and stages on a GPU, and a
+// measured block is baked into its launch; rows held whole in registers keep their fixed sizes,
+// as does every row on the CPU interpreter.
+TEST(ModelWriterTest, AFoldedRowsBlockIsTunedThenBakedIn) {
+  auto row_sum = [](int64_t length) {
+    ir::GraphBuilder b("hand/row_sum");
+    ir::ValueId x = AddInputOk(b, "x", {4, length});
+    ir::ValueId total = AddOk(b, "total", "aten.sum.dim_IntList", {Ref(x), {ir::IntList{1}}, {true}}, {F32({4, 1})});
+    b.AddOutput({total, 0});
+    return std::move(b).Build();
+  };
+  ModelWriterOptions options;
+  options.kernel.autotune = true;
+  const ir::Graph folded = row_sum(100000);
+  Result<std::string> autotuned = WriteModelNew(folded, passes::PlanFusion(folded), options);
+  ASSERT_TRUE(autotuned.ok()) << autotuned.status().ToString();
+  EXPECT_NE(autotuned->find(R"(triton.Config({"R_BLOCK": 1024}, num_warps=4, num_stages=1))"), std::string::npos) << *autotuned;
+  EXPECT_NE(autotuned->find(R"(triton.Config({"R_BLOCK": 8192}, num_warps=16, num_stages=3))"), std::string::npos) << *autotuned;
+  EXPECT_EQ(autotuned->find("R_BLOCK=8192"), std::string::npos) << *autotuned;  // the launch leaves it to the tuner
+  std::smatch key;
+  ASSERT_TRUE(std::regex_search(*autotuned, key, std::regex("# Tuning key of (\\w+): ([0-9a-f]{64})"))) << *autotuned;
+
+  TileChoice block;
+  block.r_block = 2048;
+  block.warps = 8;
+  block.stages = 1;
+  options.kernel.tuned[key[2].str()] = block;
+  Result<std::string> baked = WriteModelNew(folded, passes::PlanFusion(folded), options);
+  ASSERT_TRUE(baked.ok()) << baked.status().ToString();
+  EXPECT_EQ(baked->find("@triton.autotune"), std::string::npos) << *baked;
+  EXPECT_NE(baked->find("R_BLOCK=2048, num_warps=8, num_stages=1)"), std::string::npos) << *baked;
+
+  options.kernel.autotune = false;
+  EXPECT_NE(WriteModelNew(folded, passes::PlanFusion(folded), options)->find("R_BLOCK=8192, num_warps=16)"), std::string::npos);
+  options.kernel.autotune = true;
+  const ir::Graph whole = row_sum(4000);
+  Result<std::string> held = WriteModelNew(whole, passes::PlanFusion(whole), options);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_EQ(held->find("@triton.autotune"), std::string::npos) << *held;
+  EXPECT_NE(held->find("R_BLOCK=4096, num_warps=8)"), std::string::npos) << *held;
+}
+
 // A matmul's autotuned space follows its dots and its shape: IEEE dots (FMA units) get the tiles
 // the H200 ran them fastest in; a product of at most 32 rows gets 32-row tiles, wide ones.
 TEST(ModelWriterTest, MatmulTileSpaceFollowsDotPrecisionAndRows) {
