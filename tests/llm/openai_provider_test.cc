@@ -41,7 +41,7 @@ class OpenAiProviderTest : public ::testing::Test {
     options.key_variable = "OPENAI_API_KEY";
     options.url_variable = "OPENAI_BASE_URL";
     options.default_model = "gpt-test";
-    options.prices["gpt-test"] = {1.0, 2.0};
+    options.prices["gpt-test"] = {1.0, 2.0, {}, {}};
     provider_ = std::make_unique<OpenAiProvider>(options, std::make_shared<CurlTransport>(), FastRetryPolicy(max_attempts));
   }
 

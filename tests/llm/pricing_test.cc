@@ -30,7 +30,7 @@ TEST(PricingTest, BuiltInPricesFindSnapshotsByTheirBaseName) {
 }
 
 TEST(PricingTest, ConfiguredPricesWinOverBuiltInOnes) {
-  PriceTable prices = WithBuiltInPrices({{"gpt-4o", {1.0, 2.0}}, {"local-coder", {0, 0}}});
+  PriceTable prices = WithBuiltInPrices({{"gpt-4o", {1.0, 2.0, {}, {}}}, {"local-coder", {0, 0, {}, {}}}});
   EXPECT_EQ(FindPrice(prices, "gpt-4o")->input_usd_per_million, 1.0);
   EXPECT_TRUE(FindPrice(prices, "local-coder").has_value());
   EXPECT_EQ(FindPrice(prices, "gpt-5")->output_usd_per_million, 10.00);

@@ -109,7 +109,7 @@ TEST(ProviderFactoryTest, CompatProviderTalksToTheConfiguredServerWithTheSpecMod
   TestHttpServer server;
   AnswerWithTheModelName(server, 1, 2);
   LlmConfig config = ConfigFromEnv({{"KFORGE_LLM_BASE_URL", server.Start() + "/v1"}, {"KFORGE_LLM_API_KEY", "local-key"}});
-  config.prices["qwen"] = {1, 1};
+  config.prices["qwen"] = {1, 1, {}, {}};
   auto provider = MakeLimitedProvider("compat:qwen", config, nullptr, std::nullopt);
   ASSERT_TRUE(provider.ok()) << provider.status().ToString();
   CompletionRequest request;
@@ -127,8 +127,8 @@ TEST(ProviderFactoryTest, EachRoleCallGoesToItsModelAndAllAreRecordedAndAccounte
   TestHttpServer server;
   AnswerWithTheModelName(server, 10, 5);
   LlmConfig config = ConfigFromEnv({{"KFORGE_LLM_BASE_URL", server.Start() + "/v1"}, {"KFORGE_LLM_API_KEY", "local-key"}});
-  config.prices["small"] = {1, 1};
-  config.prices["large"] = {10, 10};
+  config.prices["small"] = {1, 1, {}, {}};
+  config.prices["large"] = {10, 10, {}, {}};
   auto dir = MakeTempDir(std::filesystem::temp_directory_path(), "kforge_routed_test_");
   ASSERT_TRUE(dir.ok());
   std::filesystem::path cassette = *dir / "calls.jsonl";

@@ -109,7 +109,9 @@ TEST(PipelineTest, TrainingBatchNormReadsItsInputTwiceAndWritesOnlyItsOutput) {
     kinds.push_back(group.kind);
     for (const ir::NodeRef& ref : GroupInputs(graph, group)) full_reads += graph.TypeOf(ref)->numel() == 4 * 3 * 8 * 8;
     for (const ir::NodeRef& ref : GroupOutputs(graph, group)) {
-      if (graph.TypeOf(ref)->numel() == 4 * 3 * 8 * 8) EXPECT_EQ(group.kind, FusionGroup::Kind::kPointwise);
+      if (graph.TypeOf(ref)->numel() == 4 * 3 * 8 * 8) {
+        EXPECT_EQ(group.kind, FusionGroup::Kind::kPointwise);
+      }
     }
   }
   EXPECT_EQ(kinds, (std::vector<FusionGroup::Kind>{FusionGroup::Kind::kReduction, FusionGroup::Kind::kReduction,
