@@ -46,15 +46,9 @@ constexpr int64_t kShortRowTile = 4096;
 // Fewest neighbouring kept elements worth a column-mode program for a scan or max.dim.
 constexpr int64_t kMinIndexColumns = 4;
 
-// The configurations a folded row's kernel is autotuned over (R_BLOCK, warps, stages): blocks of
-// 1024 to 8192 elements, 2 to 8 of them per thread, loads pipelined or not. The fixed rule (8192
-// or 4096 by row length, block / 512 warps) reached 2.2 TB/s in group norm's statistics-and-
-// normalize kernel on the H100, where torch.compile's kernels reached 2.9 (bench/RESULTS.md).
-const std::vector<TileChoice> kFoldedRowSpace = [] {
+std::vector<TileChoice> BlockSpace(const std::vector<std::tuple<int, int, int>>& choices) {
   std::vector<TileChoice> space;
-  for (const auto& [r_block, warps, stages] : std::vector<std::tuple<int, int, int>>{
-           {1024, 4, 1}, {2048, 4, 1}, {2048, 8, 1}, {4096, 8, 1}, {4096, 16, 1}, {8192, 8, 1}, {8192, 16, 1},
-           {2048, 4, 3}, {4096, 8, 3}, {8192, 16, 3}}) {
+  for (const auto& [r_block, warps, stages] : choices) {
     TileChoice choice;
     choice.r_block = r_block;
     choice.warps = warps;
@@ -62,7 +56,33 @@ const std::vector<TileChoice> kFoldedRowSpace = [] {
     space.push_back(choice);
   }
   return space;
-}();
+}
+
+// The configurations a row folded in one program is autotuned over (R_BLOCK, warps, stages):
+// blocks of 1024 to 8192 elements, 2 to 8 of them per thread, loads pipelined or not. The fixed
+// rule (8192 or 4096 by row length, block / 512 warps) reached 2.2 TB/s in group norm's
+// statistics-and-normalize kernel on the H100, where torch.compile's kernels reached 2.9
+// (bench/RESULTS.md).
+const std::vector<TileChoice> kFoldedRowSpace = BlockSpace(
+    {{1024, 4, 1}, {2048, 4, 1}, {2048, 8, 1}, {4096, 8, 1}, {4096, 16, 1}, {8192, 8, 1}, {8192, 16, 1},
+     {2048, 4, 3}, {4096, 8, 3}, {8192, 16, 3}});
+// A split row's partial kernel (each program folds a slice, a multiple of 2048 elements): blocks
+// that divide every slice.
+const std::vector<TileChoice> kSplitSliceSpace =
+    BlockSpace({{1024, 4, 1}, {2048, 4, 1}, {2048, 8, 1}, {2048, 16, 1}, {1024, 4, 3}, {2048, 8, 3}});
+
+// The kernel's source under @triton.autotune over `space` (or with a configuration options.tuned
+// holds) and its launch's meta-parameters: R_BLOCK and num_warps/num_stages of the configuration
+// baked in, or nothing for the autotuner to choose.
+std::string FinishTunedBlock(EmittedKernel& kernel, const std::string& body, const std::vector<TileChoice>& space,
+                             const KernelOptions& options) {
+  std::vector<std::string> configs;
+  for (const TileChoice& c : space) {
+    configs.push_back(fmt::format("triton.Config({{\"R_BLOCK\": {}}}, num_warps={}, num_stages={})", c.r_block, c.warps, c.stages));
+  }
+  std::optional<TileChoice> tuned = FinishAutotunedKernel(kernel, body, configs, options);
+  return tuned ? fmt::format("R_BLOCK={}, num_warps={}, num_stages={}", tuned->r_block, tuned->warps, tuned->stages) : "";
+}
 
 class ReductionEmitter {
  public:
@@ -150,15 +170,7 @@ class ReductionEmitter {
     if (split_) return kernel;
     if (!single_ && !cols_ && options_.autotune) {
       // A folded row: its block and warps are measured on the GPU (kFoldedRowSpace).
-      std::vector<std::string> configs;
-      for (const TileChoice& c : kFoldedRowSpace) {
-        configs.push_back(fmt::format("triton.Config({{\"R_BLOCK\": {}}}, num_warps={}, num_stages={})", c.r_block, c.warps,
-                                      c.stages));
-      }
-      std::optional<TileChoice> tuned = FinishAutotunedKernel(kernel, kernel.source, configs, options_);
-      EmitLaunch(kernel, tuned ? fmt::format("R_BLOCK={}, num_warps={}, num_stages={}", tuned->r_block, tuned->warps,
-                                             tuned->stages)
-                               : "");
+      EmitLaunch(kernel, FinishTunedBlock(kernel, kernel.source, kFoldedRowSpace, options_));
       return kernel;
     }
     int64_t tile = block_ * std::max<int64_t>(cols_, 1);
@@ -407,6 +419,7 @@ class ReductionEmitter {
     RETURN_IF_ERROR(EmitKeptNodes(out, kernel));
     RETURN_IF_ERROR(EmitPass(out, kernel, 0, /*last=*/!full_outputs.empty()));
     out.Close();
+    const size_t partial_end = out.text().size();
     out.Blank();
     out.Blank();
 
@@ -449,6 +462,16 @@ class ReductionEmitter {
     }
     out.Close();
     kernel.source = out.text();
+    // The partial kernel's slices are tuned on a GPU (kSplitSliceSpace); in column tiles, and on
+    // the CPU interpreter, its sizes are fixed.
+    std::string partial_meta = fmt::format("R_BLOCK={}{}, num_warps={}", block_, cols ? fmt::format(", C_BLOCK={}", cols) : "",
+                                           cols ? 4 : 8);
+    if (!cols && options_.autotune) {
+      EmittedKernel partial;
+      partial.name = kernel.name + "_partial";
+      partial_meta = FinishTunedBlock(partial, kernel.source.substr(0, partial_end), kSplitSliceSpace, options_);
+      kernel.source = partial.source + kernel.source.substr(partial_end);
+    }
 
     std::vector<std::string> args, parts;
     for (const auto& input : inputs_) args.push_back(Name(input.ref));
@@ -466,9 +489,8 @@ class ReductionEmitter {
       }
     }
     const int64_t slices = cols ? (kept_count_ + cols - 1) / cols : kept_count_;
-    kernel.launch.push_back(fmt::format("{}_partial[({},)]({}, R_BLOCK={}{}, num_warps={})", kernel.name, slices * parts_,
-                                        fmt::join(args, ", "), block_, cols ? fmt::format(", C_BLOCK={}", cols) : "",
-                                        cols ? 4 : 8));
+    if (!partial_meta.empty()) args.push_back(partial_meta);
+    kernel.launch.push_back(fmt::format("{}_partial[({},)]({})", kernel.name, slices * parts_, fmt::join(args, ", ")));
     for (const auto& input : inputs_) {
       if (input.space == Space::kKept) parts.push_back(Name(input.ref));
     }

@@ -17,9 +17,10 @@ namespace kforge::codegen {
 
 inline constexpr int64_t kMaxSingleBlock = 16384;
 
-// A folded row's kernel (one program per row, no split, no column tiles) is autotuned over its
-// R_BLOCK, warps and stages where options.autotune is set (a configuration options.tuned holds is
-// baked in); others, and all on the CPU interpreter, launch with sizes fixed by rule.
+// Where options.autotune is set, a row folded in one program (no column tiles) and a split row's
+// partial kernel are autotuned over their R_BLOCK, warps and stages (a configuration
+// options.tuned holds is baked in); rows held in registers, column tiles, and everything on the
+// CPU interpreter launch with sizes fixed by rule.
 // InvalidArgument naming what it cannot translate (an op, a dtype, an input shape that is in
 // neither the full nor the reduced space, an argmax over rows longer than kMaxSingleBlock).
 Result<EmittedKernel> EmitReductionKernel(const ir::Graph& graph, const passes::FusionGroup& group,

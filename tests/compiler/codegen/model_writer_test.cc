@@ -207,6 +207,28 @@ TEST(ModelWriterTest, AFoldedRowsBlockIsTunedThenBakedIn) {
   options.kernel.autotune = false;
   EXPECT_NE(WriteModelNew(folded, passes::PlanFusion(folded), options)->find("R_BLOCK=8192, num_warps=16)"), std::string::npos);
   options.kernel.autotune = true;
+  // Four rows of 2^20: split over programs, whose partial kernel is tuned the same way.
+  const ir::Graph split = row_sum(int64_t{1} << 20);
+  Result<std::string> sliced = WriteModelNew(split, passes::PlanFusion(split), options);
+  ASSERT_TRUE(sliced.ok()) << sliced.status().ToString();
+  ASSERT_TRUE(std::regex_search(*sliced, key, std::regex("# Tuning key of (\\w+_partial): ([0-9a-f]{64})"))) << *sliced;
+  EXPECT_NE(sliced->find(R"(triton.Config({"R_BLOCK": 2048}, num_warps=16, num_stages=1))"), std::string::npos) << *sliced;
+  // The decorator stands right above the partial kernel, not above the kernel that combines.
+  const std::string decorated = "@triton.jit\ndef " + key[1].str() + "(";
+  const size_t decorator = sliced->find("@triton.autotune("), partial = sliced->find(decorated);
+  ASSERT_NE(decorator, std::string::npos);
+  ASSERT_NE(partial, std::string::npos) << *sliced;
+  EXPECT_LT(decorator, partial);
+  EXPECT_EQ(sliced->substr(decorator, partial - decorator).find("def "), std::string::npos) << *sliced;
+  block.r_block = 1024;
+  block.warps = 4;
+  block.stages = 3;
+  options.kernel.tuned = {{key[2].str(), block}};
+  Result<std::string> sliced_baked = WriteModelNew(split, passes::PlanFusion(split), options);
+  ASSERT_TRUE(sliced_baked.ok()) << sliced_baked.status().ToString();
+  EXPECT_EQ(sliced_baked->find("@triton.autotune"), std::string::npos) << *sliced_baked;
+  EXPECT_NE(sliced_baked->find("R_BLOCK=1024, num_warps=4, num_stages=3)"), std::string::npos) << *sliced_baked;
+
   const ir::Graph whole = row_sum(4000);
   Result<std::string> held = WriteModelNew(whole, passes::PlanFusion(whole), options);
   ASSERT_TRUE(held.ok()) << held.status().ToString();
