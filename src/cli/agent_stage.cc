@@ -44,30 +44,6 @@ void StartRunOnce(Store* store, const std::string& run_id, const std::string& co
   if (store != nullptr && !store->GetRun(run_id).ok()) (void)store->StartRun(run_id, command, config);
 }
 
-// The token budget of `settings` for a model priced `price`, and what to tell the user about it.
-int64_t TokenBudget(const AgentSettings& settings, const ProviderSpec& spec, const std::optional<ModelPrice>& price,
-                    const LlmConfig& config, std::vector<std::string>& notes) {
-  int64_t max_tokens = settings.budget_tokens;
-  if (price) return max_tokens;
-  if (spec.kind == "command") {
-    if (settings.budget_usd > 0) notes.push_back("a command: provider reports no tokens or cost: --budget-usd cannot be enforced; use --budget");
-    return max_tokens;
-  }
-  std::string unpriced = fmt::format("{} has no known price (none configured in prices, and not in the built-in list "
-                                     "of {})", spec.argument, kBuiltInPricesDate);
-  if (settings.budget_usd <= 0) {
-    notes.push_back(unpriced + ": its calls show as of unknown cost; set prices." + spec.argument + " in the LLM config");
-    return max_tokens;
-  }
-  double highest = HighestOutputPrice(WithBuiltInPrices(config.prices));
-  auto tokens = static_cast<int64_t>(settings.budget_usd / highest * 1e6);
-  max_tokens = max_tokens > 0 ? std::min(max_tokens, tokens) : std::max<int64_t>(tokens, 1);
-  notes.push_back(fmt::format("{}: --budget-usd {:g} is enforced as a budget of {} tokens, priced at the highest listed "
-                              "output price (${:g} per million); set prices.{} in the LLM config to budget in dollars",
-                              unpriced, settings.budget_usd, max_tokens, highest, spec.argument));
-  return max_tokens;
-}
-
 }  // namespace
 
 std::string StageRunId(const TaskFile& task, const std::filesystem::path& folder) {
@@ -100,11 +76,7 @@ Result<StageProvider> ConnectStageProvider(const AgentSettings& settings, Store*
     if (store != nullptr) (void)store->FinishRun(run_id, "failed");
     return check.status.WithContext("--llm " + settings.llm);
   }
-  // The tightest budget any of the models needs (a model without a price turns dollars into tokens).
-  for (const ProviderSpec& spec : specs) {
-    int64_t tokens = TokenBudget(settings, spec, PriceOfSpec(spec, config), config, check.notes);
-    if (tokens > 0 && (stage.max_tokens == 0 || tokens < stage.max_tokens)) stage.max_tokens = tokens;
-  }
+  stage.max_tokens = StageTokenBudget(settings, specs, config, check.notes);
   if (!common.quiet) {
     for (const std::string& note : check.notes) LogInfo("note: {}", note);
     for (const auto& [kind, spec] : settings.SpecsByCallKind()) LogInfo("note: {} calls go to {}", kind, spec);

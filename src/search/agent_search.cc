@@ -12,6 +12,7 @@
 #include "agents/writer_pool.h"
 #include "core/files.h"
 #include "core/log.h"
+#include "llm/pricing.h"
 #include "tasks/task.h"
 
 namespace kforge {
@@ -340,7 +341,41 @@ Result<SearchOutcome> Search::Run(const WriterBrief& brief) {
   return outcome;
 }
 
+// The token budget `settings` gives a model priced `price`, and what to tell the user about it.
+int64_t TokenBudget(const AgentSettings& settings, const ProviderSpec& spec, const std::optional<ModelPrice>& price,
+                    const LlmConfig& config, std::vector<std::string>& notes) {
+  int64_t max_tokens = settings.budget_tokens;
+  if (price) return max_tokens;
+  if (spec.kind == "command") {
+    if (settings.budget_usd > 0) notes.push_back("a command: provider reports no tokens or cost: --budget-usd cannot be enforced; use --budget");
+    return max_tokens;
+  }
+  std::string unpriced = fmt::format("{} has no known price (none configured in prices, and not in the built-in list "
+                                     "of {})", spec.argument, kBuiltInPricesDate);
+  if (settings.budget_usd <= 0) {
+    notes.push_back(unpriced + ": its calls show as of unknown cost; set prices." + spec.argument + " in the LLM config");
+    return max_tokens;
+  }
+  double highest = HighestOutputPrice(WithBuiltInPrices(config.prices));
+  auto tokens = static_cast<int64_t>(settings.budget_usd / highest * 1e6);
+  max_tokens = max_tokens > 0 ? std::min(max_tokens, tokens) : std::max<int64_t>(tokens, 1);
+  notes.push_back(fmt::format("{}: --budget-usd {:g} is enforced as a budget of {} tokens, priced at the highest listed "
+                              "output price (${:g} per million); set prices.{} in the LLM config to budget in dollars",
+                              unpriced, settings.budget_usd, max_tokens, highest, spec.argument));
+  return max_tokens;
+}
+
 }  // namespace
+
+int64_t StageTokenBudget(const AgentSettings& settings, const std::vector<ProviderSpec>& specs, const LlmConfig& config,
+                         std::vector<std::string>& notes) {
+  int64_t budget = 0;
+  for (const ProviderSpec& spec : specs) {
+    int64_t tokens = TokenBudget(settings, spec, PriceOfSpec(spec, config), config, notes);
+    if (tokens > 0 && (budget == 0 || tokens < budget)) budget = tokens;
+  }
+  return budget;
+}
 
 Result<SearchOutcome> RunAgentSearch(const AgentSettings& settings, const AgentStart& start, const WriterBrief& brief,
                                      const std::filesystem::path& folder, SearchServices& services) {

@@ -24,6 +24,8 @@
 #include "compiler/passes/fusion_plan.h"
 #include "core/json.h"
 #include "eval/evaluation.h"
+#include "llm/llm_config.h"
+#include "llm/provider_factory.h"
 #include "llm/routed_provider.h"
 
 namespace kforge {
@@ -62,6 +64,13 @@ struct AgentSettings {
   // The call tag kinds answered by a model other than --llm's, with its spec (MakeRoutedProvider).
   std::map<std::string, std::string> SpecsByCallKind() const;
 };
+
+// The token budget the stage holds its calls to: the tightest any of the models `specs` needs. A
+// model without a known price turns --budget-usd into tokens at the highest listed output price;
+// `notes` gets what the user should know (a budget that cannot be enforced, an unpriced model).
+// 0: no limit.
+int64_t StageTokenBudget(const AgentSettings& settings, const std::vector<ProviderSpec>& specs, const LlmConfig& config,
+                         std::vector<std::string>& notes);
 
 // What the stage starts from.
 struct AgentStart {

@@ -15,6 +15,7 @@
 
 #include "core/files.h"
 #include "fakes.h"
+#include "llm/pricing.h"
 #include "ir_test_util.h"
 
 namespace kforge {
@@ -214,6 +215,43 @@ TEST(AgentSettingsTest, RolesAndStrategiesAreCheckedAndRoutedByCallKind) {
   settings.role_llms.erase("planner");
   settings.strategy = "random";
   EXPECT_NE(settings.Validate().message().find("greedy, beam or evolve"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kforge
+
+namespace kforge {
+namespace {
+
+// The stage's token budget: a priced model keeps --budget's tokens; a model without a known
+// price turns --budget-usd into tokens at the highest listed output price and says so; a command
+// provider reports no usage, so dollars cannot be enforced; the tightest model wins.
+TEST(StageTokenBudgetTest, DollarsBecomeTokensOnlyForModelsWithoutAPrice) {
+  AgentSettings settings;
+  settings.budget_tokens = 500000;
+  settings.budget_usd = 2.0;
+  LlmConfig config;
+  std::vector<std::string> notes;
+  EXPECT_EQ(StageTokenBudget(settings, {{"openai", "gpt-4o"}}, config, notes), 500000);
+  EXPECT_TRUE(notes.empty());
+
+  const double highest = HighestOutputPrice(WithBuiltInPrices(config.prices));
+  const auto dollars = static_cast<int64_t>(2.0 / highest * 1e6);
+  ASSERT_LT(dollars, 500000);
+  EXPECT_EQ(StageTokenBudget(settings, {{"openai", "gpt-4o"}, {"openai", "my-finetune"}}, config, notes), dollars);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("my-finetune has no known price"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("enforced as a budget of " + std::to_string(dollars) + " tokens"), std::string::npos) << notes[0];
+
+  notes.clear();
+  config.prices["my-finetune"] = {1.0, 4.0, {}, {}};
+  EXPECT_EQ(StageTokenBudget(settings, {{"openai", "my-finetune"}}, config, notes), 500000);
+  EXPECT_TRUE(notes.empty());
+
+  settings.budget_tokens = 0;
+  EXPECT_EQ(StageTokenBudget(settings, {{"command", "my-agent --json"}}, config, notes), 0);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("--budget-usd cannot be enforced"), std::string::npos) << notes[0];
 }
 
 }  // namespace
