@@ -37,4 +37,42 @@ std::optional<double> JsonNumber(const Json& object, const char* key);
 // The value, or null when absent: how optional numbers are written.
 Json JsonOrNull(const std::optional<double>& value);
 
+// Reads the keys of a reply another process wrote (a worker's, the zygote's) once, at the
+// boundary, into types: a key renamed or missing on the writer's side is an error naming it
+// (Internal: the evaluation's infra_error), never a check that silently reads a default.
+class JsonReader {
+ public:
+  // `where` names the object in errors ("the zygote's report").
+  JsonReader(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+  // The key's value as T, where null means "absent"; a missing key or a value of another type is
+  // an error naming it.
+  template <typename T>
+  Result<std::optional<T>> Optional(const char* key) const {
+    if (!object_.is_object() || !object_.contains(key)) return Status::Internal(where_ + " lacks '" + key + "'");
+    const Json& value = object_[key];
+    if (value.is_null()) return std::optional<T>();
+    try {
+      return std::optional<T>(value.get<T>());
+    } catch (const Json::exception&) {
+      return Status::Internal(where_ + ": '" + key + "' has the wrong type (" + value.dump().substr(0, 80) + ")");
+    }
+  }
+
+  // The same, and null is an error too.
+  template <typename T>
+  Result<T> Required(const char* key) const {
+    ASSIGN_OR_RETURN(std::optional<T> value, Optional<T>(key));
+    if (!value) return Status::Internal(where_ + ": '" + key + "' is null");
+    return *value;
+  }
+
+  // A key the writer may leave out (older reports, optional facts): null when absent.
+  Json Loose(const char* key) const { return object_.is_object() && object_.contains(key) ? object_[key] : Json(); }
+
+ private:
+  const Json& object_;
+  std::string where_;
+};
+
 }  // namespace kforge

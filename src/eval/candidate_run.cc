@@ -5,50 +5,15 @@
 namespace kforge {
 namespace {
 
-// Reads `key` of `object` as T, where null means "absent"; a missing key or a value of another
-// type is an error naming it.
-class Reader {
- public:
-  Reader(const Json& object, std::string where) : object_(object), where_(std::move(where)) {}
-
-  template <typename T>
-  Result<std::optional<T>> Optional(const char* key) const {
-    if (!object_.contains(key)) return Missing(key);
-    const Json& value = object_[key];
-    if (value.is_null()) return std::optional<T>();
-    try {
-      return std::optional<T>(value.get<T>());
-    } catch (const Json::exception&) {
-      return Status::Internal(fmt::format("{}: '{}' has the wrong type ({})", where_, key, value.dump().substr(0, 80)));
-    }
-  }
-
-  template <typename T>
-  Result<T> Required(const char* key) const {
-    ASSIGN_OR_RETURN(std::optional<T> value, Optional<T>(key));
-    if (!value) return Status::Internal(fmt::format("{}: '{}' is null", where_, key));
-    return *value;
-  }
-
-  // A key the writer may leave out (older reports, optional facts): null when absent.
-  Json Loose(const char* key) const { return object_.contains(key) ? object_[key] : Json(); }
-
- private:
-  Status Missing(const char* key) const { return Status::Internal(fmt::format("{} lacks '{}'", where_, key)); }
-
-  const Json& object_;
-  std::string where_;
-};
-
 Result<CandidateResult> ParseResult(const Json& json) {
   if (!json.is_object()) return Status::Internal("the candidate's result is not a JSON object");
   CandidateResult result;
   result.raw = json;
-  Reader read(json, "the candidate's result");
+  JsonReader read(json, "the candidate's result");
   ASSIGN_OR_RETURN(std::optional<Json> error, read.Optional<Json>("error"));
   if (error && !error->is_object()) return Status::Internal("the candidate's error is not an object");
   if (error) {
-    Reader fields(*error, "the candidate's error");
+    JsonReader fields(*error, "the candidate's error");
     CandidateError parsed;
     ASSIGN_OR_RETURN(parsed.kind, fields.Required<std::string>("kind"));
     ASSIGN_OR_RETURN(std::optional<std::string> phase, fields.Optional<std::string>("phase"));
@@ -61,7 +26,7 @@ Result<CandidateResult> ParseResult(const Json& json) {
   if (!findings.is_null() && !findings.is_array()) return Status::Internal("the candidate's findings are not a list");
   for (const Json& finding : findings.is_array() ? findings : Json::array()) {
     if (!finding.is_object()) return Status::Internal("a finding of the candidate's is not an object");
-    Reader fields(finding, "a runtime finding");
+    JsonReader fields(finding, "a runtime finding");
     RuntimeFinding parsed;
     ASSIGN_OR_RETURN(parsed.check, fields.Required<std::string>("check"));
     ASSIGN_OR_RETURN(std::optional<std::string> message, fields.Optional<std::string>("message"));
@@ -82,7 +47,7 @@ Result<CandidateResult> ParseResult(const Json& json) {
 
 Result<CandidateRun> ParseCandidateRun(const Json& reply) {
   if (!reply.is_object()) return Status::Internal("the zygote's report is not a JSON object");
-  Reader read(reply, "the zygote's report");
+  JsonReader read(reply, "the zygote's report");
   CandidateRun run;
   ASSIGN_OR_RETURN(run.exit_code, read.Optional<int>("exit_code"));
   ASSIGN_OR_RETURN(run.signal, read.Optional<int>("signal"));

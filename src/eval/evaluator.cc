@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/log.h"
+#include "eval/prepared_reference.h"
 #include "eval/roofline.h"
 
 namespace kforge {
@@ -146,37 +147,38 @@ class EvaluationRun {
       return Status::Ok();
     }
     prepared_ = true;
-    prepare_ = *prepared;
-    if (options_.device == "cpu" && options_.cpu_sizes && !JsonGet<bool>(prepare_, "cpu_sizes_applied", false)) {
+    Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/true);
+    if (!parsed.ok()) {
+      InfraError("reading the reference's preparation", parsed.status());
+      return Status::Ok();
+    }
+    prepare_ = std::move(parsed).value();
+    if (options_.device == "cpu" && options_.cpu_sizes && !prepare_.cpu_sizes_applied) {
       LogInfo("note: {} declares no KFORGE_CPU_SIZES, so it runs at full size through the interpreter (slow)",
               task_.name);
     }
     result_.evidence["seeds"] = seeds;
-    result_.evidence["input_sets"] = prepare_["sets"];
-    result_.evidence["memory"] = JsonField(prepare_, "memory");
-    result_.evidence["reference"] = {{"outputs", prepare_["outputs"]}, {"flops", prepare_["flops"]},
-                                     {"input_bytes", prepare_["input_bytes"]}, {"output_bytes", prepare_["output_bytes"]},
-                                     {"parameter_bytes", prepare_["parameter_bytes"]},
-                                     {"mutated_buffers", JsonField(prepare_, "mutated_buffers")},
-                                     {"second_size", JsonField(prepare_, "second_size")},
-                                     {"cpu_sizes_applied", prepare_["cpu_sizes_applied"]}};
-    if (prepare_.contains("does_not_fit")) {
-      Finish(Verdict{VerdictKind::kInfraError, "does_not_fit", JsonGet<std::string>(prepare_, "does_not_fit", "")});
-    }
+    result_.evidence["input_sets"] = prepare_.sets;
+    result_.evidence["memory"] = prepare_.memory;
+    result_.evidence["reference"] = {{"outputs", prepare_.outputs}, {"flops", prepare_.flops},
+                                     {"input_bytes", prepare_.input_bytes}, {"output_bytes", prepare_.output_bytes},
+                                     {"parameter_bytes", prepare_.parameter_bytes},
+                                     {"mutated_buffers", prepare_.mutated_buffers},
+                                     {"second_size", prepare_.second_size},
+                                     {"cpu_sizes_applied", prepare_.cpu_sizes_applied}};
+    if (prepare_.does_not_fit) Finish(Verdict{VerdictKind::kInfraError, "does_not_fit", *prepare_.does_not_fit});
     return Status::Ok();
   }
 
   Json Job() const {
-    Json dense = Json::array();
-    for (const Json& output : JsonField(prepare_, "outputs")) dense.push_back(JsonGet<bool>(output, "dense", true));
     Json job = {{"device", options_.device}, {"exchange_dir", exchange_.string()},
-                {"state", JsonField(prepare_, "state")}, {"profile", true},
-                {"precision", ToString(options_.precision)}, {"outputs_dense", dense},
-                {"output_bytes", JsonField(prepare_, "output_bytes")},
-                {"gpu_memory_limit_bytes", JsonGet<int64_t>(JsonField(prepare_, "memory"), "candidate_limit_bytes", 0)},
+                {"state", prepare_.state}, {"profile", true},
+                {"precision", ToString(options_.precision)}, {"outputs_dense", prepare_.outputs_dense},
+                {"output_bytes", prepare_.output_bytes},
+                {"gpu_memory_limit_bytes", prepare_.candidate_limit_bytes},
                 {"timing", options_.timing ? Json{{"config", options_.budget.ToJson()}} : Json()},
                 {"kernel_counters", KernelCounters()}, {"kernel_counters_timeout_s", kKernelCounterSeconds}};
-    job["shared"] = JsonField(prepare_, "shared");  // the arenas and session the zygote fetches for the candidate
+    job["shared"] = prepare_.shared;  // the arenas and session the zygote fetches for the candidate
     return job;
   }
 
@@ -311,9 +313,8 @@ class EvaluationRun {
   void CheckRoofline() {
     auto peaks = PeaksFor(options_.gpu_name, options_.precision);
     if (!peaks) return;
-    double bytes = JsonGet<double>(prepare_, "input_bytes", 0) + JsonGet<double>(prepare_, "output_bytes", 0) +
-                   JsonGet<double>(prepare_, "parameter_bytes", 0);
-    double flops = JsonGet<double>(prepare_, "flops", 0);
+    const auto bytes = static_cast<double>(prepare_.input_bytes + prepare_.output_bytes + prepare_.parameter_bytes);
+    const auto flops = static_cast<double>(prepare_.flops);
     double floor_s = RooflineFloorSeconds(bytes, flops, *peaks);
     double candidate_s = result_.candidate_ms->median / 1e3;
     result_.evidence["roofline"] = {{"floor_ms", floor_s * 1e3}, {"bytes", bytes}, {"flops", flops},
@@ -365,7 +366,7 @@ class EvaluationRun {
   bool prepared_ = false;
   bool finished_ = false;
   double started_ = 0;
-  Json prepare_;
+  PreparedReference prepare_;
   CandidateRun run_;
   std::optional<Verdict> process_verdict_;  // how the candidate's process ended, when it failed
   Evaluation result_;
@@ -411,8 +412,14 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options_));
   Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
                  {"modes", Json::object()}};
+  Result<PreparedReference> parsed =
+      prepared.ok() ? ParsePreparedReference(*prepared, /*candidate=*/false) : Result<PreparedReference>(prepared.status());
+  if (prepared.ok() && !parsed.ok()) {
+    RemoveTreeQuietly(exchange);
+    return parsed.status();
+  }
   if (prepared.ok()) {
-    report["flops"] = (*prepared)["flops"];
+    report["flops"] = parsed->flops;
     std::vector<std::string> modes = {"eager", "compile"};
     if (max_autotune) modes.push_back("compile_max_autotune");
     for (const std::string& mode : modes) {

@@ -42,6 +42,15 @@ class FakeWorkers : public WorkerSource {
 
 Json Samples(double value, int count) { return Json(std::vector<double>(count, value)); }
 
+// A prepare reply as the trusted worker writes it for an evaluation with a candidate.
+Json PrepareReply(Json sets, Json outputs, double input_bytes, double output_bytes) {
+  return Json{{"sets", std::move(sets)}, {"outputs", std::move(outputs)}, {"flops", 0}, {"input_bytes", input_bytes},
+              {"output_bytes", output_bytes}, {"parameter_bytes", 0}, {"mutated_buffers", Json::array()},
+              {"second_size", {{"grown_inputs", Json::array()}, {"leading_dim", nullptr}}}, {"cpu_sizes_applied", true},
+              {"memory", {{"candidate_limit_bytes", 1 << 30}, {"fits", true}}}, {"state", Json::object()},
+              {"shared", Json::object()}};
+}
+
 class EvaluatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -61,10 +70,8 @@ class EvaluatorTest : public ::testing::Test {
   void ScriptHonestRun() {
     workers_.trusted.handlers["static_check"] = [](const Json&) -> Result<Json> { return Json{{"findings", Json::array()}}; };
     workers_.trusted.handlers["prepare"] = [](const Json&) -> Result<Json> {
-      return Json{{"sets", {{{"name", "seed0"}, {"file", "set_seed0.pt"}}, {{"name", "seed1"}, {"file", "set_seed1.pt"}}}},
-                  {"outputs", {{{"shape", {4}}, {"dtype", "float32"}, {"dense", true}}}},
-                  {"flops", 0}, {"input_bytes", 16}, {"output_bytes", 16}, {"parameter_bytes", 0},
-                  {"cpu_sizes_applied", true}, {"skipped_distributions", Json::array()}};
+      return PrepareReply({{{"name", "seed0"}, {"file", "set_seed0.pt"}}, {{"name", "seed1"}, {"file", "set_seed1.pt"}}},
+                          {{{"shape", {4}}, {"dtype", "float32"}, {"dense", true}}}, 16, 16);
     };
     workers_.zygote.handlers["run_candidate"] = [this](const Json&) -> Result<Json> {
       return Json{{"exit_code", 0}, {"signal", nullptr}, {"killed_for", nullptr}, {"wall_s", 0.1},
@@ -184,8 +191,7 @@ TEST_F(EvaluatorTest, TimeBelowTheRooflineFloorIsRejectedOnAKnownGpu) {
   options_.gpu_name = "NVIDIA H200";
   workers_.trusted.handlers["prepare"] = [](const Json&) -> Result<Json> {
     // 48 GB must move: at 4.8 TB/s that takes at least 10 ms, but the candidate claims 1 ms.
-    return Json{{"sets", {{{"name", "seed0"}, {"file", "set_seed0.pt"}}}}, {"outputs", Json::array()}, {"flops", 0},
-                {"input_bytes", 24e9}, {"output_bytes", 24e9}, {"parameter_bytes", 0}};
+    return PrepareReply({{{"name", "seed0"}, {"file", "set_seed0.pt"}}}, Json::array(), 24e9, 24e9);
   };
   EXPECT_EQ(Evaluate().verdict.ToString(), "rejected_hack(roofline)");
 }
@@ -214,6 +220,21 @@ TEST_F(EvaluatorTest, AZygoteReportWithoutAKeyIsAnInfraErrorNamingIt) {
   Evaluation evaluation = Evaluate();
   EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
   EXPECT_NE(evaluation.verdict.message.find("lacks 'sandbox_violations'"), std::string::npos) << evaluation.verdict.message;
+}
+
+// The same for the trusted worker's prepare reply: without the reference's bytes the roofline
+// check would compute a floor of zero and never fire; the candidate does not run at all.
+TEST_F(EvaluatorTest, APrepareReplyWithoutAKeyIsAnInfraErrorNamingIt) {
+  auto honest = workers_.trusted.handlers["prepare"];
+  workers_.trusted.handlers["prepare"] = [honest](const Json& request) -> Result<Json> {
+    auto reply = honest(request);
+    reply->erase("output_bytes");
+    return reply;
+  };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
+  EXPECT_NE(evaluation.verdict.message.find("lacks 'output_bytes'"), std::string::npos) << evaluation.verdict.message;
+  EXPECT_EQ(workers_.zygote.Count("run_candidate"), 0);
 }
 
 }  // namespace

@@ -46,7 +46,9 @@ class AttemptExportTest : public ::testing::Test {
     ASSERT_TRUE(WriteFile(dir / "prompt.md", "prompt of " + round).ok());
     ASSERT_TRUE(WriteFile(dir / "reply.md", "reply of " + round).ok());
     ASSERT_TRUE(WriteFile(dir / "feedback.md", "feedback of " + round).ok());
-    if (candidate) ASSERT_TRUE(WriteFile(dir / "candidate.py", *candidate).ok());
+    if (candidate) {
+      ASSERT_TRUE(WriteFile(dir / "candidate.py", *candidate).ok());
+    }
     Json attempt = {{"writer", 1}, {"round", round == "round1" ? 1 : 2}, {"prompt", prompt}, {"verdict", verdict},
                     {"verdict_kind", verdict}, {"message", ""}, {"speedup", JsonOrNull(speedup)},
                     {"prompt_tokens", 100}, {"completion_tokens", 50}, {"cost_usd", 0.01}};
