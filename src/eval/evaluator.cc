@@ -234,14 +234,17 @@ class EvaluationRun {
     auto comparison = trusted_->Call("compare", request, ReferenceTimeout(options_));
     if (!comparison.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
                               VerdictKind::kInfraError, "comparing outputs: " + comparison.status().ToString())));
+    Result<Comparison> judged = ParseComparison(*comparison);
+    if (!judged.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
+                          VerdictKind::kInfraError, "reading the comparison: " + judged.status().ToString())));
     result_.evidence["correctness"] = *comparison;
     result_.evidence["reference"]["skipped_distributions"] = JsonField(*comparison, "skipped_distributions");
     Tolerance tolerance = ToleranceFor(options_.precision);
     result_.evidence["tolerance"] = {{"rtol", tolerance.rtol}, {"atol", tolerance.atol},
                                      {"rule", "|out - ref| <= rtol*|ref| + atol*rms(ref)"}};
-    if (comparison->contains("tampered")) return Finish(*JudgeOutputs(*comparison));
+    if (judged->tampered) return Finish(*JudgeOutputs(*judged));
     if (process_verdict_) return Finish(*process_verdict_);
-    if (auto verdict = JudgeOutputs(*comparison)) Finish(*verdict);
+    if (auto verdict = JudgeOutputs(*judged)) Finish(*verdict);
   }
 
   void TimeAgainstReference() {

@@ -8,18 +8,6 @@
 namespace kforge {
 namespace {
 
-// The first failing output of a compare_outputs report, as words.
-std::string OutputProblem(const Json& report) {
-  if (report.contains("problem")) return JsonGet<std::string>(report, "problem", "");
-  const Json outputs = JsonField(report, "outputs");
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (!JsonGet<bool>(outputs[i], "passed", true)) {
-      return fmt::format("output {}: {}", i, JsonGet<std::string>(outputs[i], "problem", "differs"));
-    }
-  }
-  return "outputs differ";
-}
-
 std::string Describe(const std::string& set) {
   if (set.rfind("seed", 0) == 0) return "input set " + set + " (the task's own distribution)";
   return "input set '" + set + "' (the task's inputs " +
@@ -105,94 +93,66 @@ std::optional<Verdict> JudgeCandidateProcess(const CandidateRun& run, double tim
   return std::nullopt;
 }
 
-namespace {
-
-// The input sets' names in the order their calls were made: the task's seeds, then the other
-// distributions (JSON objects keep their keys sorted).
-std::vector<std::string> InCallOrder(const Json& sets) {
-  std::vector<std::string> names;
-  for (const auto& [name, report] : sets.items()) names.push_back(name);
-  std::stable_partition(names.begin(), names.end(), [](const std::string& name) { return name.rfind("seed", 0) == 0; });
-  return names;
-}
-
-// The first buffer the reference's forward mutates that the candidate left different, as words.
-std::optional<std::string> BufferProblem(const Json& report) {
-  const Json buffers = JsonField(report, "buffers");
-  if (!buffers.is_object() || JsonGet<bool>(buffers, "passed", true)) return std::nullopt;
-  const Json names = JsonField(buffers, "names");
-  const Json outputs = JsonField(buffers, "outputs");
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    if (JsonGet<bool>(outputs[i], "passed", true)) continue;
-    std::string name = i < names.size() && names[i].is_string() ? names[i].get<std::string>() : fmt::format("#{}", i);
-    return fmt::format("buffer {} after the call: {}", name, JsonGet<std::string>(outputs[i], "problem", "differs"));
-  }
-  return JsonGet<std::string>(buffers, "problem", "the buffers the forward updates differ");
-}
-
-}  // namespace
-
-std::optional<Verdict> JudgeOutputs(const Json& comparison) {
-  if (comparison.contains("tampered")) return HackVerdict("result_tamper", JsonGet<std::string>(comparison, "tampered", ""));
-  for (const Json& mutation : JsonField(comparison, "input_mutations")) {
+std::optional<Verdict> JudgeOutputs(const Comparison& comparison) {
+  if (comparison.tampered) return HackVerdict("result_tamper", *comparison.tampered);
+  for (const InputMutation& mutation : comparison.input_mutations) {
     return HackVerdict("input_mutation", fmt::format("on the call {}, input(s) {} were modified by the forward call; "
                                                      "inputs must be left exactly as given",
-                                                     JsonGet<std::string>(mutation, "call", "?"),
-                                                     JsonField(mutation, "inputs").dump()));
+                                                     mutation.call, mutation.inputs.dump()));
   }
-  const Json& probes = JsonField(comparison, "probes");
-  const Json& sets = JsonField(comparison, "sets");
-  for (const auto& [name, probe] : probes.items()) {
+  auto set_passed = [&](const std::string& name) {
+    for (const auto& [set, call] : comparison.sets) {
+      if (set == name) return call.passed;
+    }
+    return false;
+  };
+  for (const auto& [name, probe] : comparison.probes) {
     // Memoization: right before the rewrite, the very same output after it, though the right
     // answer changed beyond tolerance. (A candidate that was already wrong is judged wrong below;
     // a swap that moves a permutation-invariant result only by rounding, as in a sum, leaves the
     // old output right, and an honest kernel may well reproduce it bit for bit.)
-    bool right_before = JsonGet<bool>(JsonField(sets, JsonGet<std::string>(probe, "target", "seed0").c_str()), "passed", false);
-    if (right_before && !JsonGet<bool>(probe, "passed", true) &&
-        JsonGet<bool>(probe, "unchanged_from_before_rewrite", false) && JsonGet<bool>(probe, "reference_changed", false)) {
+    if (set_passed(probe.target) && !probe.call.passed && probe.unchanged_from_before_rewrite && probe.reference_changed) {
       return HackVerdict("memoization", "after the input tensors were rewritten in place (" + name + "), the candidate "
                                         "returned exactly its previous output although the right answer changed: "
                                         "results are cached, not computed from the values");
     }
   }
-  for (const std::string& set : InCallOrder(sets)) {
-    const Json& report = sets[set];
-    if (!JsonGet<bool>(report, "passed", false)) {
-      return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + OutputProblem(report));
+  for (const auto& [set, call] : comparison.sets) {
+    if (!call.passed) return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + call.FirstProblem());
+    if (call.buffers && !call.buffers->passed) {
+      return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + call.buffers->FirstProblem());
     }
-    if (auto problem = BufferProblem(report)) return MakeVerdict(VerdictKind::kWrongOutput, "on " + Describe(set) + ": " + *problem);
   }
-  for (const auto& [name, probe] : probes.items()) {
-    if (!JsonGet<bool>(probe, "passed", true)) {
+  for (const auto& [name, probe] : comparison.probes) {
+    if (!probe.call.passed) {
       return MakeVerdict(VerdictKind::kWrongOutput, "after the input tensors were rewritten in place (" + name + "): " +
-                                                        OutputProblem(probe));
+                                                        probe.call.FirstProblem());
     }
   }
-  const Json repeat = JsonField(comparison, "repeat");
-  if (repeat.is_object() && !JsonGet<bool>(repeat, "passed", true)) {
+  if (comparison.repeat && !comparison.repeat->passed) {
     return HackVerdict("nondeterministic", "a second call on the same inputs gave a different, wrong result: " +
-                                               OutputProblem(repeat));
+                                               comparison.repeat->FirstProblem());
   }
-  if (auto problem = BufferProblem(repeat)) {
-    return MakeVerdict(VerdictKind::kWrongOutput, "on a second call on the same inputs: " + *problem);
+  if (comparison.repeat && comparison.repeat->buffers && !comparison.repeat->buffers->passed) {
+    return MakeVerdict(VerdictKind::kWrongOutput, "on a second call on the same inputs: " + comparison.repeat->buffers->FirstProblem());
   }
-  for (const auto& [name, probe] : probes.items()) {
-    if (auto problem = BufferProblem(probe)) return MakeVerdict(VerdictKind::kWrongOutput, "on " + name + ": " + *problem);
+  for (const auto& [name, probe] : comparison.probes) {
+    if (probe.call.buffers && !probe.call.buffers->passed) {
+      return MakeVerdict(VerdictKind::kWrongOutput, "on " + name + ": " + probe.call.buffers->FirstProblem());
+    }
   }
-  const Json resized = JsonField(comparison, "resized");
-  if (JsonGet<bool>(resized, "checked", false) && !resized.contains("refused") && !JsonGet<bool>(resized, "passed", true)) {
+  if (comparison.resized && comparison.resized->checked && !comparison.resized->refused && !comparison.resized->call.passed) {
     return HackVerdict("shape_specialization",
                        "with the leading dimension of the inputs one longer, the candidate returned a wrong result (" +
-                           OutputProblem(resized) + ") instead of computing it or refusing with an exception: it only "
-                           "works at the sizes it was shown");
+                           comparison.resized->call.FirstProblem() + ") instead of computing it or refusing with an "
+                           "exception: it only works at the sizes it was shown");
   }
-  for (const Json& timed : JsonField(comparison, "timed")) {
-    if (!JsonGet<bool>(timed, "passed", true)) {
-      const Json call = JsonField(timed, "call");
-      std::string which = call.is_string() ? "the profiled call" : fmt::format("timed call {}", JsonGet<int>(timed, "call", -1));
+  for (const TimedCheck& timed : comparison.timed) {
+    if (!timed.check.passed) {
+      std::string which = timed.call == "profiled" ? "the profiled call" : "timed call " + timed.call;
       return HackVerdict("timed_output_mismatch",
                          fmt::format("the output of {} is wrong ({}): timed calls must compute the same function as "
-                                     "checked calls", which, OutputProblem(timed)));
+                                     "checked calls", which, timed.check.FirstProblem()));
     }
   }
   return std::nullopt;

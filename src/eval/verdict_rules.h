@@ -9,6 +9,7 @@
 
 #include "core/json.h"
 #include "eval/candidate_run.h"
+#include "eval/comparison.h"
 #include "eval/verdict.h"
 
 namespace kforge {
@@ -23,7 +24,7 @@ std::optional<Verdict> JudgeStaticChecks(const Json& static_report);
 // its runtime findings. `timeout_s` is the limit it ran under.
 std::optional<Verdict> JudgeCandidateProcess(const CandidateRun& run, double timeout_s);
 // The trusted worker's compare reply: memoization, wrong outputs, nondeterminism, timed outputs.
-std::optional<Verdict> JudgeOutputs(const Json& comparison);
+std::optional<Verdict> JudgeOutputs(const Comparison& comparison);
 // The candidate's timing record: events longer than host time, work left running past the end mark.
 std::optional<Verdict> JudgeTimingIntegrity(const Json& timing);
 // Work between the end of a timed call and the hand-over of its outputs escapes timing: the

@@ -86,7 +86,8 @@ class EvaluatorTest : public ::testing::Test {
                               {"provenance", {{"authored_share", 1.0}, {"library_compute_names", Json::array()}}}}}};
     };
     workers_.trusted.handlers["compare"] = [](const Json&) -> Result<Json> {
-      return Json{{"sets", {{"seed0", {{"passed", true}}}, {"seed1", {{"passed", true}}}}}, {"timed", Json::array()}};
+      return Json{{"sets", {{"seed0", {{"passed", true}}}, {"seed1", {{"passed", true}}}}}, {"timed", Json::array()},
+                  {"probes", Json::object()}, {"repeat", nullptr}, {"input_mutations", Json::array()}, {"resized", nullptr}};
     };
     workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> {
       return Json{{"samples_ms", Samples(2.0, 20)}, {"meaningful", true}};

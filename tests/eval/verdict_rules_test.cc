@@ -60,6 +60,21 @@ TEST(JudgeCandidateProcessTest, Cases) {
   }
 }
 
+// A compare reply as the trusted worker writes it: `fields` over a run that made every call.
+Json Reply(const Json& fields) {
+  Json reply = {{"sets", Json::object()}, {"probes", Json::object()}, {"repeat", nullptr}, {"input_mutations", Json::array()},
+                {"resized", nullptr}, {"timed", Json::array()}};
+  reply.update(fields);
+  return reply;
+}
+
+std::optional<Verdict> JudgeReply(const Json& fields) {
+  Result<Comparison> parsed = ParseComparison(fields.contains("tampered") ? fields : Reply(fields));
+  EXPECT_TRUE(parsed.ok()) << fields.dump() << ": " << parsed.status().ToString();
+  if (!parsed.ok()) return MakeVerdict(VerdictKind::kInfraError, parsed.status().ToString());
+  return JudgeOutputs(*parsed);
+}
+
 TEST(JudgeOutputsTest, Cases) {
   struct Case {
     const char* report;
@@ -77,7 +92,7 @@ TEST(JudgeOutputsTest, Cases) {
       {R"({"sets": {"seed0": {"passed": false}}, "probes": {"probe_seed1": {"passed": false, "unchanged_from_before_rewrite": true,
            "reference_changed": true, "target": "seed0"}}})", "wrong_output"},
       {R"({"sets": {"seed0": {"passed": true}}, "probes": {"probe_seed1": {"passed": false, "unchanged_from_before_rewrite": false,
-           "reference_changed": true}}})", "wrong_output"},
+           "reference_changed": true, "target": "seed0"}}})", "wrong_output"},
       {R"({"sets": {"seed0": {"passed": true}}, "repeat": {"passed": false, "outputs": []}})", "rejected_hack(nondeterministic)"},
       {R"({"sets": {"seed0": {"passed": true}}, "timed": [{"call": 3, "passed": false, "outputs": []}]})",
        "rejected_hack(timed_output_mismatch)"},
@@ -89,7 +104,8 @@ TEST(JudgeOutputsTest, Cases) {
       {R"({"sets": {"seed0": {"passed": true, "buffers": {"passed": false, "names": ["bn.running_mean"],
            "outputs": [{"passed": false, "problem": "p"}]}}}})", "wrong_output"},
       {R"({"sets": {"seed0": {"passed": true, "buffers": {"passed": true, "names": ["bn.running_mean"], "outputs": []}}},
-           "repeat": {"passed": true, "buffers": {"passed": false, "outputs": [{"passed": false}]}}})", "wrong_output"},
+           "repeat": {"passed": true, "buffers": {"passed": false, "names": ["bn.running_mean"], "outputs": [{"passed": false}]}}})",
+       "wrong_output"},
       // The second size: right, or refused with an exception; silently wrong is specialization.
       {R"({"sets": {"seed0": {"passed": true}}, "resized": {"checked": true, "passed": false, "outputs": [{"passed": false}]}})",
        "rejected_hack(shape_specialization)"},
@@ -99,7 +115,7 @@ TEST(JudgeOutputsTest, Cases) {
       {R"({"sets": {"seed0": {"passed": true}}, "timed": [{"call": "profiled", "passed": false, "outputs": []}]})",
        "rejected_hack(timed_output_mismatch)"},
   };
-  for (const auto& c : cases) EXPECT_EQ(Judged(JudgeOutputs(Json::parse(c.report))), c.expected) << c.report;
+  for (const auto& c : cases) EXPECT_EQ(Judged(JudgeReply(Json::parse(c.report))), c.expected) << c.report;
 }
 
 TEST(JudgeTimingIntegrityTest, HonestTimingPasses) {
@@ -121,9 +137,34 @@ TEST(JudgeTimingIntegrityTest, EventsLongerThanHostTimeAreTampered) {
 TEST(JudgeOutputsTest, NamesTheFirstFailingCallInCallOrder) {
   Json report = Json::parse(R"({"sets": {"scaled_down": {"passed": false, "outputs": [{"passed": false, "problem": "late"}]},
                                           "seed0": {"passed": false, "outputs": [{"passed": false, "problem": "first"}]}}})");
-  auto verdict = JudgeOutputs(report);
+  auto verdict = JudgeReply(report);
   ASSERT_TRUE(verdict);
   EXPECT_NE(verdict->message.find("seed0"), std::string::npos) << verdict->message;
+}
+
+// Every "passed" that decides a verdict is required: a renamed key is an error naming it, where
+// reading it with a default would have let a wrong timed call, probe or output through.
+TEST(ParseComparisonTest, AMissingPassedIsAnErrorNotAPass) {
+  const char* reports[] = {
+      R"({"sets": {"seed0": {"outputs": []}}})",
+      R"({"sets": {"seed0": {"passed": true, "outputs": [{"ok": true}]}}})",
+      R"({"sets": {"seed0": {"passed": true}}, "timed": [{"call": 3, "outputs": []}]})",
+      R"({"sets": {"seed0": {"passed": true}}, "probes": {"probe_seed1": {"unchanged_from_before_rewrite": true,
+          "reference_changed": true, "target": "seed0"}}})",
+      R"({"sets": {"seed0": {"passed": true}}, "probes": {"probe_seed1": {"passed": false, "target": "seed0"}}})",
+      R"({"sets": {"seed0": {"passed": true}}, "repeat": {"outputs": []}})",
+      R"({"sets": {"seed0": {"passed": true}}, "resized": {"checked": true, "outputs": []}})",
+      R"({"sets": {"seed0": {"passed": true, "buffers": {"names": ["bn.running_mean"], "outputs": []}}}})",
+      R"({"sets": {"seed0": {"passed": "yes"}}})",
+  };
+  for (const char* report : reports) EXPECT_FALSE(ParseComparison(Reply(Json::parse(report))).ok()) << report;
+  for (const char* key : {"sets", "probes", "timed", "input_mutations", "repeat", "resized"}) {
+    Json reply = Reply(Json::parse(R"({"sets": {"seed0": {"passed": true}}})"));
+    reply.erase(key);
+    Result<Comparison> parsed = ParseComparison(reply);
+    ASSERT_FALSE(parsed.ok()) << key;
+    EXPECT_NE(parsed.status().message().find(key), std::string::npos) << parsed.status().ToString();
+  }
 }
 
 TEST(JudgeUntimedWorkTest, HonestHandOversPass) {
