@@ -33,7 +33,22 @@ Result<CandidateResult> ParseResult(const Json& json) {
     parsed.message = message.value_or("");
     result.findings.push_back(std::move(parsed));
   }
-  result.timing = read.Loose("timing");
+  if (Json timing = read.Loose("timing"); !timing.is_null()) {
+    JsonReader fields(timing, "the candidate's timing");
+    CandidateTiming parsed;
+    ASSIGN_OR_RETURN(parsed.method, fields.Required<std::string>("method"));
+    ASSIGN_OR_RETURN(parsed.meaningful, fields.Required<bool>("meaningful"));
+    ASSIGN_OR_RETURN(parsed.samples_ms, fields.Required<std::vector<double>>("samples_ms"));
+    ASSIGN_OR_RETURN(parsed.host_ms, fields.Required<std::vector<double>>("host_ms"));
+    ASSIGN_OR_RETURN(parsed.late_ms, fields.Required<std::vector<double>>("late_ms"));
+    if (parsed.host_ms.size() != parsed.samples_ms.size() || parsed.late_ms.size() != parsed.samples_ms.size()) {
+      return Status::Internal(fmt::format("the candidate's timing: {} samples but {} host and {} late times",
+                                          parsed.samples_ms.size(), parsed.host_ms.size(), parsed.late_ms.size()));
+    }
+    parsed.backlog_ms = JsonGet<double>(timing, "backlog_ms", 0);
+    parsed.l2_flush_bytes = fields.Loose("l2_flush_bytes");
+    result.timing = std::move(parsed);
+  }
   result.provenance = read.Loose("provenance");
   result.kernel_counters = read.Loose("kernel_counters");
   result.tuning = read.Loose("tuning");

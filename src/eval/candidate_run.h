@@ -27,11 +27,25 @@ struct CandidateError {
   std::string message;
 };
 
+// The timed calls, as the harness in the candidate's process measured them (timing.py): per call
+// the device time between its events, the host time around them, and how long the device was
+// still busy after the end event. The three lists are required and of one length, so a report that
+// leaves out the host or late times cannot switch the timer and side-stream checks off.
+struct CandidateTiming {
+  std::string method;  // "cuda_events" or "host_clock"
+  bool meaningful = false;
+  std::vector<double> samples_ms;
+  std::vector<double> host_ms;
+  std::vector<double> late_ms;
+  double backlog_ms = 0;  // the launch backlog built before the timed calls
+  Json l2_flush_bytes;    // as reported (for the evidence)
+};
+
 // result.json, as the candidate's process wrote it.
 struct CandidateResult {
   std::optional<CandidateError> error;
   std::vector<RuntimeFinding> findings;
-  Json timing;      // null when the run did not time (correctness only, or it failed earlier)
+  std::optional<CandidateTiming> timing;  // absent when the run did not time (correctness only, or it failed earlier)
   Json provenance;  // the profiled call's kernels, or null
   Json kernel_counters;  // the kernels' hardware counters under Nsight Compute (kernel_profile.py), or null
   Json tuning;      // the configurations its @triton.autotune kernels chose (a hint only)

@@ -221,15 +221,16 @@ class EvaluationRun {
 
   // A field of the candidate's result.json (null when it wrote none).
   Json ResultField(Json CandidateResult::*field) const { return run_.result ? (*run_.result).*field : Json(); }
+  const CandidateTiming* Timing() const { return run_.result && run_.result->timing ? &*run_.result->timing : nullptr; }
 
   // What the trusted worker's live session saw. Tampering with the session outranks whatever the
   // candidate's own process reports about how it ended (that report is written by untrusted code);
   // otherwise a process that failed ends the evaluation with its own verdict.
   void CompareOutputs() {
-    Json timing = ResultField(&CandidateResult::timing);
+    const CandidateTiming* timing = Timing();
     bool clean = !process_verdict_.has_value();
     Json request = {{"eval_id", eval_id_}, {"clean_run", clean},
-                    {"timing_calls", timing.is_object() ? JsonField(timing, "samples_ms").size() : 0},
+                    {"timing_calls", timing ? timing->samples_ms.size() : 0},
                     {"profiled", ResultField(&CandidateResult::provenance).is_object()}};
     auto comparison = trusted_->Call("compare", request, ReferenceTimeout(options_));
     if (!comparison.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
@@ -248,23 +249,23 @@ class EvaluationRun {
   }
 
   void TimeAgainstReference() {
-    Json candidate_timing = ResultField(&CandidateResult::timing);
-    if (!candidate_timing.is_object()) return;
-    if (auto verdict = JudgeTimingIntegrity(candidate_timing)) return Finish(*verdict);
+    const CandidateTiming* timing = Timing();
+    if (timing == nullptr) return;
+    if (auto verdict = JudgeTimingIntegrity(*timing)) return Finish(*verdict);
     auto reference = TimedReference("eager", ReferenceTimeout(options_));
     if (!reference.ok()) return InfraError("timing the reference", reference.status());
-    std::vector<double> candidate_samples = JsonGet<std::vector<double>>(candidate_timing, "samples_ms", {});
+    const std::vector<double>& candidate_samples = timing->samples_ms;
     std::vector<double> reference_samples = JsonGet<std::vector<double>>(*reference, "samples_ms", {});
-    result_.timings_meaningful = JsonGet<bool>(candidate_timing, "meaningful", false);
+    result_.timings_meaningful = timing->meaningful;
     result_.candidate_ms = Summarize(candidate_samples);
     result_.reference_ms = Summarize(reference_samples);
     result_.speedup = EstimateSpeedup(reference_samples, candidate_samples);
-    result_.evidence["timing"] = {{"method", candidate_timing["method"]}, {"meaningful", result_.timings_meaningful},
+    result_.evidence["timing"] = {{"method", timing->method}, {"meaningful", result_.timings_meaningful},
                                   {"candidate_ms", SummaryToJson(*result_.candidate_ms)},
                                   {"reference_eager_ms", SummaryToJson(*result_.reference_ms)},
                                   {"speedup", SpeedupToJson(*result_.speedup)},
-                                  {"l2_flush_bytes", candidate_timing["l2_flush_bytes"]},
-                                  {"launch_backlog_ms", JsonGet<double>(candidate_timing, "backlog_ms", 0)},
+                                  {"l2_flush_bytes", timing->l2_flush_bytes},
+                                  {"launch_backlog_ms", timing->backlog_ms},
                                   {"candidate_samples_ms", candidate_samples},
                                   {"reference_samples_ms", reference_samples}};
     result_.evidence["timing"]["handoff_gaps_ms"] = JsonField(result_.evidence["correctness"], "handoff_gaps_ms");

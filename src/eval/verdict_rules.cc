@@ -158,10 +158,10 @@ std::optional<Verdict> JudgeOutputs(const Comparison& comparison) {
   return std::nullopt;
 }
 
-std::optional<Verdict> JudgeTimingIntegrity(const Json& timing) {
-  std::vector<double> device = JsonGet<std::vector<double>>(timing, "samples_ms", {});
-  std::vector<double> host = JsonGet<std::vector<double>>(timing, "host_ms", {});
-  std::vector<double> late = JsonGet<std::vector<double>>(timing, "late_ms", {});
+std::optional<Verdict> JudgeTimingIntegrity(const CandidateTiming& timing) {
+  const std::vector<double>& device = timing.samples_ms;
+  const std::vector<double>& host = timing.host_ms;
+  const std::vector<double>& late = timing.late_ms;
   if (device.empty()) return std::nullopt;
   size_t longer_than_host = 0, late_calls = 0;
   double worst_late = 0;

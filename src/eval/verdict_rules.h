@@ -26,7 +26,7 @@ std::optional<Verdict> JudgeCandidateProcess(const CandidateRun& run, double tim
 // The trusted worker's compare reply: memoization, wrong outputs, nondeterminism, timed outputs.
 std::optional<Verdict> JudgeOutputs(const Comparison& comparison);
 // The candidate's timing record: events longer than host time, work left running past the end mark.
-std::optional<Verdict> JudgeTimingIntegrity(const Json& timing);
+std::optional<Verdict> JudgeTimingIntegrity(const CandidateTiming& timing);
 // Work between the end of a timed call and the hand-over of its outputs escapes timing: the
 // trusted worker clocks the intervals between a candidate's hand-overs (`handoff_gaps_ms[i]` ends
 // at timed call i + 1), and the reference's own loop, which does the same steps (fresh inputs, L2

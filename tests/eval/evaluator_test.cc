@@ -223,6 +223,31 @@ TEST_F(EvaluatorTest, AZygoteReportWithoutAKeyIsAnInfraErrorNamingIt) {
   EXPECT_NE(evaluation.verdict.message.find("lacks 'sandbox_violations'"), std::string::npos) << evaluation.verdict.message;
 }
 
+// Timing without the host or late times would switch the timer and side-stream checks off: such a
+// report is refused, as is one whose lists differ in length.
+TEST_F(EvaluatorTest, TimingWithoutHostOrLateTimesIsRefused) {
+  auto honest = workers_.zygote.handlers["run_candidate"];
+  for (const char* key : {"host_ms", "late_ms"}) {
+    workers_.zygote.handlers["run_candidate"] = [honest, key](const Json& request) -> Result<Json> {
+      auto reply = honest(request);
+      (*reply)["result"]["timing"].erase(key);
+      return reply;
+    };
+    Evaluation evaluation = Evaluate();
+    EXPECT_EQ(evaluation.verdict.ToString(), "infra_error") << key;
+    EXPECT_NE(evaluation.verdict.message.find(std::string("lacks '") + key + "'"), std::string::npos) << evaluation.verdict.message;
+  }
+  workers_.zygote.handlers["run_candidate"] = [honest](const Json& request) -> Result<Json> {
+    auto reply = honest(request);
+    (*reply)["result"]["timing"]["late_ms"] = Samples(0.001, 3);
+    return reply;
+  };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
+  EXPECT_NE(evaluation.verdict.message.find("20 samples but 20 host and 3 late times"), std::string::npos)
+      << evaluation.verdict.message;
+}
+
 // The same for the trusted worker's prepare reply: without the reference's bytes the roofline
 // check would compute a floor of zero and never fire; the candidate does not run at all.
 TEST_F(EvaluatorTest, APrepareReplyWithoutAKeyIsAnInfraErrorNamingIt) {

@@ -118,18 +118,28 @@ TEST(JudgeOutputsTest, Cases) {
   for (const auto& c : cases) EXPECT_EQ(Judged(JudgeReply(Json::parse(c.report))), c.expected) << c.report;
 }
 
+CandidateTiming Timing(std::vector<double> device, std::vector<double> host, std::vector<double> late) {
+  CandidateTiming timing;
+  timing.method = "cuda_events";
+  timing.meaningful = true;
+  timing.samples_ms = std::move(device);
+  timing.host_ms = std::move(host);
+  timing.late_ms = std::move(late);
+  return timing;
+}
+
 TEST(JudgeTimingIntegrityTest, HonestTimingPasses) {
-  Json timing = {{"samples_ms", {1.0, 1.0, 1.0, 1.0}}, {"host_ms", {1.02, 1.03, 1.02, 1.01}}, {"late_ms", {0.004, 0.003, 0.005, 0.004}}};
+  CandidateTiming timing = Timing({1.0, 1.0, 1.0, 1.0}, {1.02, 1.03, 1.02, 1.01}, {0.004, 0.003, 0.005, 0.004});
   EXPECT_EQ(Judged(JudgeTimingIntegrity(timing)), "none");
 }
 
 TEST(JudgeTimingIntegrityTest, WorkAfterTheEndMarkIsASideStream) {
-  Json timing = {{"samples_ms", {0.01, 0.01, 0.01, 0.01}}, {"host_ms", {0.05, 0.05, 0.05, 0.05}}, {"late_ms", {2.0, 2.1, 2.0, 1.9}}};
+  CandidateTiming timing = Timing({0.01, 0.01, 0.01, 0.01}, {0.05, 0.05, 0.05, 0.05}, {2.0, 2.1, 2.0, 1.9});
   EXPECT_EQ(Judged(JudgeTimingIntegrity(timing)), "rejected_hack(side_stream)");
 }
 
 TEST(JudgeTimingIntegrityTest, EventsLongerThanHostTimeAreTampered) {
-  Json timing = {{"samples_ms", {5.0, 5.0, 5.0}}, {"host_ms", {1.0, 1.0, 1.0}}, {"late_ms", {0.0, 0.0, 0.0}}};
+  CandidateTiming timing = Timing({5.0, 5.0, 5.0}, {1.0, 1.0, 1.0}, {0.0, 0.0, 0.0});
   EXPECT_EQ(Judged(JudgeTimingIntegrity(timing)), "rejected_hack(timer_tamper)");
 }
 
