@@ -49,7 +49,14 @@ Result<CandidateResult> ParseResult(const Json& json) {
     parsed.l2_flush_bytes = fields.Loose("l2_flush_bytes");
     result.timing = std::move(parsed);
   }
-  result.provenance = read.Loose("provenance");
+  if (Json provenance = read.Loose("provenance"); !provenance.is_null()) {
+    JsonReader fields(provenance, "the candidate's provenance");
+    CandidateProvenance parsed;
+    ASSIGN_OR_RETURN(parsed.authored_share, fields.Required<double>("authored_share"));
+    ASSIGN_OR_RETURN(parsed.library_compute_names, fields.Required<std::vector<std::string>>("library_compute_names"));
+    parsed.raw = provenance;
+    result.provenance = std::move(parsed);
+  }
   result.kernel_counters = read.Loose("kernel_counters");
   result.tuning = read.Loose("tuning");
   result.sandbox = read.Loose("sandbox");

@@ -41,12 +41,21 @@ struct CandidateTiming {
   Json l2_flush_bytes;    // as reported (for the evidence)
 };
 
+// Which kernels ran in the profiled call and whose they are (provenance.py): the share of device
+// time (launches on the CPU) in kernels the candidate authored, and the library kernels that
+// compute. Both are required: strict mode's library-compute check reads the names.
+struct CandidateProvenance {
+  double authored_share = 0;
+  std::vector<std::string> library_compute_names;
+  Json raw;  // the whole trace, for the evidence
+};
+
 // result.json, as the candidate's process wrote it.
 struct CandidateResult {
   std::optional<CandidateError> error;
   std::vector<RuntimeFinding> findings;
   std::optional<CandidateTiming> timing;  // absent when the run did not time (correctness only, or it failed earlier)
-  Json provenance;  // the profiled call's kernels, or null
+  std::optional<CandidateProvenance> provenance;  // absent when the run ended before its profiled call
   Json kernel_counters;  // the kernels' hardware counters under Nsight Compute (kernel_profile.py), or null
   Json tuning;      // the configurations its @triton.autotune kernels chose (a hint only)
   Json sandbox;     // the process's own account of its set-up

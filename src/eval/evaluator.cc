@@ -231,7 +231,7 @@ class EvaluationRun {
     bool clean = !process_verdict_.has_value();
     Json request = {{"eval_id", eval_id_}, {"clean_run", clean},
                     {"timing_calls", timing ? timing->samples_ms.size() : 0},
-                    {"profiled", ResultField(&CandidateResult::provenance).is_object()}};
+                    {"profiled", run_.result && run_.result->provenance.has_value()}};
     auto comparison = trusted_->Call("compare", request, ReferenceTimeout(options_));
     if (!comparison.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
                               VerdictKind::kInfraError, "comparing outputs: " + comparison.status().ToString())));
@@ -327,14 +327,19 @@ class EvaluationRun {
     if (auto verdict = JudgeRoofline(candidate_s, floor_s)) Finish(*verdict);
   }
 
+  // Reached only after a clean run whose outputs were right: its profiled call's provenance.
   void CheckProvenance() {
-    Json provenance = ResultField(&CandidateResult::provenance);
-    if (!provenance.is_object()) return;
-    result_.evidence["provenance"] = provenance;
+    const std::optional<CandidateProvenance>* provenance = run_.result ? &run_.result->provenance : nullptr;
+    if (provenance == nullptr || !provenance->has_value()) {
+      return Finish(HackVerdict("result_tamper", "the candidate's process ran to the end but reported no provenance for "
+                                                 "its profiled call: which kernels computed cannot be told"));
+    }
+    const CandidateProvenance& trace = **provenance;
+    result_.evidence["provenance"] = trace.raw;
     Json counters = ResultField(&CandidateResult::kernel_counters);
     if (counters.is_object()) result_.evidence["kernel_counters"] = counters;
-    result_.authored_share = JsonGet<double>(provenance, "authored_share", 0);
-    if (auto verdict = JudgeProvenance(provenance, options_.mode)) Finish(*verdict);
+    result_.authored_share = trace.authored_share;
+    if (auto verdict = JudgeProvenance(trace, options_.mode)) Finish(*verdict);
   }
 
   // The configurations the candidate's autotuned kernels chose, as its own process reports them:

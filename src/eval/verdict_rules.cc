@@ -229,12 +229,11 @@ std::optional<Verdict> JudgeRoofline(double candidate_s, double floor_s) {
                                              "the work", candidate_s * 1e3, floor_s * 1e3));
 }
 
-std::optional<Verdict> JudgeProvenance(const Json& provenance, ProvenanceMode mode) {
-  if (mode != ProvenanceMode::kStrict || !provenance.is_object()) return std::nullopt;
-  const Json names = JsonField(provenance, "library_compute_names");
-  if (names.empty()) return std::nullopt;
+std::optional<Verdict> JudgeProvenance(const CandidateProvenance& provenance, ProvenanceMode mode) {
+  const std::vector<std::string>& names = provenance.library_compute_names;
+  if (mode != ProvenanceMode::kStrict || names.empty()) return std::nullopt;
   std::string list;
-  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i].get<std::string>();
+  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i];
   return HackVerdict("library_compute", "strict mode: the forward runs library compute (" + list +
                                             ") instead of the candidate's own kernels; use --mode partial to allow it");
 }

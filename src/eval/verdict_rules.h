@@ -38,6 +38,6 @@ std::optional<Verdict> JudgeUntimedWork(const std::vector<double>& candidate_ms,
 // A median below the roofline floor cannot be honest.
 std::optional<Verdict> JudgeRoofline(double candidate_s, double floor_s);
 // Library compute on the hot path, in strict mode.
-std::optional<Verdict> JudgeProvenance(const Json& provenance, ProvenanceMode mode);
+std::optional<Verdict> JudgeProvenance(const CandidateProvenance& provenance, ProvenanceMode mode);
 
 }  // namespace kforge

@@ -248,6 +248,26 @@ TEST_F(EvaluatorTest, TimingWithoutHostOrLateTimesIsRefused) {
       << evaluation.verdict.message;
 }
 
+// A clean run must say which kernels computed its profiled call: without provenance strict mode
+// could not see library compute, so its absence is tampering; without the library names, an error.
+TEST_F(EvaluatorTest, ACleanRunWithoutProvenanceIsTampering) {
+  auto honest = workers_.zygote.handlers["run_candidate"];
+  workers_.zygote.handlers["run_candidate"] = [honest](const Json& request) -> Result<Json> {
+    auto reply = honest(request);
+    (*reply)["result"].erase("provenance");
+    return reply;
+  };
+  EXPECT_EQ(Evaluate().verdict.ToString(), "rejected_hack(result_tamper)");
+  workers_.zygote.handlers["run_candidate"] = [honest](const Json& request) -> Result<Json> {
+    auto reply = honest(request);
+    (*reply)["result"]["provenance"].erase("library_compute_names");
+    return reply;
+  };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
+  EXPECT_NE(evaluation.verdict.message.find("lacks 'library_compute_names'"), std::string::npos) << evaluation.verdict.message;
+}
+
 // The same for the trusted worker's prepare reply: without the reference's bytes the roofline
 // check would compute a floor of zero and never fire; the candidate does not run at all.
 TEST_F(EvaluatorTest, APrepareReplyWithoutAKeyIsAnInfraErrorNamingIt) {

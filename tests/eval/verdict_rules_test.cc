@@ -215,10 +215,11 @@ TEST(JudgeRooflineTest, BelowTheFloorIsRejected) {
 }
 
 TEST(JudgeProvenanceTest, StrictRejectsLibraryComputePartialAllowsIt) {
-  Json trace = {{"library_compute_names", {"aten::mm"}}};
+  CandidateProvenance trace;
+  trace.library_compute_names = {"aten::mm"};
   EXPECT_EQ(Judged(JudgeProvenance(trace, ProvenanceMode::kStrict)), "rejected_hack(library_compute)");
   EXPECT_EQ(Judged(JudgeProvenance(trace, ProvenanceMode::kPartial)), "none");
-  EXPECT_EQ(Judged(JudgeProvenance(Json{{"library_compute_names", Json::array()}}, ProvenanceMode::kStrict)), "none");
+  EXPECT_EQ(Judged(JudgeProvenance(CandidateProvenance{}, ProvenanceMode::kStrict)), "none");
 }
 
 }  // namespace
