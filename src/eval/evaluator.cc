@@ -126,7 +126,9 @@ class EvaluationRun {
                                  ReferenceTimeout(options_));
     if (!report.ok()) return InfraError("static checks", report.status());
     result_.evidence["static_checks"] = *report;
-    if (auto verdict = JudgeStaticChecks(*report)) Finish(*verdict);
+    Result<StaticReport> parsed = ParseStaticReport(*report);
+    if (!parsed.ok()) return InfraError("reading the static checks", parsed.status());
+    if (auto verdict = JudgeStaticChecks(*parsed)) Finish(*verdict);
   }
 
   Status Prepare() {

@@ -28,23 +28,17 @@ std::optional<ProvenanceMode> ParseProvenanceMode(const std::string& text) {
   return std::nullopt;
 }
 
-std::optional<Verdict> JudgeStaticChecks(const Json& static_report) {
-  if (static_report.contains("syntax_error") && static_report["syntax_error"].is_object()) {
-    const Json& error = static_report["syntax_error"];
+std::optional<Verdict> JudgeStaticChecks(const StaticReport& report) {
+  if (report.syntax_error) {
     return MakeVerdict(VerdictKind::kCompileError,
-                       fmt::format("syntax error at line {}: {}", JsonGet<int>(error, "line", 0),
-                                   JsonGet<std::string>(error, "message", "")));
+                       fmt::format("syntax error at line {}: {}", report.syntax_error->line, report.syntax_error->message));
   }
-  const Json& findings = JsonField(static_report, "findings");
   // A file without ModelNew is broken before it can be dishonest.
-  for (const Json& finding : findings) {
-    if (JsonGet<std::string>(finding, "check", "") == "missing_model_new") {
-      return MakeVerdict(VerdictKind::kCompileError, JsonGet<std::string>(finding, "message", ""));
-    }
+  for (const StaticFinding& finding : report.findings) {
+    if (finding.check == "missing_model_new") return MakeVerdict(VerdictKind::kCompileError, finding.message);
   }
-  for (const Json& finding : findings) {
-    return HackVerdict(JsonGet<std::string>(finding, "check", "static"),
-                       fmt::format("line {}: {}", JsonGet<int>(finding, "line", 0), JsonGet<std::string>(finding, "message", "")));
+  for (const StaticFinding& finding : report.findings) {
+    return HackVerdict(finding.check, fmt::format("line {}: {}", finding.line, finding.message));
   }
   return std::nullopt;
 }

@@ -10,6 +10,7 @@
 #include "core/json.h"
 #include "eval/candidate_run.h"
 #include "eval/comparison.h"
+#include "eval/static_report.h"
 #include "eval/verdict.h"
 
 namespace kforge {
@@ -19,7 +20,7 @@ const char* ToString(ProvenanceMode mode);
 std::optional<ProvenanceMode> ParseProvenanceMode(const std::string& text);
 
 // The trusted worker's static_check reply.
-std::optional<Verdict> JudgeStaticChecks(const Json& static_report);
+std::optional<Verdict> JudgeStaticChecks(const StaticReport& report);
 // The zygote's run_candidate reply: how the process ended, what the sandbox refused, its error,
 // its runtime findings. `timeout_s` is the limit it ran under.
 std::optional<Verdict> JudgeCandidateProcess(const CandidateRun& run, double timeout_s);

@@ -20,7 +20,21 @@ TEST(JudgeStaticChecksTest, Cases) {
       {R"({"findings": [{"check": "no_kernel", "line": 1, "message": "m"}, {"check": "missing_model_new", "line": 1, "message": "m"}]})",
        "compile_error"},
   };
-  for (const auto& c : cases) EXPECT_EQ(Judged(JudgeStaticChecks(Json::parse(c.report))), c.expected) << c.report;
+  for (const auto& c : cases) {
+    Result<StaticReport> report = ParseStaticReport(Json::parse(c.report));
+    ASSERT_TRUE(report.ok()) << c.report << ": " << report.status().ToString();
+    EXPECT_EQ(Judged(JudgeStaticChecks(*report)), c.expected) << c.report;
+  }
+}
+
+// A renamed list of findings, or a finding without its rule, is an error: read with a default it
+// would have been an empty list, and every candidate would pass the static checks.
+TEST(JudgeStaticChecksTest, AMalformedReportIsAnErrorNotACleanBill) {
+  for (const char* report : {R"({"finding": [{"check": "threads", "line": 4, "message": "m"}]})",
+                             R"({"findings": [{"rule": "threads", "line": 4, "message": "m"}]})",
+                             R"({"findings": {"check": "threads"}})", R"({"syntax_error": {"line": 3}, "findings": []})"}) {
+    EXPECT_FALSE(ParseStaticReport(Json::parse(report)).ok()) << report;
+  }
 }
 
 TEST(JudgeCandidateProcessTest, Cases) {
