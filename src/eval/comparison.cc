@@ -134,6 +134,7 @@ Result<Comparison> ParseComparison(const Json& reply) {
     check.call = call.is_string() ? call.get<std::string>() : call.dump();
     comparison.timed.push_back(std::move(check));
   }
+  ASSIGN_OR_RETURN(comparison.handoff_gaps_ms, read.Required<std::vector<double>>("handoff_gaps_ms"));
   return comparison;
 }
 

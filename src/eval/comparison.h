@@ -74,6 +74,9 @@ struct Comparison {
   std::optional<CallCheck> repeat;      // absent when the run ended before it
   std::optional<ResizedCheck> resized;  // absent when the run ended before it
   std::vector<TimedCheck> timed;
+  // The intervals between the candidate's hand-overs of its timed calls' outputs, as the trusted
+  // worker clocked them (verdict_rules.h's JudgeUntimedWork).
+  std::vector<double> handoff_gaps_ms;
 };
 
 Result<Comparison> ParseComparison(const Json& reply);

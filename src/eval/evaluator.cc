@@ -11,7 +11,7 @@
 #include "core/files.h"
 #include "core/hash.h"
 #include "core/log.h"
-#include "eval/prepared_reference.h"
+#include "eval/reference_replies.h"
 #include "eval/roofline.h"
 
 namespace kforge {
@@ -240,6 +240,7 @@ class EvaluationRun {
     Result<Comparison> judged = ParseComparison(*comparison);
     if (!judged.ok()) return Finish(process_verdict_.value_or(MakeVerdict(
                           VerdictKind::kInfraError, "reading the comparison: " + judged.status().ToString())));
+    comparison_ = *judged;
     result_.evidence["correctness"] = *comparison;
     result_.evidence["reference"]["skipped_distributions"] = JsonField(*comparison, "skipped_distributions");
     Tolerance tolerance = ToleranceFor(options_.precision);
@@ -257,7 +258,7 @@ class EvaluationRun {
     auto reference = TimedReference("eager", ReferenceTimeout(options_));
     if (!reference.ok()) return InfraError("timing the reference", reference.status());
     const std::vector<double>& candidate_samples = timing->samples_ms;
-    std::vector<double> reference_samples = JsonGet<std::vector<double>>(*reference, "samples_ms", {});
+    const std::vector<double>& reference_samples = reference->samples_ms;
     result_.timings_meaningful = timing->meaningful;
     result_.candidate_ms = Summarize(candidate_samples);
     result_.reference_ms = Summarize(reference_samples);
@@ -270,12 +271,12 @@ class EvaluationRun {
                                   {"launch_backlog_ms", timing->backlog_ms},
                                   {"candidate_samples_ms", candidate_samples},
                                   {"reference_samples_ms", reference_samples}};
-    result_.evidence["timing"]["handoff_gaps_ms"] = JsonField(result_.evidence["correctness"], "handoff_gaps_ms");
-    result_.evidence["timing"]["reference_iteration_ms"] = JsonField(*reference, "iteration_ms");
+    result_.evidence["timing"]["handoff_gaps_ms"] = comparison_.handoff_gaps_ms;
+    result_.evidence["timing"]["reference_iteration_ms"] = reference->iteration_ms;
     if (result_.timings_meaningful) {
       auto untimed = JudgeUntimedWork(candidate_samples,
-                                      JsonGet<std::vector<double>>(result_.evidence["correctness"], "handoff_gaps_ms", {}),
-                                      reference_samples, JsonGet<std::vector<double>>(*reference, "iteration_ms", {}));
+                                      comparison_.handoff_gaps_ms,
+                                      reference_samples, reference->iteration_ms);
       if (untimed) return Finish(*untimed);
     }
     if (options_.time_compiled_reference) TimeCompiledReference(candidate_samples);
@@ -284,21 +285,26 @@ class EvaluationRun {
 
   // The reference timed in `mode`: as stored from an earlier measurement on this machine when the
   // baseline source has it, else measured now by the trusted worker and kept. The evidence says which.
-  Result<Json> TimedReference(const std::string& mode, double timeout_s) {
+  Result<ReferenceTiming> TimedReference(const std::string& mode, double timeout_s) {
     BaselineKey key{task_.hash, options_.baseline_environment, ToString(options_.precision), mode, options_.budget.ToJson()};
     BaselineSource* baselines = options_.baseline_environment.empty() ? nullptr : options_.baselines;
+    const std::string where = "the reference's " + mode + " timing";
     if (baselines) {
       if (std::optional<Json> stored = baselines->Find(key)) {
-        result_.evidence["baselines"][mode] = {{"from_store", true}, {"recorded_at", JsonField(*stored, "recorded_at")}};
-        return *stored;
+        // A stored record that lacks what the checks read (an older one) is measured again.
+        if (Result<ReferenceTiming> timing = ParseReferenceTiming(*stored, where); timing.ok()) {
+          result_.evidence["baselines"][mode] = {{"from_store", true}, {"recorded_at", JsonField(*stored, "recorded_at")}};
+          return timing;
+        }
       }
     }
     auto measured = trusted_->Call("time_reference", Json{{"eval_id", eval_id_}, {"mode", mode}, {"config", options_.budget.ToJson()}},
                                    timeout_s);
     if (!measured.ok()) return measured.status();
+    ASSIGN_OR_RETURN(ReferenceTiming timing, ParseReferenceTiming(*measured, where));
     if (baselines) baselines->Keep(key, *measured);
     result_.evidence["baselines"][mode] = {{"from_store", false}};
-    return *measured;
+    return timing;
   }
 
   // torch.compile of the reference (default mode) on the same prepared inputs, with the same
@@ -309,10 +315,9 @@ class EvaluationRun {
       result_.evidence["timing"]["reference_compile_error"] = compiled.status().message();
       return;
     }
-    std::vector<double> samples = JsonGet<std::vector<double>>(*compiled, "samples_ms", {});
-    if (samples.empty()) return;
+    const std::vector<double>& samples = compiled->samples_ms;
     result_.evidence["timing"]["reference_compile_ms"] = SummaryToJson(Summarize(samples));
-    result_.evidence["timing"]["reference_compile_s"] = (*compiled)["compile_s"];
+    result_.evidence["timing"]["reference_compile_s"] = compiled->compile_s;
     result_.evidence["timing"]["speedup_vs_compile"] = SpeedupToJson(EstimateSpeedup(samples, candidate_samples));
   }
 
@@ -378,6 +383,7 @@ class EvaluationRun {
   bool finished_ = false;
   double started_ = 0;
   PreparedReference prepare_;
+  Comparison comparison_;  // what the trusted worker's session judged (set once compared)
   CandidateRun run_;
   std::optional<Verdict> process_verdict_;  // how the candidate's process ended, when it failed
   Evaluation result_;

@@ -87,10 +87,11 @@ class EvaluatorTest : public ::testing::Test {
     };
     workers_.trusted.handlers["compare"] = [](const Json&) -> Result<Json> {
       return Json{{"sets", {{"seed0", {{"passed", true}}}, {"seed1", {{"passed", true}}}}}, {"timed", Json::array()},
-                  {"probes", Json::object()}, {"repeat", nullptr}, {"input_mutations", Json::array()}, {"resized", nullptr}};
+                  {"probes", Json::object()}, {"repeat", nullptr}, {"input_mutations", Json::array()}, {"resized", nullptr},
+                  {"handoff_gaps_ms", Json::array()}};
     };
     workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> {
-      return Json{{"samples_ms", Samples(2.0, 20)}, {"meaningful", true}};
+      return Json{{"samples_ms", Samples(2.0, 20)}, {"iteration_ms", Samples(2.2, 20)}, {"meaningful", true}};
     };
     workers_.trusted.handlers["release"] = [](const Json&) -> Result<Json> { return Json::object(); };
   }
@@ -266,6 +267,16 @@ TEST_F(EvaluatorTest, ACleanRunWithoutProvenanceIsTampering) {
   Evaluation evaluation = Evaluate();
   EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
   EXPECT_NE(evaluation.verdict.message.find("lacks 'library_compute_names'"), std::string::npos) << evaluation.verdict.message;
+}
+
+// The reference's timing without its whole iterations would switch the untimed-work check off.
+TEST_F(EvaluatorTest, AReferenceTimingWithoutItsIterationsIsAnInfraError) {
+  workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> {
+    return Json{{"samples_ms", Samples(2.0, 20)}, {"meaningful", true}};
+  };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
+  EXPECT_NE(evaluation.verdict.message.find("lacks 'iteration_ms'"), std::string::npos) << evaluation.verdict.message;
 }
 
 // The same for the trusted worker's prepare reply: without the reference's bytes the roofline

@@ -77,7 +77,7 @@ TEST(JudgeCandidateProcessTest, Cases) {
 // A compare reply as the trusted worker writes it: `fields` over a run that made every call.
 Json Reply(const Json& fields) {
   Json reply = {{"sets", Json::object()}, {"probes", Json::object()}, {"repeat", nullptr}, {"input_mutations", Json::array()},
-                {"resized", nullptr}, {"timed", Json::array()}};
+                {"resized", nullptr}, {"timed", Json::array()}, {"handoff_gaps_ms", Json::array()}};
   reply.update(fields);
   return reply;
 }
@@ -182,7 +182,7 @@ TEST(ParseComparisonTest, AMissingPassedIsAnErrorNotAPass) {
       R"({"sets": {"seed0": {"passed": "yes"}}})",
   };
   for (const char* report : reports) EXPECT_FALSE(ParseComparison(Reply(Json::parse(report))).ok()) << report;
-  for (const char* key : {"sets", "probes", "timed", "input_mutations", "repeat", "resized"}) {
+  for (const char* key : {"sets", "probes", "timed", "input_mutations", "repeat", "resized", "handoff_gaps_ms"}) {
     Json reply = Reply(Json::parse(R"({"sets": {"seed0": {"passed": true}}})"));
     reply.erase(key);
     Result<Comparison> parsed = ParseComparison(reply);

@@ -36,7 +36,10 @@ std::string Source(const DotPrecisionStep& step, const std::map<std::string, cod
   std::string text = dot ? "tl.dot(a, b, input_precision=\"" + step.gemm + "\")\n" : "x + 1\n";
   if (attention) text += "def attention_g2(q, k):\n    tl.dot(q, k, input_precision=\"" + step.attention + "\")\n";
   if (tuned.count(kKey)) return text + "# matmul_g1: tile configuration measured on this GPU (tuning key " + kKey + ").\n";
-  return text + "# Tuning key of matmul_g1: " + kKey + " (the configuration measured best is stored under it).\n@triton.autotune(\n";
+  return text + "# Tuning key of matmul_g1: " + kKey + " (the configuration measured best is stored under it).\n"
+                "@triton.autotune(\n    configs=[\n"
+                "        triton.Config({\"BLOCK_M\": 64, \"BLOCK_N\": 64, \"BLOCK_K\": 32, \"GROUP_M\": 8}, num_warps=4, num_stages=3),\n"
+                "    ],\n)\n@triton.jit\ndef matmul_g1(a_ptr):\n";
 }
 
 struct Recorder {

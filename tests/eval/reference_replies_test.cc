@@ -1,4 +1,4 @@
-#include "eval/prepared_reference.h"
+#include "eval/reference_replies.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,9 @@
-// The trusted worker's reply to "prepare" (reference.py), parsed once at the boundary into types:
-// the reference's measured facts every later check reads (its bytes and FLOPs for the roofline,
-// its outputs' layout, the memory plan, the shared session the candidate fetches). A key renamed
-// or missing on the worker's side is an error here (the evaluation's infra_error), never a check
-// that silently reads a default (a roofline floor of zero bytes would never be suspicious).
+// The trusted worker's replies about the reference (reference.py), parsed once at the boundary
+// into types: "prepare" (the reference's measured facts every later check reads: its bytes and
+// FLOPs for the roofline, its outputs' layout, the memory plan, the shared session the candidate
+// fetches) and "time_reference" (its timed calls). A key renamed or missing on the worker's side is
+// an error here (the evaluation's infra_error), never a check that silently reads a default (a
+// roofline floor of zero bytes, an untimed-work check without the reference's iterations).
 #pragma once
 
 #include <cstdint>
@@ -37,5 +38,16 @@ struct PreparedReference {
 
 // `candidate`: whether the request asked for a candidate's session (the baseline command does not).
 Result<PreparedReference> ParsePreparedReference(const Json& reply, bool candidate);
+
+// The reference timed in one mode (eager, compile), measured now or as the store kept it.
+struct ReferenceTiming {
+  std::vector<double> samples_ms;    // per timed call
+  std::vector<double> iteration_ms;  // per whole iteration of its loop (fresh inputs, flush, the call, a copy)
+  Json compile_s;                    // torch.compile's compile time, where it compiled (for the evidence)
+  Json raw;                          // the reply as it came (what the store keeps)
+};
+
+// `where` names the reply in errors ("the reference's eager timing").
+Result<ReferenceTiming> ParseReferenceTiming(const Json& reply, const std::string& where);
 
 }  // namespace kforge

@@ -1,4 +1,4 @@
-#include "eval/prepared_reference.h"
+#include "eval/reference_replies.h"
 
 namespace kforge {
 
@@ -33,6 +33,18 @@ Result<PreparedReference> ParsePreparedReference(const Json& reply, bool candida
   ASSIGN_OR_RETURN(prepared.state, read.Required<Json>("state"));
   ASSIGN_OR_RETURN(prepared.shared, read.Required<Json>("shared"));
   return prepared;
+}
+
+Result<ReferenceTiming> ParseReferenceTiming(const Json& reply, const std::string& where) {
+  if (!reply.is_object()) return Status::Internal(where + " is not a JSON object");
+  JsonReader read(reply, where);
+  ReferenceTiming timing;
+  ASSIGN_OR_RETURN(timing.samples_ms, read.Required<std::vector<double>>("samples_ms"));
+  ASSIGN_OR_RETURN(timing.iteration_ms, read.Required<std::vector<double>>("iteration_ms"));
+  if (timing.samples_ms.empty()) return Status::Internal(where + " holds no timed call");
+  timing.compile_s = read.Loose("compile_s");
+  timing.raw = reply;
+  return timing;
 }
 
 }  // namespace kforge
