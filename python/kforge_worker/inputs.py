@@ -39,15 +39,23 @@ def seeded(seed: int | None) -> Iterator[None]:
     yield
 
 
+def rng_states() -> list[torch.Tensor]:
+    """The global RNG's state: the CPU's and, where CUDA is in use, every device's."""
+    states = [torch.random.get_rng_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states += torch.cuda.get_rng_state_all()
+    return states
+
+
+def same_states(first: list[torch.Tensor], second: list[torch.Tensor]) -> bool:
+    return len(first) == len(second) and all(torch.equal(a, b) for a, b in zip(first, second))
+
+
 def draws_random_numbers(call: Any) -> tuple[Any, bool]:
-    """`call()`'s result and whether it advanced the global RNG (CPU or current CUDA device)."""
-    cpu = torch.random.get_rng_state()
-    cuda = torch.cuda.get_rng_state() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    """`call()`'s result and whether it advanced the global RNG (CPU or a CUDA device)."""
+    before = rng_states()
     result = call()
-    moved = not torch.equal(cpu, torch.random.get_rng_state())
-    if cuda is not None:
-        moved = moved or not torch.equal(cuda, torch.cuda.get_rng_state())
-    return result, moved
+    return result, not same_states(before, rng_states())
 
 
 def check_input_values(values: Sequence[Any], where: str) -> None:

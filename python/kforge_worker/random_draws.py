@@ -18,17 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-
-def rng_states() -> list[torch.Tensor]:
-    """The global RNG's state: the CPU's and, where CUDA is in use, every device's."""
-    states = [torch.random.get_rng_state()]
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states += torch.cuda.get_rng_state_all()
-    return states
-
-
-def same_states(first: list[torch.Tensor], second: list[torch.Tensor]) -> bool:
-    return len(first) == len(second) and all(torch.equal(a, b) for a, b in zip(first, second))
+from .inputs import rng_states, same_states
 
 
 def _narrowed(value: Any) -> Any:

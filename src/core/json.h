@@ -67,10 +67,20 @@ class JsonReader {
     return *value;
   }
 
+  // The same, for a value that must be a list (an array) or an object.
+  Result<Json> List(const char* key) const { return Kind(key, &Json::is_array, "a list"); }
+  Result<Json> Object(const char* key) const { return Kind(key, &Json::is_object, "an object"); }
+
   // A key the writer may leave out (older reports, optional facts): null when absent.
   Json Loose(const char* key) const { return object_.is_object() && object_.contains(key) ? object_[key] : Json(); }
 
  private:
+  Result<Json> Kind(const char* key, bool (Json::*is)() const noexcept, const char* kind) const {
+    ASSIGN_OR_RETURN(Json value, Required<Json>(key));
+    if (!(value.*is)()) return Status::Internal(where_ + ": '" + key + "' is not " + kind);
+    return value;
+  }
+
   const Json& object_;
   std::string where_;
 };

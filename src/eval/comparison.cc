@@ -17,8 +17,9 @@ Result<std::string> Problem(const JsonReader& read) {
   return problem.get<std::string>();
 }
 
+// `list` may be null (a report without per-output detail).
 Result<std::vector<OutputCheck>> ParseOutputs(const Json& list, const std::string& where) {
-  if (!list.is_array()) return NotA(where, "a list");
+  if (!list.is_null() && !list.is_array()) return NotA(where, "a list");
   std::vector<OutputCheck> outputs;
   for (const Json& entry : list) {
     JsonReader read(entry, "an entry of " + where);
@@ -36,16 +37,14 @@ Result<CallCheck> ParseCall(const Json& report, const std::string& where) {
   CallCheck call;
   ASSIGN_OR_RETURN(call.passed, read.Required<bool>("passed"));
   ASSIGN_OR_RETURN(call.problem, Problem(read));
-  ASSIGN_OR_RETURN(call.outputs, ParseOutputs(read.Loose("outputs").is_null() ? Json::array() : report["outputs"],
-                                              where + "'s outputs"));
+  ASSIGN_OR_RETURN(call.outputs, ParseOutputs(read.Loose("outputs"), where + "'s outputs"));
   if (Json buffers = read.Loose("buffers"); !buffers.is_null()) {
     JsonReader fields(buffers, where + "'s buffers");
     BufferCheck check;
     ASSIGN_OR_RETURN(check.passed, fields.Required<bool>("passed"));
     ASSIGN_OR_RETURN(check.problem, Problem(fields));
     ASSIGN_OR_RETURN(check.names, fields.Required<std::vector<std::string>>("names"));
-    ASSIGN_OR_RETURN(check.buffers, ParseOutputs(fields.Loose("outputs").is_null() ? Json::array() : buffers["outputs"],
-                                                 where + "'s buffers"));
+    ASSIGN_OR_RETURN(check.buffers, ParseOutputs(fields.Loose("outputs"), where + "'s buffers"));
     call.buffers = std::move(check);
   }
   return call;
@@ -79,8 +78,7 @@ Result<Comparison> ParseComparison(const Json& reply) {
     comparison.tampered = tampered.get<std::string>();
     return comparison;
   }
-  ASSIGN_OR_RETURN(Json mutations, read.Required<Json>("input_mutations"));
-  if (!mutations.is_array()) return NotA("the comparison's 'input_mutations'", "a list");
+  ASSIGN_OR_RETURN(Json mutations, read.List("input_mutations"));
   for (const Json& entry : mutations) {
     JsonReader fields(entry, "an input mutation");
     InputMutation mutation;
@@ -88,8 +86,7 @@ Result<Comparison> ParseComparison(const Json& reply) {
     ASSIGN_OR_RETURN(mutation.inputs, fields.Required<Json>("inputs"));
     comparison.input_mutations.push_back(std::move(mutation));
   }
-  ASSIGN_OR_RETURN(Json sets, read.Required<Json>("sets"));
-  if (!sets.is_object()) return NotA("the comparison's 'sets'", "an object");
+  ASSIGN_OR_RETURN(Json sets, read.Object("sets"));
   for (const auto& [name, report] : sets.items()) {
     ASSIGN_OR_RETURN(CallCheck call, ParseCall(report, "input set " + name));
     comparison.sets.emplace_back(name, std::move(call));
@@ -97,8 +94,7 @@ Result<Comparison> ParseComparison(const Json& reply) {
   // The seeds' calls came first (JSON objects keep their keys sorted).
   std::stable_partition(comparison.sets.begin(), comparison.sets.end(),
                         [](const auto& set) { return set.first.rfind("seed", 0) == 0; });
-  ASSIGN_OR_RETURN(Json probes, read.Required<Json>("probes"));
-  if (!probes.is_object()) return NotA("the comparison's 'probes'", "an object");
+  ASSIGN_OR_RETURN(Json probes, read.Object("probes"));
   for (const auto& [name, report] : probes.items()) {
     const std::string where = "probe " + name;
     ProbeCheck probe;
@@ -125,8 +121,7 @@ Result<Comparison> ParseComparison(const Json& reply) {
     }
     comparison.resized = std::move(check);
   }
-  ASSIGN_OR_RETURN(Json timed, read.Required<Json>("timed"));
-  if (!timed.is_array()) return NotA("the comparison's 'timed'", "a list");
+  ASSIGN_OR_RETURN(Json timed, read.List("timed"));
   for (const Json& entry : timed) {
     TimedCheck check;
     ASSIGN_OR_RETURN(check.check, ParseCall(entry, "a timed call"));

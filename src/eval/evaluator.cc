@@ -429,32 +429,35 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options_));
   Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
                  {"modes", Json::object()}};
-  Result<PreparedReference> parsed =
-      prepared.ok() ? ParsePreparedReference(*prepared, /*candidate=*/false) : Result<PreparedReference>(prepared.status());
-  if (prepared.ok() && !parsed.ok()) {
-    RemoveTreeQuietly(exchange);
-    return parsed.status();
-  }
+  Status unreadable = Status::Ok();
   if (prepared.ok()) {
-    report["flops"] = parsed->flops;
-    std::vector<std::string> modes = {"eager", "compile"};
-    if (max_autotune) modes.push_back("compile_max_autotune");
-    for (const std::string& mode : modes) {
-      LogInfo("timing {} ({})", task.name, mode);
-      auto timed = trusted->Call("time_reference", Json{{"eval_id", eval_id}, {"mode", mode},
-                                                       {"config", options_.budget.ToJson()}}, ReferenceTimeout(options_) * 3);
-      if (!timed.ok()) {
-        report["modes"][mode] = {{"error", timed.status().message()}};
-        continue;
+    Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/false);
+    if (parsed.ok()) {
+      report["flops"] = parsed->flops;
+      std::vector<std::string> modes = {"eager", "compile"};
+      if (max_autotune) modes.push_back("compile_max_autotune");
+      for (const std::string& mode : modes) {
+        LogInfo("timing {} ({})", task.name, mode);
+        auto timed = trusted->Call("time_reference", Json{{"eval_id", eval_id}, {"mode", mode},
+                                                         {"config", options_.budget.ToJson()}}, ReferenceTimeout(options_) * 3);
+        Result<ReferenceTiming> timing = timed.ok() ? ParseReferenceTiming(*timed, "the reference's " + mode + " timing")
+                                                    : Result<ReferenceTiming>(timed.status());
+        if (!timing.ok()) {
+          report["modes"][mode] = {{"error", timing.status().message()}};
+          continue;
+        }
+        report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing->samples_ms))}, {"samples_ms", timing->samples_ms},
+                                 {"compile_s", timing->compile_s}, {"meaningful", (*timed)["meaningful"]}};
       }
-      std::vector<double> samples = JsonGet<std::vector<double>>(*timed, "samples_ms", {});
-      report["modes"][mode] = {{"ms", SummaryToJson(Summarize(samples))}, {"samples_ms", samples},
-                               {"compile_s", (*timed)["compile_s"]}, {"meaningful", (*timed)["meaningful"]}};
+    } else {
+      unreadable = parsed.status();
     }
+    // The prepared session goes whether or not its reply could be read.
     (void)trusted->Call("release", Json{{"eval_id", eval_id}}, 60);
   }
   RemoveTreeQuietly(exchange);
   if (!prepared.ok()) return PrepareFailure(prepared.status(), options_);
+  RETURN_IF_ERROR(unreadable);
   return report;
 }
 

@@ -10,8 +10,7 @@ Result<PreparedReference> ParsePreparedReference(const Json& reply, bool candida
   ASSIGN_OR_RETURN(prepared.output_bytes, read.Required<int64_t>("output_bytes"));
   ASSIGN_OR_RETURN(prepared.parameter_bytes, read.Required<int64_t>("parameter_bytes"));
   ASSIGN_OR_RETURN(prepared.flops, read.Required<int64_t>("flops"));
-  ASSIGN_OR_RETURN(prepared.outputs, read.Required<Json>("outputs"));
-  if (!prepared.outputs.is_array()) return Status::Internal("the trusted worker's prepare reply: 'outputs' is not a list");
+  ASSIGN_OR_RETURN(prepared.outputs, read.List("outputs"));
   for (const Json& output : prepared.outputs) {
     JsonReader fields(output, "an output of the reference");
     ASSIGN_OR_RETURN(bool dense, fields.Required<bool>("dense"));
@@ -43,7 +42,6 @@ Result<ReferenceTiming> ParseReferenceTiming(const Json& reply, const std::strin
   ASSIGN_OR_RETURN(timing.iteration_ms, read.Required<std::vector<double>>("iteration_ms"));
   if (timing.samples_ms.empty()) return Status::Internal(where + " holds no timed call");
   timing.compile_s = read.Loose("compile_s");
-  timing.raw = reply;
   return timing;
 }
 

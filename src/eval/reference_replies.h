@@ -44,7 +44,6 @@ struct ReferenceTiming {
   std::vector<double> samples_ms;    // per timed call
   std::vector<double> iteration_ms;  // per whole iteration of its loop (fresh inputs, flush, the call, a copy)
   Json compile_s;                    // torch.compile's compile time, where it compiled (for the evidence)
-  Json raw;                          // the reply as it came (what the store keeps)
 };
 
 // `where` names the reply in errors ("the reference's eager timing").

@@ -13,8 +13,7 @@ Result<StaticReport> ParseStaticReport(const Json& reply) {
     ASSIGN_OR_RETURN(syntax.message, fields.Required<std::string>("message"));
     report.syntax_error = std::move(syntax);
   }
-  ASSIGN_OR_RETURN(Json findings, read.Required<Json>("findings"));
-  if (!findings.is_array()) return Status::Internal("the trusted worker's static checks: 'findings' is not a list");
+  ASSIGN_OR_RETURN(Json findings, read.List("findings"));
   for (const Json& entry : findings) {
     JsonReader fields(entry, "a static finding");
     StaticFinding finding;
