@@ -23,6 +23,10 @@ TOOLCHAIN = frozenset({"ptxas", "nvcc", "ninja", "cc", "c++", "gcc", "g++", "cla
                        "fatbinary", "cudafe++", "ld", "ld.bfd", "ld.gold", "as", "collect2", "cc1", "cc1plus",
                        "nvdisasm", "cuobjdump", "which", "ldconfig", "ldconfig.real", "uname"})
 _VERSIONED = re.compile(r"^(.*?)(-\d+(\.\d+)*)?$")  # gcc-12, x86_64-linux-gnu-g++-13
+# The native libraries torch.cuda._compile_kernel loads (NVRTC, and the CUDA driver to load and
+# launch what it compiled) from torch's own code while a candidate's kernel compiles or launches.
+_TORCH_RTC_LIBRARIES = re.compile(r"^(libcuda\.so\.1|libnvrtc\.so(\.\d+)?)$")
+_TORCH_RTC_LOADER = os.path.join("torch", "cuda", "_utils.py")
 _OTHER_PROCESS = re.compile(r"^/proc/(\d+|thread-self/\.\.)/(environ|mem|maps|cmdline|auxv|syscall|stack)$")
 
 
@@ -45,6 +49,18 @@ def _program(event: str, args: tuple) -> Any:
             return os.fsdecode(argv).split()[0] if os.fsdecode(argv).split() else None
         return executable
     return args[0] if args else None
+
+
+def _loaded_for_torch_rtc(args: tuple) -> bool:
+    """Whether a dlopen is torch.cuda._compile_kernel's own, of NVRTC or the CUDA driver: the
+    first frame outside ctypes is torch/cuda/_utils.py."""
+    if not args or not isinstance(args[0], (str, bytes)) or not _TORCH_RTC_LIBRARIES.match(os.fsdecode(args[0])):
+        return False
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename == __file__ or
+                                 frame.f_code.co_filename.endswith(os.path.join("ctypes", "__init__.py"))):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.endswith(_TORCH_RTC_LOADER)
 
 
 class RuntimeDenial:
@@ -108,7 +124,7 @@ class RuntimeDenial:
         elif event in ("socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo",
                        "socket.gethostbyname", "socket.gethostbyaddr"):
             self._deny(f"{event} {args[1] if len(args) > 1 else args[0] if args else ''!r}"[:300])
-        elif event == "ctypes.dlopen" and self._from_candidate():
+        elif event == "ctypes.dlopen" and not _loaded_for_torch_rtc(args) and self._from_candidate():
             self._deny(f"loading the native library {args[0]!r} from the candidate's code")
         elif event == "open" and args and isinstance(args[0], (str, bytes)):
             path = os.fsdecode(args[0])

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-KERNEL_TYPES = ("JITFunction", "Autotuner")
+KERNEL_TYPES = ("JITFunction", "Autotuner", "KfCudaKernel")
 
 
 class WarmUp:

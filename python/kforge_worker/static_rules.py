@@ -74,7 +74,10 @@ _RULES: tuple[tuple[str, str], ...] = (
             "sys._current_frames", "sys.settrace", "sys.setprofile", "sys.modules",
             "sys.addaudithook", "traceback.extract_stack", "traceback.walk_stack",
             "traceback.walk_tb", "traceback.format_stack", "traceback.print_stack",
-            "traceback.StackSummary", "<builtin>.eval", "<builtin>.exec", "<builtin>.compile"),
+            "traceback.StackSummary", "<builtin>.eval", "<builtin>.exec", "<builtin>.compile",
+            # The CUDA driver and NVRTC as raw ctypes handles (torch.cuda._compile_kernel uses
+            # them on the candidate's behalf; the kernels it builds launch on the current stream).
+            "torch.cuda._utils"),
     *_rules("monkeypatch", "torch.overrides", "torch.utils._python_dispatch"),
     *_rules("threads", "threading", "_thread", "concurrent", "multiprocessing", "asyncio",
             "torch.multiprocessing", "torch.cuda.Stream", "torch.cuda.stream",
@@ -161,6 +164,7 @@ JIT_DECORATORS = frozenset({"triton.jit", "triton.runtime.jit", "triton.runtime.
 KERNEL_BUILDERS = frozenset({
     "torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load", "triton.jit",
     "torch.cuda.jiterator._create_jit_fn", "torch.cuda.jiterator._create_multi_output_jit_fn",
+    "torch.cuda._compile_kernel",
     "cupy.RawKernel", "cupy.RawModule", "cupy.ElementwiseKernel", "cupy.ReductionKernel",
 })
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/cuda_matmul.h"
 #include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/gemm_tiles.h"
 #include "compiler/codegen/python_names.h"
@@ -148,6 +149,9 @@ Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::Fus
     // A plain convolution's direct form is the implicit-GEMM kernel's (it shares the tiling).
     if (PrefersDirectConvolution(graph, conv) && conv.args[6].As<bool>()) return EmitDirectTransposedConvolution(graph, group);
     return EmitImplicitGemmConvolution(graph, group, options);
+  }
+  if (options.cuda_matmuls && options.dot_precision == "ieee") {
+    if (std::optional<EmittedKernel> kernel = EmitCudaMatmulKernel(graph, group)) return *std::move(kernel);
   }
   return EmitMm(graph, group, options);
 }

@@ -1,5 +1,6 @@
 """Compiles every Triton kernel a generated ModelNew launches, in every configuration it may run
-with, for an NVIDIA GPU, on a machine that has none. The Triton interpreter the CPU tests run
+with, and every CUDA C++ kernel (KfCudaKernel) as the GPU would, through NVRTC, for an NVIDIA GPU,
+on a machine that has none. The Triton interpreter the CPU tests run
 kernels under executes them as Python: it accepts code that Triton's compiler refuses (a
 constexpr condition it cannot fold, a dot of an unsupported shape) and knows nothing of shared
 memory or grid limits. This runs the model's forward once with every kernel replaced by a recorder
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import importlib.util
+import re
 import sys
 import time
 from typing import Any
@@ -69,7 +71,11 @@ def argument_type(value: Any) -> str:
 
 
 def compile_jobs(name: str, kernel: Any, grid: Any, args: tuple, kwargs: dict) -> list[tuple]:
-    """(label, function, signature, constexprs, options, grid) for each configuration of a launch."""
+    """(label, function, signature, constexprs, options, grid) for each configuration of a launch
+    (a CUDA kernel's: (label, kernel, None, launch arguments, None, grid))."""
+    if type(kernel).__name__ == "KfCudaKernel":
+        return [(f"{name} [CUDA C++, {kernel.threads} threads a block]", kernel, None, args, None,
+                 tuple(grid) + (1,) * (3 - len(grid)))]
     configs = [(dict(c.kwargs), {"num_warps": c.num_warps, "num_stages": c.num_stages}) for c in kernel.configs] \
         if type(kernel).__name__ == "Autotuner" else [({}, {})]
     function = kernel.fn if type(kernel).__name__ == "Autotuner" else kernel
@@ -102,6 +108,8 @@ def compile_one(job: tuple, arch: int) -> tuple[str, str]:
     for axis, (size, limit) in enumerate(zip(grid, GRID_LIMITS)):
         if not 0 <= size <= limit:
             problems.append(f"grid axis {axis} of {size} (at most {limit})")
+    if signature is None:
+        return label, compile_cuda(function, constexprs, arch, problems)
     try:
         compiled = triton.compile(ASTSource(function, signature, constexprs), target=GPUTarget("cuda", arch, 32),
                                   options=options)
@@ -111,6 +119,24 @@ def compile_one(job: tuple, arch: int) -> tuple[str, str]:
     if shared > SHARED_LIMIT.get(arch, SHARED_LIMIT[90]):
         problems.append(f"{shared} bytes of shared memory (at most {SHARED_LIMIT.get(arch, SHARED_LIMIT[90])})")
     return label, ("FAILED " + "; ".join(problems)) if problems else f"ok (shared {shared} B)"
+
+
+def compile_cuda(kernel: Any, args: tuple, arch: int, problems: list[str]) -> str:
+    """A KfCudaKernel compiled by NVRTC as torch.cuda._compile_kernel compiles it on the GPU, its
+    launch checked against its signature: one tensor argument per parameter."""
+    from torch.cuda._utils import _nvrtc_compile
+
+    if not 0 < kernel.threads <= 1024:
+        problems.append(f"{kernel.threads} threads a block (at most 1024)")
+    signature = re.search(r"void\s+" + re.escape(kernel.name) + r"\s*\(([^)]*)\)", kernel.source)
+    parameters = len(signature.group(1).split(",")) if signature else -1
+    if parameters != len(args) or not all(isinstance(x, torch.Tensor) for x in args):
+        problems.append(f"launched with {len(args)} arguments for {parameters} parameters")
+    try:
+        binary, _ = _nvrtc_compile(kernel.source, kernel.name, str(arch))
+    except Exception as error:  # NVRTC's log is the finding
+        return "FAILED " + " ".join(str(error).split())[:600]
+    return ("FAILED " + "; ".join(problems)) if problems else f"ok ({len(binary)} B)"
 
 
 def main() -> int:
@@ -128,8 +154,9 @@ def main() -> int:
     torch.manual_seed(0)
     model_new = generated.ModelNew(*task.get_init_inputs())
     kernels = {name: value for name, value in vars(generated).items()
-               if type(value).__name__ in ("JITFunction", "Autotuner") and hasattr(value, "__getitem__")}
-    called = {name for value in kernels.values() for name in python_function(value).__code__.co_names}
+               if type(value).__name__ in ("JITFunction", "Autotuner", "KfCudaKernel") and hasattr(value, "__getitem__")}
+    called = {name for value in kernels.values() if type(value).__name__ != "KfCudaKernel"
+              for name in python_function(value).__code__.co_names}
     launched = {name: value for name, value in kernels.items() if name not in called}
     launches: list = []
     vars(generated).update({name: Recorder(name, kernel, launches) for name, kernel in launched.items()})
@@ -145,7 +172,7 @@ def main() -> int:
     jobs, seen = [], set()
     for launch in launches:
         for job in compile_jobs(*launch):
-            key = (job[0], tuple(sorted(job[2].items())), job[5])
+            key = (job[0], tuple(sorted((job[2] or {}).items())), job[5])
             if key not in seen:
                 seen.add(key)
                 jobs.append(job)

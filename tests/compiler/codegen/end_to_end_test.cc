@@ -174,7 +174,7 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
   }
   Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment;
+  for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment << "\n--- model_new.py ---\n" << *model;
   for (const std::string& fragment : expected.absent_fragments) EXPECT_EQ(model->find(fragment), std::string::npos) << fragment;
   ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
   ASSERT_TRUE(WriteFile(*dir / "driver.py", kDriver).ok());
@@ -206,7 +206,7 @@ void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options
   options.kernel.autotune = true;
   Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment;
+  for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment << "\n--- model_new.py ---\n" << *model;
   ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
   const fs::path script = fs::path(KFORGE_SOURCE_DIR) / "tests" / "compiler" / "codegen" / "compile_for_gpu.py";
   const std::string run = "cd '" + dir->string() + "' && " + kPython + " '" + script.string() + "' '" + TaskPath(name).string() +
@@ -535,6 +535,37 @@ INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
                                            "codegen/recurrent_layers", "codegen/recurrent_stacks", "codegen/group_norm_tail",
                                            "codegen/long_softmax"),
                          TestName);
+
+// Under IEEE dots on a GPU, a product whose epilogue is at most a bias is a CUDA C++ FMA kernel
+// (the linear layer, the product of the tanh'd scores and v); one with an activation after it
+// stays a Triton kernel. Each compiles for Hopper (the CUDA ones through NVRTC, as on the GPU), and
+// the file passes the evaluator's static checks: torch.cuda._compile_kernel builds a kernel.
+TEST(CudaMatmulEndToEndTest, BiasOnlyProductsAreCudaKernelsThatCompileAndPassTheStaticChecks) {
+  ModelWriterOptions options;
+  options.kernel.cuda_matmuls = true;
+  ExpectCompilesForHopper("codegen/cuda_products", options,
+                          {"matmul_addmm_mm_addmm_out = KfCudaKernel(\"matmul_addmm_mm_addmm_out\", 256, r\"\"\"",
+                           "const float* __restrict__ bias", "fmaf(fa[i], fb[j], acc[i][j])", "matmul_bmm_1 = KfCudaKernel(", "matmul_bmm_1[(1, 1, 2)](", "tl.dot(",
+                           "-> one CUDA C++ kernel", "kernel = self.compiled[device.index] = torch.cuda._compile_kernel("});
+  const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
+  if (!fs::exists(binary) || !fs::exists(kPython)) GTEST_SKIP() << "no kforge binary or python";
+  Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_cuda_static");
+  ASSERT_TRUE(dir.ok());
+  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath("codegen/cuda_products"), *dir);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  options.kernel.autotune = true;
+  Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
+  const std::string run = "cd '" + dir->string() + "' && PYTHONPATH='" + std::string(KFORGE_SOURCE_DIR) + "/python' " + kPython +
+                          " -c 'import sys; from kforge_worker.static_checks import analyze_candidate; "
+                          "print([str(f) for f in analyze_candidate(open(\"model_new.py\").read())])' > checks.log 2>&1";
+  ASSERT_EQ(std::system(run.c_str()), 0);
+  Result<std::string> findings = ReadFile(*dir / "checks.log");
+  ASSERT_TRUE(findings.ok());
+  EXPECT_EQ(*findings, "[]\n") << *model;
+  RemoveTreeQuietly(*dir);
+}
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
 // `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).

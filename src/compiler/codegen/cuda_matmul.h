@@ -1,0 +1,54 @@
+// A matmul group as a CUDA C++ kernel of fp32 FMAs, for IEEE products on a GPU. Triton lowers an
+// IEEE tl.dot to FMAs at about 28 TFLOP/s of the H200's 67, where cuBLAS's fp32 GEMM reaches 51
+// (bench/RESULTS.md, fourteenth session); minGPT's and the vision transformer's attention pass the
+// fp32 policy only with IEEE products, so their GEMMs ran at Triton's rate. This kernel is the
+// classic register-tiled SGEMM: a block computes a BM x BN tile over K slices of BK staged in
+// double-buffered shared memory, each thread a TM x TN sub-tile read as float4s. Each output is
+// one FMA chain along K in order from zero, as cuBLAS's and Triton's IEEE products compute it, so
+// it rounds as they do (then the bias is added, as Triton's epilogue adds it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/emitted_kernel.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/fusion_plan.h"
+
+namespace kforge::codegen {
+
+// A block's tile: BM x BN outputs over K slices of BK, each of its (BM / TM) x (BN / TN) threads
+// computing TM x TN of them (TM and TN multiples of 4).
+struct CudaGemmTile {
+  int bm = 128, bn = 128, bk = 8, tm = 8, tn = 8;
+  int threads() const { return (bm / tm) * (bn / tn); }
+  bool operator==(const CudaGemmTile&) const = default;
+};
+
+// What the kernel computes: batch x (M x N x K) products of strided fp32 operands into a strided
+// output, plus a bias along N when it has one. Strides in elements; batch dims outermost.
+struct CudaGemm {
+  int64_t m = 0, n = 0, k = 0;
+  std::vector<int64_t> batch_shape;                      // the output's dims before M
+  std::vector<int64_t> a_batch, b_batch, c_batch;        // each operand's stride along those dims
+  int64_t a_m = 0, a_k = 0, b_k = 0, b_n = 0, c_m = 0, c_n = 0;
+  bool bias = false;
+  int64_t bias_n = 1;  // the bias's stride along N
+  int64_t batch() const;
+};
+
+// The tile a product of this shape runs in: 128 x 128 while that fills the GPU's SMs with at
+// least one block each, else 64 x 64.
+CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm);
+
+// The CUDA C++ source of kernel `name` (arguments a, b, [bias,] c).
+std::string CudaGemmSource(const std::string& name, const CudaGemm& gemm, const CudaGemmTile& tile);
+
+// The group as a CUDA kernel, or nullopt where it is not one this kernel takes: a product (mm,
+// bmm, matmul) of fp32 operands over more than kMaxFmaK K steps whose only epilogue is an added
+// bias along N, with one output, a grid within CUDA's limits.
+std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group);
+
+}  // namespace kforge::codegen

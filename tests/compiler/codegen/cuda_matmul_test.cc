@@ -1,0 +1,161 @@
+// The CUDA GEMM kernel's source, run on the CPU: each case's kernel is compiled with the host
+// compiler under a small emulation of CUDA (a block's threads are std::threads meeting at a
+// std::barrier for __syncthreads, __shared__ arrays are static) and launched over its whole grid;
+// every output must equal, bit for bit, one FMA chain along K in order from zero (plus the bias),
+// which is what cuBLAS and Triton's IEEE dot compute. Strided, transposed, batched and broadcast
+// operands, tails in M, N and K, and both store forms are covered.
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include "compiler/codegen/cuda_matmul.h"
+#include "core/files.h"
+
+namespace kforge::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kEmulation = R"CC(#include <barrier>
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <thread>
+#include <vector>
+struct Dim3 { unsigned x = 0, y = 0, z = 0; };
+thread_local Dim3 threadIdx, blockIdx;
+std::barrier<>* block_barrier;
+void __syncthreads() { block_barrier->arrive_and_wait(); }
+struct alignas(16) float4 { float x, y, z, w; };
+float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+#define __global__
+#define __launch_bounds__(n)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+)CC";
+
+// The program around one kernel: operands of pseudo-random values laid out by the case's strides,
+// the grid run block by block, then every output checked against the FMA chain.
+std::string Program(const CudaGemm& g, const CudaGemmTile& t) {
+  const int64_t batch = g.batch();
+  auto extent = [&](const std::vector<int64_t>& batch_strides, int64_t rows, int64_t row_stride, int64_t cols, int64_t col_stride) {
+    int64_t last = (rows - 1) * row_stride + (cols - 1) * col_stride;
+    for (size_t d = 0; d < g.batch_shape.size(); ++d) last += (g.batch_shape[d] - 1) * batch_strides[d];
+    return last + 1;
+  };
+  std::string offsets = "    long long zz = z, ao = 0, bo = 0, co = 0;\n";
+  for (size_t d = g.batch_shape.size(); d-- > 0;) {
+    offsets += fmt::format("    {{ long long i = zz % {}; zz /= {}; ao += i * {}; bo += i * {}; co += i * {}; }}\n", g.batch_shape[d],
+                           g.batch_shape[d], g.a_batch.empty() ? 0 : g.a_batch[d], g.b_batch.empty() ? 0 : g.b_batch[d],
+                           g.c_batch.empty() ? 0 : g.c_batch[d]);
+  }
+  std::string p;
+  p += fmt::format("int main() {{\n  const long long M = {}, N = {}, K = {}, B = {};\n", g.m, g.n, g.k, batch);
+  p += fmt::format("  std::vector<float> a({}), b({}), bias({}), c({}, NAN);\n", extent(g.a_batch, g.m, g.a_m, g.k, g.a_k),
+                   extent(g.b_batch, g.k, g.b_k, g.n, g.b_n), (g.n - 1) * g.bias_n + 1, extent(g.c_batch, g.m, g.c_m, g.n, g.c_n));
+  p += R"CC(  uint32_t state = 12345;
+  auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) / (1 << 20); };
+  for (float& v : a) v = next();
+  for (float& v : b) v = next();
+  for (float& v : bias) v = next();
+)CC";
+  p += fmt::format("  const unsigned gx = {}, gy = {}, gz = {}, threads = {};\n", (g.n + t.bn - 1) / t.bn, (g.m + t.bm - 1) / t.bm, batch,
+                   t.threads());
+  p += R"CC(  for (unsigned z = 0; z < gz; ++z)
+    for (unsigned y = 0; y < gy; ++y)
+      for (unsigned x = 0; x < gx; ++x) {
+        std::barrier<> barrier(threads);
+        block_barrier = &barrier;
+        std::vector<std::thread> pool;
+        for (unsigned tid = 0; tid < threads; ++tid)
+          pool.emplace_back([&, tid] {
+            threadIdx = {tid, 0, 0};
+            blockIdx = {x, y, z};
+)CC";
+  p += fmt::format("            kernel(a.data(), b.data(), {}c.data());\n", g.bias ? "bias.data(), " : "");
+  p += R"CC(          });
+        for (std::thread& thread : pool) thread.join();
+      }
+  long long wrong = 0;
+  for (long long z = 0; z < B; ++z) {
+)CC";
+  p += offsets;
+  p += "    for (long long m = 0; m < M; ++m)\n      for (long long n = 0; n < N; ++n) {\n        float acc = 0.0f;\n";
+  p += fmt::format("        for (long long k = 0; k < K; ++k) acc = std::fmaf(a[ao + m * {} + k * {}], b[bo + k * {} + n * {}], acc);\n", g.a_m,
+                   g.a_k, g.b_k, g.b_n);
+  if (g.bias) p += fmt::format("        acc += bias[n * {}];\n", g.bias_n);
+  p += fmt::format("        const float got = c[co + m * {} + n * {}];\n", g.c_m, g.c_n);
+  p += R"CC(        if (!(got == acc)) { if (wrong < 5) std::printf("at %lld %lld %lld: %.9g, expected %.9g\n", z, m, n, got, acc); ++wrong; }
+      }
+  }
+  std::printf("mismatches=%lld\n", wrong);
+  return wrong == 0 ? 0 : 1;
+}
+)CC";
+  return p;
+}
+
+void ExpectExact(const CudaGemm& gemm, const CudaGemmTile& tile) {
+  Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_cuda_gemm");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  const std::string source = CudaGemmSource("kernel", gemm, tile);
+  ASSERT_TRUE(WriteFile(*dir / "gemm.cc", std::string(kEmulation) + source + Program(gemm, tile)).ok());
+  const std::string run = fmt::format("cd '{}' && c++ -std=c++20 -O1 -pthread -ffp-contract=off gemm.cc -o gemm > log 2>&1 && ./gemm >> log 2>&1",
+                                      dir->string());
+  const int rc = std::system(run.c_str());
+  Result<std::string> log = ReadFile(*dir / "log");
+  EXPECT_EQ(rc, 0) << (log.ok() ? *log : "") << "\n--- source ---\n" << source;
+  if (rc == 0) RemoveTreeQuietly(*dir);
+}
+
+CudaGemm Plain(int64_t m, int64_t n, int64_t k) {
+  return CudaGemm{.m = m, .n = n, .k = k, .batch_shape = {}, .a_batch = {}, .b_batch = {}, .c_batch = {}, .a_m = k, .a_k = 1, .b_k = n, .b_n = 1, .c_m = n, .c_n = 1};
+}
+
+constexpr CudaGemmTile kSmall{.bm = 64, .bn = 64, .bk = 8, .tm = 4, .tn = 4};
+constexpr CudaGemmTile kLarge{};
+
+TEST(CudaMatmulTest, ALinearLayerWithTailsIsOneFmaChainPerOutputPlusTheBias) {
+  // x @ W.T + b: W is [N, K], read K-fastest; 70 rows, 37 columns (no float4 store), K = 21.
+  CudaGemm gemm = Plain(70, 37, 21);
+  gemm.b_k = 1;
+  gemm.b_n = 21;
+  gemm.bias = true;
+  ExpectExact(gemm, kSmall);
+  ExpectExact(gemm, kLarge);
+}
+
+TEST(CudaMatmulTest, RowMajorOperandsStoreFloat4s) {
+  ExpectExact(Plain(130, 136, 40), kLarge);
+  ExpectExact(Plain(64, 64, 8), kSmall);
+}
+
+TEST(CudaMatmulTest, TransposedAndStridedOperandsAndOutputs) {
+  // A read M-fastest (a transposed view), B with a row pitch, C written column-major.
+  CudaGemm gemm{.m = 50, .n = 45, .k = 19, .batch_shape = {}, .a_batch = {}, .b_batch = {}, .c_batch = {}, .a_m = 1, .a_k = 50, .b_k = 48, .b_n = 1, .c_m = 1, .c_n = 50};
+  ExpectExact(gemm, kSmall);
+}
+
+TEST(CudaMatmulTest, BatchesOverSeveralDimsWithABroadcastOperand) {
+  // [2, 3] batches; B broadcast over the first batch dim (stride 0); the bias along N strided.
+  CudaGemm gemm = Plain(33, 20, 12);
+  gemm.batch_shape = {2, 3};
+  gemm.a_batch = {3 * 33 * 12, 33 * 12};
+  gemm.b_batch = {0, 12 * 20};
+  gemm.c_batch = {3 * 33 * 20, 33 * 20};
+  gemm.bias = true;
+  gemm.bias_n = 2;
+  ExpectExact(gemm, kSmall);
+}
+
+TEST(CudaMatmulTest, TheTileFillsTheSmsOrShrinks) {
+  EXPECT_EQ(ChooseCudaGemmTile(Plain(65536, 2304, 768)), kLarge);
+  EXPECT_EQ(ChooseCudaGemmTile(Plain(512, 512, 512)), kSmall);  // 16 tiles of 128 x 128
+}
+
+}  // namespace
+}  // namespace kforge::codegen
