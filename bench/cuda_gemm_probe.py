@@ -74,7 +74,7 @@ def main() -> int:
         a, b, c = args[0], args[1], args[-1]
         bias = args[2] if len(args) == 4 else None
         flops = 2.0 * c.numel() * a.shape[-1]
-        ours = timed_ms(lambda: kernel.compiled_for(a.device)(grid=grid, block=(kernel.threads, 1, 1), args=list(args)), options.repeats)
+        ours = timed_ms(lambda: kernel.compiled_for(a.device)(grid=grid, block=(kernel.threads, 1, 1), args=list(args), shared_mem=kernel.shared), options.repeats)
         if bias is None:
             product = lambda: torch.matmul(a, b)  # noqa: E731
         elif a.dim() == 2:
@@ -82,7 +82,7 @@ def main() -> int:
         else:
             product = lambda: torch.matmul(a, b) + bias  # noqa: E731
         cublas = timed_ms(product, options.repeats)
-        kernel.compiled_for(a.device)(grid=grid, block=(kernel.threads, 1, 1), args=list(args))
+        kernel.compiled_for(a.device)(grid=grid, block=(kernel.threads, 1, 1), args=list(args), shared_mem=kernel.shared)
         expected = product()
         torch.cuda.synchronize()
         differing = int((c != expected).sum().item())

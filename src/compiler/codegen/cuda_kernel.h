@@ -3,6 +3,7 @@
 // launch counting, renaming and in-place rewriting treat both alike.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "compiler/codegen/source_writer.h"
@@ -18,7 +19,8 @@ inline constexpr const char* kCudaKernelHelper = "KfCudaKernel";
 void EmitCudaKernelHelper(SourceWriter& out);
 
 // The module-level Python definition of CUDA kernel `name` (an `extern "C" __global__` function
-// of `cuda_source`) launched with `threads` threads a block.
-std::string CudaKernelDefinition(const std::string& name, int threads, const std::string& cuda_source);
+// of `cuda_source`) launched with `threads` threads a block and `shared_bytes` of dynamic shared
+// memory.
+std::string CudaKernelDefinition(const std::string& name, int threads, const std::string& cuda_source, int64_t shared_bytes = 0);
 
 }  // namespace kforge::codegen

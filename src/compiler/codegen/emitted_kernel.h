@@ -51,9 +51,9 @@ struct KernelOptions {
   const std::string& attention_precision() const {
     return attention_dot_precision.empty() ? dot_precision : attention_dot_precision;
   }
-  // Run IEEE fp32 products (dot_precision "ieee") as CUDA C++ FMA kernels (cuda_matmul.h), not
-  // Triton's tl.dot: on a GPU, where NVRTC compiles them.
-  bool cuda_matmuls = false;
+  // Run IEEE fp32 products and attention (dot precision "ieee") as CUDA C++ FMA kernels
+  // (cuda_matmul.h, cuda_attention.h), not Triton's tl.dot: on a GPU, where NVRTC compiles them.
+  bool cuda_ieee_kernels = false;
   // Wrap kernels that have a configuration space in @triton.autotune (GPU); else one fixed
   // configuration (the CPU interpreter, where autotuning measures nothing).
   bool autotune = false;

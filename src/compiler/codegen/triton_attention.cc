@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/cuda_attention.h"
 #include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/gemm_tiles.h"
 #include "compiler/codegen/python_names.h"
@@ -270,6 +271,9 @@ class AttentionWriter {
 }  // namespace
 
 Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
+  if (options.cuda_ieee_kernels && options.attention_precision() == "ieee") {
+    if (std::optional<EmittedKernel> kernel = EmitCudaAttentionKernel(graph, group)) return *std::move(kernel);
+  }
   const auto& node = graph.value(group.nodes.back()).As<ir::OpNode>();
   ASSIGN_OR_RETURN(Attention a, ReadAttention(graph, node));
   EmittedKernel kernel;
@@ -312,6 +316,9 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
   return kernel;
 }
 
-bool HasAttentionKernel(const std::string& source) { return source.find(std::string("def ") + kKernelPrefix) != std::string::npos; }
+bool HasAttentionKernel(const std::string& source) {
+  return source.find(std::string("def ") + kKernelPrefix) != std::string::npos ||
+         source.find(std::string("KfCudaKernel(\"") + kKernelPrefix) != std::string::npos;
+}
 
 }  // namespace kforge::codegen

@@ -150,7 +150,7 @@ Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::Fus
     if (PrefersDirectConvolution(graph, conv) && conv.args[6].As<bool>()) return EmitDirectTransposedConvolution(graph, group);
     return EmitImplicitGemmConvolution(graph, group, options);
   }
-  if (options.cuda_matmuls && options.dot_precision == "ieee") {
+  if (options.cuda_ieee_kernels && options.dot_precision == "ieee") {
     if (std::optional<EmittedKernel> kernel = EmitCudaMatmulKernel(graph, group)) return *std::move(kernel);
   }
   return EmitMm(graph, group, options);

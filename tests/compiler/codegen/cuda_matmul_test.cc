@@ -1,11 +1,9 @@
 // The CUDA GEMM kernel's source, run on the CPU: each case's kernel is compiled with the host
-// compiler under a small emulation of CUDA (a block's threads are std::threads meeting at a
-// std::barrier for __syncthreads, __shared__ arrays are static) and launched over its whole grid;
+// compiler under cuda_emulation.h (a block's threads are std::threads, its __shared__ arrays
+// static) and launched over its whole grid;
 // every output must equal, bit for bit, one FMA chain along K in order from zero (plus the bias),
 // which is what cuBLAS and Triton's IEEE dot compute. Strided, transposed, batched and broadcast
 // operands, tails in M, N and K, and both store forms are covered.
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
@@ -14,29 +12,12 @@
 
 #include "compiler/codegen/cuda_matmul.h"
 #include "core/files.h"
+#include "cuda_emulation.h"
 
 namespace kforge::codegen {
 namespace {
 
-namespace fs = std::filesystem;
 
-constexpr const char* kEmulation = R"CC(#include <barrier>
-#include <cmath>
-#include <cstdio>
-#include <cstdint>
-#include <thread>
-#include <vector>
-struct Dim3 { unsigned x = 0, y = 0, z = 0; };
-thread_local Dim3 threadIdx, blockIdx;
-std::barrier<>* block_barrier;
-void __syncthreads() { block_barrier->arrive_and_wait(); }
-struct alignas(16) float4 { float x, y, z, w; };
-float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
-#define __global__
-#define __launch_bounds__(n)
-#define __shared__ static
-#define __align__(n) __attribute__((aligned(n)))
-)CC";
 
 // The program around one kernel: operands of pseudo-random values laid out by the case's strides,
 // the grid run block by block, then every output checked against the FMA chain.
@@ -65,22 +46,8 @@ std::string Program(const CudaGemm& g, const CudaGemmTile& t) {
 )CC";
   p += fmt::format("  const unsigned gx = {}, gy = {}, gz = {}, threads = {};\n", (g.n + t.bn - 1) / t.bn, (g.m + t.bm - 1) / t.bm, batch,
                    t.threads());
-  p += R"CC(  for (unsigned z = 0; z < gz; ++z)
-    for (unsigned y = 0; y < gy; ++y)
-      for (unsigned x = 0; x < gx; ++x) {
-        std::barrier<> barrier(threads);
-        block_barrier = &barrier;
-        std::vector<std::thread> pool;
-        for (unsigned tid = 0; tid < threads; ++tid)
-          pool.emplace_back([&, tid] {
-            threadIdx = {tid, 0, 0};
-            blockIdx = {x, y, z};
-)CC";
-  p += fmt::format("            kernel(a.data(), b.data(), {}c.data());\n", g.bias ? "bias.data(), " : "");
-  p += R"CC(          });
-        for (std::thread& thread : pool) thread.join();
-      }
-  long long wrong = 0;
+  p += fmt::format("  Launch({{gx, gy, gz}}, threads, [&] {{ kernel(a.data(), b.data(), {}c.data()); }});\n", g.bias ? "bias.data(), " : "");
+  p += R"CC(  long long wrong = 0;
   for (long long z = 0; z < B; ++z) {
 )CC";
   p += offsets;
@@ -100,16 +67,9 @@ std::string Program(const CudaGemm& g, const CudaGemmTile& t) {
 }
 
 void ExpectExact(const CudaGemm& gemm, const CudaGemmTile& tile) {
-  Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_cuda_gemm");
-  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   const std::string source = CudaGemmSource("kernel", gemm, tile);
-  ASSERT_TRUE(WriteFile(*dir / "gemm.cc", std::string(kEmulation) + source + Program(gemm, tile)).ok());
-  const std::string run = fmt::format("cd '{}' && c++ -std=c++20 -O1 -pthread -ffp-contract=off gemm.cc -o gemm > log 2>&1 && ./gemm >> log 2>&1",
-                                      dir->string());
-  const int rc = std::system(run.c_str());
-  Result<std::string> log = ReadFile(*dir / "log");
-  EXPECT_EQ(rc, 0) << (log.ok() ? *log : "") << "\n--- source ---\n" << source;
-  if (rc == 0) RemoveTreeQuietly(*dir);
+  const EmulatedRun run = RunUnderEmulation("#define __shared__ static\n" + source + Program(gemm, tile));
+  EXPECT_TRUE(run.ok) << run.log << "\n--- source ---\n" << source;
 }
 
 CudaGemm Plain(int64_t m, int64_t n, int64_t k) {

@@ -538,20 +538,31 @@ INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
 
 // Under IEEE dots on a GPU, a product whose epilogue is at most a bias is a CUDA C++ FMA kernel
 // (the linear layer, the product of the tanh'd scores and v); one with an activation after it
-// stays a Triton kernel. Each compiles for Hopper (the CUDA ones through NVRTC, as on the GPU), and
-// the file passes the evaluator's static checks: torch.cuda._compile_kernel builds a kernel.
-TEST(CudaMatmulEndToEndTest, BiasOnlyProductsAreCudaKernelsThatCompileAndPassTheStaticChecks) {
+// stays a Triton kernel. Each compiles for Hopper (the CUDA ones through NVRTC, as on the GPU).
+TEST(CudaKernelsEndToEndTest, BiasOnlyProductsAreCudaKernels) {
   ModelWriterOptions options;
-  options.kernel.cuda_matmuls = true;
+  options.kernel.cuda_ieee_kernels = true;
   ExpectCompilesForHopper("codegen/cuda_products", options,
                           {"matmul_addmm_mm_addmm_out = KfCudaKernel(\"matmul_addmm_mm_addmm_out\", 256, r\"\"\"",
                            "const float* __restrict__ bias", "fmaf(fa[i], fb[j], acc[i][j])", "matmul_bmm_1 = KfCudaKernel(", "matmul_bmm_1[(1, 1, 2)](", "tl.dot(",
-                           "-> one CUDA C++ kernel", "kernel = self.compiled[device.index] = torch.cuda._compile_kernel("});
+                           "-> one CUDA C++ kernel", "kernel = torch.cuda._compile_kernel(self.source, self.name)"});
+}
+
+// Attention of every recognized form is a CUDA flash-attention kernel under IEEE dots on a GPU;
+// a bias is first written at its own shape by a Triton kernel (minGPT's mask from its buffer, a
+// relative-position table gathered by clamped index arithmetic). The file compiles for Hopper and
+// passes the evaluator's static checks (torch.cuda._compile_kernel builds a kernel).
+class CudaAttentionEndToEndTest : public ::testing::TestWithParam<EndToEndCase> {};
+
+TEST_P(CudaAttentionEndToEndTest, IsACudaKernelThatCompilesAndPassesTheStaticChecks) {
+  ModelWriterOptions options;
+  options.kernel.cuda_ieee_kernels = true;
+  ExpectCompilesForHopper(GetParam().task, options, {"= KfCudaKernel(\"attention_", "__syncthreads", "-> one CUDA C++ kernel"});
   const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
   if (!fs::exists(binary) || !fs::exists(kPython)) GTEST_SKIP() << "no kforge binary or python";
   Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_cuda_static");
   ASSERT_TRUE(dir.ok());
-  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath("codegen/cuda_products"), *dir);
+  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath(GetParam().task), *dir);
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   options.kernel.autotune = true;
   Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
@@ -566,6 +577,12 @@ TEST(CudaMatmulEndToEndTest, BiasOnlyProductsAreCudaKernelsThatCompileAndPassThe
   EXPECT_EQ(*findings, "[]\n") << *model;
   RemoveTreeQuietly(*dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Forms, CudaAttentionEndToEndTest,
+                         ::testing::Values("codegen/attention_mingpt_causal", "codegen/attention_sdpa_causal",
+                                           "codegen/attention_relpos_clamp", "codegen/attention_head_parts",
+                                           "codegen/attention_sdpa_bool_mask", "codegen/attention_cross"),
+                         TestName);
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
 // `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).

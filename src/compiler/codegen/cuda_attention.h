@@ -1,0 +1,50 @@
+// Attention as a CUDA C++ flash-attention kernel of fp32 FMAs, for IEEE attention on a GPU.
+// Triton's IEEE dots ran minGPT's causal attention (head dim 96) at about 9 TFLOP/s and the vision
+// transformer's (head dim 32, 16384 keys) at under 4 (bench/RESULTS.md). A block of 256 threads
+// takes 64 queries of one (batch, head) and walks the key blocks of 64: q and a key block staged
+// in shared memory transposed, each thread's 4 x 4 scores one FMA chain along the head dim in
+// order from zero (as cuBLAS's bmm computes q @ k^T), then times the scale, plus the bias, masked;
+// an online softmax (row max and sum reduced across the row's 16 threads by warp shuffles, the
+// accumulator rescaled when the max grows); p @ v into each thread's 4 rows x ceil(Dv / 16)
+// columns. The scores never reach memory. A key block whose every score is masked (causal band,
+// or a bias of -inf) is skipped.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "compiler/codegen/emitted_kernel.h"
+#include "compiler/ir/graph.h"
+#include "compiler/passes/fusion_plan.h"
+
+namespace kforge::codegen {
+
+// One attention: batch x heads problems of Tq queries and Tk keys, head dims D (q, k) and Dv (v).
+// Strides in elements: [batch, head, row, column] of each operand (head 0 for rank 3).
+struct CudaAttention {
+  int64_t batch = 1, heads = 1, tq = 0, tk = 0, d = 0, dv = 0;
+  int64_t q[4] = {}, k[4] = {}, v[4] = {}, o[4] = {};
+  double scale = 1.0, q_scale = 1.0;
+  std::optional<int64_t> causal;  // key j kept for query i when j - i <= *causal
+  bool zero_empty_rows = false;   // a row with every score masked gives 0 (else NaN)
+  bool bias = false;              // an additive bias read at [batch, head, query, key] through bias_strides
+  int64_t bias_strides[4] = {};   // 0 along the dims it broadcasts over
+};
+
+// The kernel's dynamic shared memory in bytes.
+int64_t CudaAttentionSharedBytes(const CudaAttention& a);
+
+// The CUDA C++ source of kernel `name` (arguments q, k, v, [bias,] o), launched over
+// (ceil(Tq / 64), batch * heads) blocks of 256 threads.
+std::string CudaAttentionSource(const std::string& name, const CudaAttention& a);
+
+// The group (a kforge.attention node and its bias's producers) as CUDA kernels, or nullopt where
+// it is not one this kernel takes (head dims over 128, a bias that cannot be written at its own
+// shape in at most kMaxMaterializedBias elements). A bias is first written at its own shape (a
+// causal mask from a [1, 1, T, T] buffer: T * T elements) by a Triton kernel that computes it as
+// the Triton attention kernel would, then read by the CUDA kernel through its broadcast strides.
+std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group);
+constexpr int64_t kMaxMaterializedBias = int64_t{1} << 24;
+
+}  // namespace kforge::codegen

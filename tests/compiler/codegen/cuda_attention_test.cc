@@ -1,0 +1,145 @@
+// The CUDA flash-attention kernel's source, run on the CPU under cuda_emulation.h over its whole
+// grid, against attention computed in double: q scaled, scores times the scale plus the bias,
+// masked (causal band, -inf in the bias), softmax, times v. Tails of queries, keys and head dims,
+// strided operands as a projection's split leaves them, a broadcast mask bias that empties whole
+// rows (NaN as softmax gives, or zeros as SDPA's fix-up does) and rank-3 attention are covered.
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "compiler/codegen/cuda_attention.h"
+#include "cuda_emulation.h"
+
+namespace kforge::codegen {
+namespace {
+
+// The program around one kernel. Operand element [b, h, i, j] sits at the strides given; the bias
+// is materialized at [Tq, Tk] (broadcast over batch and heads) with -inf where the mask says so.
+std::string Program(const CudaAttention& a, const std::string& mask) {
+  auto extent = [&](const int64_t s[4], int64_t rows, int64_t cols) {
+    return (a.batch - 1) * s[0] + (a.heads - 1) * s[1] + (rows - 1) * s[2] + (cols - 1) * s[3] + 1;
+  };
+  std::string p = "int main() {\n";
+  p += fmt::format("  const long long B = {}, H = {}, TQ = {}, TK = {}, D = {}, DV = {};\n", a.batch, a.heads, a.tq, a.tk, a.d, a.dv);
+  p += fmt::format("  std::vector<float> q({}), k({}), v({}), o({}, 12345.0f), bias(TQ * TK);\n", extent(a.q, a.tq, a.d),
+                   extent(a.k, a.tk, a.d), extent(a.v, a.tk, a.dv), extent(a.o, a.tq, a.dv));
+  p += R"CC(  uint32_t state = 777;
+  auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) / (1 << 22); };
+  for (float& x : q) x = next();
+  for (float& x : k) x = next();
+  for (float& x : v) x = next();
+  for (long long i = 0; i < TQ; ++i)
+    for (long long j = 0; j < TK; ++j) {
+      const float r = next();
+)CC";
+  p += fmt::format("      bias[i * TK + j] = ({}) ? -INFINITY : r;\n    }}\n", mask);
+  p += fmt::format("  Launch({{{}, {}, 1}}, 256, [&] {{ kernel(q.data(), k.data(), v.data(), {}o.data()); }});\n", (a.tq + 63) / 64,
+                   a.batch * a.heads, a.bias ? "bias.data(), " : "");
+  p += "  long long wrong = 0;\n  for (long long b = 0; b < B; ++b)\n    for (long long h = 0; h < H; ++h)\n      for (long long i = 0; i < TQ; ++i) {\n";
+  p += "        std::vector<double> s(TK);\n        double top = -INFINITY;\n        for (long long j = 0; j < TK; ++j) {\n";
+  p += "          double dot = 0.0;\n";
+  p += fmt::format("          for (long long d = 0; d < D; ++d) dot += double(float(q[b * {} + h * {} + i * {} + d * {}] * float({:.9g}))) * k[b * {} + h * {} + j * {} + d * {}];\n",
+                   a.q[0], a.q[1], a.q[2], a.q[3], static_cast<float>(a.q_scale), a.k[0], a.k[1], a.k[2], a.k[3]);
+  p += fmt::format("          s[j] = dot * float({:.9g}){};\n", static_cast<float>(a.scale), a.bias ? " + bias[i * TK + j]" : "");
+  if (a.causal) p += fmt::format("          if (j - i > {}) s[j] = -INFINITY;\n", *a.causal);
+  p += "          top = std::max(top, s[j]);\n        }\n";
+  p += "        double total = 0.0;\n        for (long long j = 0; j < TK; ++j) total += (s[j] = top == -INFINITY ? 0.0 : std::exp(s[j] - top));\n";
+  p += "        for (long long e = 0; e < DV; ++e) {\n          double x = 0.0;\n";
+  p += fmt::format("          for (long long j = 0; j < TK; ++j) x += s[j] * v[b * {} + h * {} + j * {} + e * {}];\n", a.v[0], a.v[1], a.v[2], a.v[3]);
+  p += fmt::format("          const double expected = top == -INFINITY ? {} : x / total;\n", a.zero_empty_rows ? "0.0" : "NAN");
+  p += fmt::format("          const float got = o[b * {} + h * {} + i * {} + e * {}];\n", a.o[0], a.o[1], a.o[2], a.o[3]);
+  p += R"CC(          const bool same = std::isnan(expected) ? std::isnan(got) : std::fabs(got - expected) <= 1e-5 + 1e-5 * std::fabs(expected);
+          if (!same) { if (wrong < 5) std::printf("at %lld %lld %lld %lld: %.9g, expected %.9g\n", b, h, i, e, got, expected); ++wrong; }
+        }
+      }
+  std::printf("mismatches=%lld\n", wrong);
+  return wrong == 0 ? 0 : 1;
+}
+)CC";
+  return p;
+}
+
+void ExpectMatches(const CudaAttention& a, const std::string& mask = "false") {
+  const std::string source = CudaAttentionSource("kernel", a);
+  ASSERT_LE(CudaAttentionSharedBytes(a), int64_t{16} << 16);  // the emulation's kf_smem4
+  const EmulatedRun run = RunUnderEmulation("#define __shared__\n" + source + Program(a, mask));
+  EXPECT_TRUE(run.ok) << run.log << "\n--- source ---\n" << source;
+}
+
+// [B, H, T, D] contiguous.
+void Contiguous(int64_t s[4], int64_t heads, int64_t rows, int64_t cols) {
+  s[3] = 1;
+  s[2] = cols;
+  s[1] = rows * cols;
+  s[0] = heads * rows * cols;
+}
+
+TEST(CudaAttentionTest, TailsOfQueriesKeysAndHeadDimsWithBothScales) {
+  CudaAttention a;
+  a.batch = 2, a.heads = 3, a.tq = 70, a.tk = 100, a.d = 20, a.dv = 24;
+  a.scale = 0.3;
+  a.q_scale = 0.5;
+  Contiguous(a.q, 3, 70, 20);
+  Contiguous(a.k, 3, 100, 20);
+  Contiguous(a.v, 3, 100, 24);
+  Contiguous(a.o, 3, 70, 24);
+  ExpectMatches(a);
+}
+
+TEST(CudaAttentionTest, CausalOverTheViewsOfASplitProjection) {
+  // minGPT's q, k, v: views [B, H, T, D] of a [B, T, 3 * H * D] projection (row stride 3 * H * D,
+  // head stride D); the output [B, H, T, D] written where [B, T, H * D] wants it. Blocks past the
+  // diagonal are skipped.
+  const int64_t b = 1, h = 2, t = 130, d = 16;
+  CudaAttention a;
+  a.batch = b, a.heads = h, a.tq = t, a.tk = t, a.d = d, a.dv = d;
+  a.scale = 0.25;
+  a.causal = 0;
+  for (int64_t* s : {a.q, a.k, a.v}) {
+    s[0] = t * 3 * h * d;
+    s[1] = d;
+    s[2] = 3 * h * d;
+    s[3] = 1;
+  }
+  a.o[0] = t * h * d;
+  a.o[1] = d;
+  a.o[2] = h * d;
+  a.o[3] = 1;
+  ExpectMatches(a);
+}
+
+TEST(CudaAttentionTest, ABroadcastMaskBiasEmptiesRowsToNanOrZeros) {
+  // The bias [Tq, Tk] broadcast over batch and heads (strides 0), -inf above the diagonal and on
+  // every key of rows 3 and 40: those rows give NaN (softmax) or zeros (SDPA's fix-up).
+  CudaAttention a;
+  a.batch = 2, a.heads = 2, a.tq = 72, a.tk = 72, a.d = 8, a.dv = 8;
+  a.scale = 0.5;
+  Contiguous(a.q, 2, 72, 8);
+  Contiguous(a.k, 2, 72, 8);
+  Contiguous(a.v, 2, 72, 8);
+  Contiguous(a.o, 2, 72, 8);
+  a.bias = true;
+  a.bias_strides[2] = 72;
+  a.bias_strides[3] = 1;
+  const std::string mask = "j > i || i == 3 || i == 40";
+  ExpectMatches(a, mask);
+  a.zero_empty_rows = true;
+  ExpectMatches(a, mask);
+}
+
+TEST(CudaAttentionTest, RankThreeWithAFiniteBias) {
+  CudaAttention a;
+  a.batch = 3, a.heads = 1, a.tq = 65, a.tk = 33, a.d = 12, a.dv = 40;
+  a.q[0] = 65 * 12, a.q[2] = 12, a.q[3] = 1;
+  a.k[0] = 33 * 12, a.k[2] = 12, a.k[3] = 1;
+  a.v[0] = 33 * 40, a.v[2] = 40, a.v[3] = 1;
+  a.o[0] = 65 * 40, a.o[2] = 40, a.o[3] = 1;
+  a.bias = true;
+  a.bias_strides[2] = 33;
+  a.bias_strides[3] = 1;
+  ExpectMatches(a);
+}
+
+}  // namespace
+}  // namespace kforge::codegen
