@@ -39,7 +39,7 @@ codegen::ModelWriterOptions WriterOptions(bool on_cpu, const DotPrecisionStep& d
   // On the CPU the interpreter runs one fixed configuration: autotuning would measure nothing.
   writer_options.kernel.autotune = !on_cpu;
   writer_options.compile_ahead = !on_cpu;  // nor does it compile anything
-  writer_options.kernel.cuda_ieee_kernels = !on_cpu;  // NVRTC's kernels run only on a GPU
+  writer_options.kernel.cuda_ieee_kernels = !on_cpu && dots.cuda;  // NVRTC's kernels run only on a GPU
   writer_options.kernel.dot_precision = dots.gemm;
   writer_options.kernel.attention_dot_precision = dots.attention;
   return writer_options;

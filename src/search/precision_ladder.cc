@@ -5,13 +5,14 @@
 namespace kforge {
 
 std::string DotPrecisionStep::Label(bool with_attention) const {
-  return gemm == attention || !with_attention ? gemm : gemm + ", attention " + attention;
+  const std::string dots = gemm == attention || !with_attention ? gemm : gemm + ", attention " + attention;
+  return !cuda && (gemm == "ieee" || (with_attention && attention == "ieee")) ? dots + " (Triton)" : dots;
 }
 
 std::vector<DotPrecisionStep> DotPrecisionLadder(Precision precision, bool on_cpu) {
   if (precision == Precision::kTf32) return {{"tf32", "tf32"}};
   if (on_cpu) return {{"ieee", "ieee"}};
-  return {{"tf32x3", "tf32x3"}, {"tf32x3", "ieee"}, {"bf16x6", "ieee"}, {"ieee", "ieee"}};
+  return {{"tf32x3", "tf32x3"}, {"tf32x3", "ieee"}, {"bf16x6", "ieee"}, {"ieee", "ieee"}, {"ieee", "ieee", /*cuda=*/false}};
 }
 
 bool WorthTheNextStep(VerdictKind verdict, bool uses_dot, bool first_step) {

@@ -10,6 +10,10 @@
 // quarter of three-pass TF32's error, on tensor cores of twice TF32's rate), the last every dot in
 // IEEE (FMAs, several times slower). Six-pass BF16 is not offered for attention: on the H200 its
 // kernel for minGPT's attention made an illegal memory access (level3/43, fourteenth session).
+// On a GPU the IEEE dots of matmuls and attention are CUDA C++ FMA kernels (codegen's
+// cuda_matmul.h, cuda_attention.h: Triton's IEEE dots run at about half of cuBLAS's FMA rate); a
+// last step writes them as Triton kernels again, so a CUDA kernel that fails to build, run or
+// match leaves the candidate where it was before they existed.
 // A step that changes nothing in a candidate's source is skipped. The interpreter computes every
 // dot exactly (one step); a declared tf32 policy has one step.
 #pragma once
@@ -25,8 +29,9 @@ namespace kforge {
 struct DotPrecisionStep {
   std::string gemm;       // matmuls and convolutions ("tf32x3", "bf16x6", "ieee", "tf32")
   std::string attention;  // the attention kernels' two dots
+  bool cuda = true;       // IEEE dots as CUDA C++ kernels where the GPU can run them
   // "tf32x3", "ieee", or "tf32x3, attention ieee" for a step that differs by kind in a candidate
-  // with an attention kernel.
+  // with an attention kernel; " (Triton)" after a step whose IEEE dots stay Triton's.
   std::string Label(bool with_attention = true) const;
   bool operator==(const DotPrecisionStep&) const = default;
 };

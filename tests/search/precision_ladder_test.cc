@@ -8,11 +8,17 @@ namespace {
 
 TEST(PrecisionLadderTest, Fp32OnAGpuRaisesAttentionFirstThenTheGemms) {
   std::vector<DotPrecisionStep> ladder = DotPrecisionLadder(Precision::kFp32, /*on_cpu=*/false);
-  ASSERT_EQ(ladder.size(), 4u);
+  ASSERT_EQ(ladder.size(), 5u);
   EXPECT_EQ(ladder[0], (DotPrecisionStep{"tf32x3", "tf32x3"}));
   EXPECT_EQ(ladder[1], (DotPrecisionStep{"tf32x3", "ieee"}));
   EXPECT_EQ(ladder[2], (DotPrecisionStep{"bf16x6", "ieee"}));
   EXPECT_EQ(ladder[3], (DotPrecisionStep{"ieee", "ieee"}));
+  EXPECT_TRUE(ladder[3].cuda);
+  // Last, the IEEE dots as Triton's again: a CUDA kernel that fails leaves what worked before.
+  EXPECT_EQ(ladder[4], (DotPrecisionStep{"ieee", "ieee", /*cuda=*/false}));
+  EXPECT_EQ(ladder[3].Label(), "ieee");
+  EXPECT_EQ(ladder[4].Label(), "ieee (Triton)");
+  EXPECT_EQ(ladder[1].Label(/*with_attention=*/false), "tf32x3");
   EXPECT_EQ(ladder[0].Label(), "tf32x3");
   EXPECT_EQ(ladder[1].Label(), "tf32x3, attention ieee");
   EXPECT_EQ(ladder[2].Label(/*with_attention=*/false), "bf16x6");
