@@ -29,7 +29,7 @@ std::string FloatConstant(double value) {
 
 int64_t OutputColumns(int64_t dv) { return (dv + 15) / 16; }
 
-// The bias of `node` written at its own shape by a Triton kernel (one program per 32 x 32 tile of
+// The bias (at least 2-D) written at its own shape by a Triton kernel (one program per 32 x 32 tile of
 // its last two dims and per index of the dims before), its producers computed as the Triton
 // attention kernel computes them; `computed` are the group's nodes other than the attention.
 Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, ir::NodeRef bias, const std::set<ir::ValueId>& computed,
@@ -47,27 +47,27 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
   out.Line("kf_m = tl.program_id(0) * 32 + tl.arange(0, 32)");
   out.Line("kf_n = tl.program_id(1) * 32 + tl.arange(0, 32)");
   out.Line("kf_batch = tl.program_id(2).to(tl.int64)");
-  const int64_t rows = rank >= 2 ? shape[rank - 2] : 1, cols = shape[rank - 1];
+  const int64_t rows = shape[rank - 2], cols = shape[rank - 1];
   out.Line(fmt::format("kf_m_valid = kf_m < {}", rows));
   out.Line(fmt::format("kf_n_valid = kf_n < {}", cols));
   TileIndex index;
   int64_t inner = 1;
   std::vector<std::string> digits;
-  for (size_t d = rank >= 2 ? rank - 2 : 0; d-- > 0;) {
+  for (size_t d = rank - 2; d-- > 0;) {
     const std::string digit = fmt::format("kf_i{}", d);
     out.Line(fmt::format("{} = (kf_batch // {}) % {}", digit, inner, shape[d]));
     inner *= shape[d];
     digits.insert(digits.begin(), digit);
   }
   for (size_t d = 0; d + 2 < rank; ++d) index.push_back({IndexDigit{digits[d], shape[d], {}}});
-  if (rank >= 2) index.push_back({IndexDigit{"kf_m[:, None]", rows, {true, false}}});
+  index.push_back({IndexDigit{"kf_m[:, None]", rows, {true, false}}});
   index.push_back({IndexDigit{"kf_n[None, :]", cols, {false, true}}});
   TileExpressions tiles(graph, computed, TileMasks{"kf_m_valid[:, None]", "kf_n_valid[None, :]"}, out, helpers);
   ASSIGN_OR_RETURN(TileValue value, tiles.At(bias, index));
   std::vector<std::string> terms;
   const std::vector<int64_t> strides = ir::ContiguousStrides(shape);
   for (size_t d = 0; d + 2 < rank; ++d) terms.push_back(fmt::format("kf_i{} * {}", d, strides[d]));
-  if (rank >= 2) terms.push_back(fmt::format("kf_m[:, None] * {}", strides[rank - 2]));
+  terms.push_back(fmt::format("kf_m[:, None] * {}", strides[rank - 2]));
   terms.push_back("kf_n[None, :]");
   out.Line(fmt::format("tl.store(kf_out_ptr + {}, tl.broadcast_to({}, (32, 32)).to(tl.float32), mask=kf_m_valid[:, None] & kf_n_valid[None, :])",
                        fmt::join(terms, " + "), value.var));

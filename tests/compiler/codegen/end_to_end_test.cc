@@ -194,8 +194,9 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
 // configuration space) and compiles every kernel it launches, in every configuration, for Hopper
 // (sm_90) through Triton's compiler and ptxas, checking shared memory and grid limits
 // (compile_for_gpu.py): what the interpreter cannot tell.
+// With `static_checks`, the file must also pass the evaluator's static checks (no finding).
 void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options,
-                             const std::vector<std::string>& fragments = {}) {
+                             const std::vector<std::string>& fragments = {}, bool static_checks = false) {
   const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
   if (!fs::exists(binary)) GTEST_SKIP() << "no kforge binary at " << binary;
   if (!fs::exists(kPython)) GTEST_SKIP() << "no python at " << kPython;
@@ -216,6 +217,15 @@ void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options
   const std::string output = logged.ok() ? *logged : "";
   EXPECT_EQ(rc, 0) << output << "\n--- model_new.py ---\n" << *model;
   EXPECT_NE(output.find(" 0 failed"), std::string::npos) << output;
+  if (static_checks) {
+    const std::string check = "cd '" + dir->string() + "' && PYTHONPATH='" + std::string(KFORGE_SOURCE_DIR) + "/python' " + kPython +
+                              " -c 'from kforge_worker.static_checks import analyze_candidate; "
+                              "print([str(f) for f in analyze_candidate(open(\"model_new.py\").read())])' > checks.log 2>&1";
+    ASSERT_EQ(std::system(check.c_str()), 0);
+    Result<std::string> findings = ReadFile(*dir / "checks.log");
+    ASSERT_TRUE(findings.ok());
+    EXPECT_EQ(*findings, "[]\n") << *model;
+  }
   if (rc == 0) RemoveTreeQuietly(*dir);
 }
 
@@ -557,25 +567,8 @@ class CudaAttentionEndToEndTest : public ::testing::TestWithParam<EndToEndCase> 
 TEST_P(CudaAttentionEndToEndTest, IsACudaKernelThatCompilesAndPassesTheStaticChecks) {
   ModelWriterOptions options;
   options.kernel.cuda_ieee_kernels = true;
-  ExpectCompilesForHopper(GetParam().task, options, {"= KfCudaKernel(\"attention_", "__syncthreads", "-> one CUDA C++ kernel"});
-  const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
-  if (!fs::exists(binary) || !fs::exists(kPython)) GTEST_SKIP() << "no kforge binary or python";
-  Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_cuda_static");
-  ASSERT_TRUE(dir.ok());
-  Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath(GetParam().task), *dir);
-  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
-  options.kernel.autotune = true;
-  Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
-  ASSERT_TRUE(model.ok()) << model.status().ToString();
-  ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
-  const std::string run = "cd '" + dir->string() + "' && PYTHONPATH='" + std::string(KFORGE_SOURCE_DIR) + "/python' " + kPython +
-                          " -c 'import sys; from kforge_worker.static_checks import analyze_candidate; "
-                          "print([str(f) for f in analyze_candidate(open(\"model_new.py\").read())])' > checks.log 2>&1";
-  ASSERT_EQ(std::system(run.c_str()), 0);
-  Result<std::string> findings = ReadFile(*dir / "checks.log");
-  ASSERT_TRUE(findings.ok());
-  EXPECT_EQ(*findings, "[]\n") << *model;
-  RemoveTreeQuietly(*dir);
+  ExpectCompilesForHopper(GetParam().task, options, {"= KfCudaKernel(\"attention_", "__syncthreads", "-> one CUDA C++ kernel"},
+                          /*static_checks=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Forms, CudaAttentionEndToEndTest,
