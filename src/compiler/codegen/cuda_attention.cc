@@ -1,5 +1,6 @@
 #include "compiler/codegen/cuda_attention.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -15,7 +16,9 @@
 namespace kforge::codegen {
 namespace {
 
-constexpr int kBlockM = 64, kBlockN = 64, kPad = 4, kThreads = 256;
+constexpr int kPad = 4, kThreads = 256;
+// The SMs a grid of 128-query blocks should fill (the H100's and H200's 132).
+constexpr int64_t kSms = 132;
 constexpr int64_t kMaxHeadDim = 128;
 constexpr int64_t kMaxGridY = 65535;
 
@@ -27,7 +30,10 @@ std::string FloatConstant(double value) {
   return text + "f";
 }
 
-int64_t OutputColumns(int64_t dv) { return (dv + 15) / 16; }
+// A tile's column groups: the threads that share a row group (4 queries).
+int ColumnGroups(const CudaAttentionTile& t) { return kThreads * 4 / t.bm; }
+// The quads of 4 output columns each thread holds.
+int64_t OutputQuads(int64_t dv, const CudaAttentionTile& t) { return (dv + 4 * ColumnGroups(t) - 1) / (4 * ColumnGroups(t)); }
 
 // The bias (at least 2-D) written at its own shape by a Triton kernel (one program per 32 x 32 tile of
 // its last two dims and per index of the dims before), its producers computed as the Triton
@@ -77,25 +83,39 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
 
 }  // namespace
 
-int64_t CudaAttentionSharedBytes(const CudaAttention& a) {
-  const int64_t floats = a.d * (kBlockM + kPad) + a.d * (kBlockN + kPad) + kBlockN * OutputColumns(a.dv) * 16 + kBlockN * (kBlockM + kPad);
+CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a) {
+  // Over 64 head dims, 128 queries take 166 registers a thread and ran slower than 64 (H100,
+  // minGPT's head dim 96, bench/RESULTS.md); at 32, 128 queries ran 1.4x faster.
+  const CudaAttentionTile wide;
+  if (a.tq > 64 && std::max(a.d, a.dv) <= 64 && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kSms) return wide;
+  return CudaAttentionTile{.bm = 64};
+}
+
+int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t) {
+  const int64_t floats = a.d * (t.bm + kPad) + a.d * (t.bn + kPad) + t.bn * OutputQuads(a.dv, t) * 4 * ColumnGroups(t) + t.bn * (t.bm + kPad);
   return floats * 4;
 }
 
-std::string CudaAttentionSource(const std::string& name, const CudaAttention& a) {
+std::string CudaAttentionSource(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t) {
   const bool skips = a.causal.has_value() || a.bias;
+  // Quads of 4 along the head dim are float4 reads where that dim is contiguous and every other
+  // stride keeps them 16-byte aligned (the base pointer is checked when the kernel runs).
+  auto quads = [](const int64_t strides[4], int64_t dim) {
+    return strides[3] == 1 && dim % 4 == 0 && strides[0] % 4 == 0 && strides[1] % 4 == 0 && strides[2] % 4 == 0;
+  };
   std::string s;
   s += fmt::format("// softmax({} @ k^T * {}{}) @ v for {} x {} heads of {} queries and {} keys, head dims {} and {}{}:\n",
                    a.q_scale != 1.0 ? "(q * " + FloatConstant(a.q_scale) + ")" : "q", FloatConstant(a.scale), a.bias ? " + bias" : "",
                    a.batch, a.heads, a.tq, a.tk, a.d, a.dv, a.causal ? fmt::format(", causal (key j kept for query i when j - i <= {})", *a.causal) : "");
-  s += "// fp32 FMAs, each score one chain along the head dim in order; online softmax over key blocks.\n";
+  s += fmt::format("// fp32 FMAs, each score one chain along the head dim in order; online softmax over key blocks; {} queries a block.\n", t.bm);
   s += fmt::format("extern \"C\" __global__ __launch_bounds__({}) void {}(const float* __restrict__ q, const float* __restrict__ k, "
                    "const float* __restrict__ v, {}float* __restrict__ o) {{\n",
                    kThreads, name, a.bias ? "const float* __restrict__ bias, " : "");
-  s += fmt::format("  constexpr int BM = {}, BN = {}, PAD = {}, THREADS = {};\n", kBlockM, kBlockN, kPad, kThreads);
-  s += fmt::format("  constexpr long long TQ = {}, TK = {}, D = {}, DV = {}, HEADS = {};\n", a.tq, a.tk, a.d, a.dv, a.heads);
-  s += fmt::format("  constexpr int TO = {};  // output columns a thread: tx + 16 * c\n", OutputColumns(a.dv));
-  s += "  constexpr int DVP = TO * 16;\n";
+  s += fmt::format("  constexpr int BM = {}, BN = {}, PAD = {}, THREADS = {};\n", t.bm, t.bn, kPad, kThreads);
+  s += "  constexpr int CG = THREADS * 4 / BM, KQ = BN / (4 * CG), KT = KQ * 4;  // column groups; a thread's key quads, keys\n";
+  s += fmt::format("  constexpr long long TQ = {}, TK = {}, HEADS = {};\n  constexpr int D = {}, DV = {};\n", a.tq, a.tk, a.heads, a.d, a.dv);
+  s += fmt::format("  constexpr int OQ = {};  // output quads a thread: columns g * 4 * CG + tx * 4\n", OutputQuads(a.dv, t));
+  s += "  constexpr int DVP = OQ * 4 * CG;\n";
   s += fmt::format("  constexpr float SCALE = {};\n", FloatConstant(a.scale));
   s += "  const float NEG_INF = -__int_as_float(0x7f800000);\n";
   s += R"CU(  extern __shared__ float4 kf_smem4[];
@@ -103,7 +123,9 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a)
   float* ks = qs + D * (BM + PAD);                 // [D][BN + PAD]: a key block, transposed
   float* vs = ks + D * (BN + PAD);                 // [BN][DVP]
   float* ps = vs + BN * DVP;                       // [BN][BM + PAD]: exp(scores - max), transposed
-  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  // A thread's rows are ty * 4 + i; its keys and output columns quads g * 4 * CG + tx * 4, so
+  // that a row's CG threads are neighbours in one warp.
+  const int tid = threadIdx.x, tx = tid % CG, ty = tid / CG;
   const long long m0 = (long long)blockIdx.x * BM, b = blockIdx.y / HEADS, h = blockIdx.y % HEADS;
 )CU";
   s += fmt::format("  const float* qb = q + b * {}LL + h * {}LL;\n", a.q[0], a.q[1]);
@@ -111,16 +133,18 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a)
   s += fmt::format("  const float* vb = v + b * {}LL + h * {}LL;\n", a.v[0], a.v[1]);
   s += fmt::format("  float* ob = o + b * {}LL + h * {}LL;\n", a.o[0], a.o[1]);
   if (a.bias) s += fmt::format("  const float* bb = bias + b * {}LL + h * {}LL;\n", a.bias_strides[0], a.bias_strides[1]);
+  s += fmt::format("  const bool k_vec = {} && reinterpret_cast<unsigned long long>(kb) % 16 == 0;\n", quads(a.k, a.d) ? "true" : "false");
+  s += fmt::format("  const bool v_vec = {} && reinterpret_cast<unsigned long long>(vb) % 16 == 0;\n", quads(a.v, a.dv) ? "true" : "false");
   s += "  for (int e = tid; e < BM * D; e += THREADS) {\n    const int r = e / D, dd = e % D;\n    const long long m = m0 + r;\n";
   s += fmt::format("    qs[dd * (BM + PAD) + r] = m < TQ ? qb[m * {}LL + dd * {}LL]{} : 0.0f;\n  }}\n", a.q[2], a.q[3],
                    a.q_scale != 1.0 ? " * " + FloatConstant(a.q_scale) : "");
-  s += R"CU(  float row_max[4], row_sum[4], acc[4][TO];
+  s += R"CU(  float row_max[4], row_sum[4], acc[4][OQ * 4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     row_max[i] = NEG_INF;
     row_sum[i] = 0.0f;
 #pragma unroll
-    for (int c = 0; c < TO; ++c) acc[i][c] = 0.0f;
+    for (int c = 0; c < OQ * 4; ++c) acc[i][c] = 0.0f;
   }
 )CU";
   if (a.causal) {
@@ -128,95 +152,131 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a)
   } else {
     s += "  const long long keys_end = TK;\n";
   }
-  s += R"CU(  for (long long n0 = 0; n0 < keys_end; n0 += BN) {
-    __syncthreads();  // the last block's reads of ks, vs and ps are done
-    for (int e = tid; e < BN * D; e += THREADS) {
-      const int key = e / D, dd = e % D;
-      const long long n = n0 + key;
-)CU";
-  s += fmt::format("      ks[dd * (BN + PAD) + key] = n < TK ? kb[n * {}LL + dd * {}LL] : 0.0f;\n    }}\n", a.k[2], a.k[3]);
-  s += R"CU(    for (int e = tid; e < BN * DVP; e += THREADS) {
-      const int key = e / DVP, col = e % DVP;
-      const long long n = n0 + key;
-)CU";
-  s += fmt::format("      vs[key * DVP + col] = n < TK && col < DV ? vb[n * {}LL + col * {}LL] : 0.0f;\n    }}\n", a.v[2], a.v[3]);
-  s += R"CU(    // This thread's scores: rows ty * 4 + i, keys tx * 4 + j. s holds what is added to each
-    // (the bias), or -inf where the score is masked.
-    float s[4][4];
-    bool any = false;
+  s += "  for (long long n0 = 0; n0 < keys_end; n0 += BN) {\n";
+  // Which of this thread's scores are kept, one bit each (the bias, where there is one, is read
+  // again once the scores are made, so that it holds no registers through the products).
+  s += R"CU(    static_assert(4 * KT <= 32, "a thread's scores fit one mask word");
+    unsigned kept = 0;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const long long m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+      for (int j = 0; j < KT; ++j) {
+        const long long m = m0 + ty * 4 + i, n = n0 + (j / 4) * 4 * CG + tx * 4 + j % 4;
         bool keep = n < TK && m < TQ;
 )CU";
   if (a.causal) s += fmt::format("        keep = keep && n - m <= {}LL;\n", *a.causal);
-  if (a.bias) {
-    s += fmt::format("        const float add = keep ? bb[m * {}LL + n * {}LL] : 0.0f;\n", a.bias_strides[2], a.bias_strides[3]);
-    s += "        keep = keep && add != NEG_INF;\n        s[i][j] = keep ? add : NEG_INF;\n";
-  } else {
-    s += "        s[i][j] = keep ? 0.0f : NEG_INF;\n";
-  }
-  s += "        any = any || keep;\n      }\n";
-  if (skips) {
-    s += "    if (!__syncthreads_or(any)) continue;  // every score of this key block masked: it changes nothing\n";
-  } else {
-    s += "    __syncthreads();\n";
-  }
-  s += R"CU(    float sc[4][4];
+  if (a.bias) s += fmt::format("        keep = keep && bb[m * {}LL + n * {}LL] != NEG_INF;\n", a.bias_strides[2], a.bias_strides[3]);
+  s += "        kept |= (keep ? 1u : 0u) << (i * KT + j);\n      }\n    const bool any = kept != 0;\n";
+  // The barrier also waits for the last block's reads of ks, vs and ps; a key block whose every
+  // score is masked changes nothing, and is neither read nor computed.
+  s += skips ? "    if (!__syncthreads_or(any)) continue;\n" : "    __syncthreads();\n";
+  s += R"CU(    // The key block in quads along the head dim, stored transposed; the value block as it is.
+    for (int e = tid; e < BN * ((D + 3) / 4); e += THREADS) {
+      const int key = e / ((D + 3) / 4), dd = (e % ((D + 3) / 4)) * 4;
+      const long long n = n0 + key;
+)CU";
+  s += fmt::format("      const float* p = kb + n * {}LL + dd * {}LL;\n", a.k[2], a.k[3]);
+  s += fmt::format(R"CU(      float x[4];
+      if (k_vec && n < TK) {{
+        const float4 f = *reinterpret_cast<const float4*>(p);
+        x[0] = f.x; x[1] = f.y; x[2] = f.z; x[3] = f.w;
+      }} else {{
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[j] = n < TK && dd + j < D ? p[j * {}LL] : 0.0f;
+      }}
+#pragma unroll
+      for (int j = 0; j < 4; ++j) if (dd + j < D) ks[(dd + j) * (BN + PAD) + key] = x[j];
+    }}
+    for (int e = tid; e < BN * (DVP / 4); e += THREADS) {{
+      const int key = e / (DVP / 4), col = (e % (DVP / 4)) * 4;
+      const long long n = n0 + key;
+      const float* p = vb + n * {}LL + col * {}LL;
+      float4 f;
+      if (v_vec && n < TK && col < DV) {{
+        f = *reinterpret_cast<const float4*>(p);
+      }} else {{
+        float x[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[j] = n < TK && col + j < DV ? p[j * {}LL] : 0.0f;
+        f = make_float4(x[0], x[1], x[2], x[3]);
+      }}
+      *reinterpret_cast<float4*>(&vs[key * DVP + col]) = f;
+    }}
+)CU", a.k[3], a.v[2], a.v[3], a.v[3]);
+  s += "    __syncthreads();\n";
+  s += R"CU(    float sc[4][KT], (&s)[4][KT] = sc;  // the scores, then in place their softmax numerators
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) sc[i][j] = 0.0f;
+      for (int j = 0; j < KT; ++j) sc[i][j] = 0.0f;
+#pragma unroll 4
     for (int dd = 0; dd < D; ++dd) {
       const float4 qa = *reinterpret_cast<const float4*>(&qs[dd * (BM + PAD) + ty * 4]);
-      const float4 kb4 = *reinterpret_cast<const float4*>(&ks[dd * (BN + PAD) + tx * 4]);
-      const float fa[4] = {qa.x, qa.y, qa.z, qa.w}, fb[4] = {kb4.x, kb4.y, kb4.z, kb4.w};
+      const float fa[4] = {qa.x, qa.y, qa.z, qa.w};
+      float fb[KT];
+#pragma unroll
+      for (int g = 0; g < KQ; ++g) {
+        const float4 kq = *reinterpret_cast<const float4*>(&ks[dd * (BN + PAD) + g * 4 * CG + tx * 4]);
+        fb[g * 4 + 0] = kq.x; fb[g * 4 + 1] = kq.y; fb[g * 4 + 2] = kq.z; fb[g * 4 + 3] = kq.w;
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) sc[i][j] = fmaf(fa[i], fb[j], sc[i][j]);
+        for (int j = 0; j < KT; ++j) sc[i][j] = fmaf(fa[i], fb[j], sc[i][j]);
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       float block_max = NEG_INF;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      for (int j = 0; j < KT; ++j) {
 )CU";
-  s += a.bias ? "        s[i][j] = s[i][j] == NEG_INF ? NEG_INF : sc[i][j] * SCALE + s[i][j];\n"
-              : "        s[i][j] = s[i][j] == NEG_INF ? NEG_INF : sc[i][j] * SCALE;\n";
+  if (a.bias) {
+    s += "        const long long m = m0 + ty * 4 + i, n = n0 + (j / 4) * 4 * CG + tx * 4 + j % 4;\n";
+    s += fmt::format("        s[i][j] = (kept >> (i * KT + j) & 1u) ? sc[i][j] * SCALE + bb[m * {}LL + n * {}LL] : NEG_INF;\n", a.bias_strides[2],
+                     a.bias_strides[3]);
+  } else {
+    s += "        s[i][j] = (kept >> (i * KT + j) & 1u) ? sc[i][j] * SCALE : NEG_INF;\n";
+  }
   s += R"CU(        block_max = fmaxf(block_max, s[i][j]);
       }
 #pragma unroll
-      for (int lane = 8; lane > 0; lane /= 2) block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, lane));
+      for (int lane = CG / 2; lane > 0; lane /= 2) block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, lane));
       const float new_max = fmaxf(row_max[i], block_max);
       const float shift = new_max == NEG_INF ? 0.0f : new_max;  // a row masked so far gives 0, not NaN
       float block_sum = 0.0f;
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float p = expf(s[i][j] - shift);
-        ps[(tx * 4 + j) * (BM + PAD) + ty * 4 + i] = p;
-        block_sum += p;
+      for (int j = 0; j < KT; ++j) {
+        s[i][j] = expf(s[i][j] - shift);
+        block_sum += s[i][j];
       }
 #pragma unroll
-      for (int lane = 8; lane > 0; lane /= 2) block_sum += __shfl_xor_sync(0xffffffffu, block_sum, lane);
+      for (int lane = CG / 2; lane > 0; lane /= 2) block_sum += __shfl_xor_sync(0xffffffffu, block_sum, lane);
       const float rescale = expf(row_max[i] - shift);
       row_sum[i] = row_sum[i] * rescale + block_sum;
 #pragma unroll
-      for (int c = 0; c < TO; ++c) acc[i][c] *= rescale;
+      for (int c = 0; c < OQ * 4; ++c) acc[i][c] *= rescale;
       row_max[i] = new_max;
     }
+#pragma unroll
+    for (int j = 0; j < KT; ++j) {
+      const int key = (j / 4) * 4 * CG + tx * 4 + j % 4;
+      *reinterpret_cast<float4*>(&ps[key * (BM + PAD) + ty * 4]) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+    }
     __syncthreads();
+#pragma unroll 4
     for (int key = 0; key < BN; ++key) {
       const float4 p4 = *reinterpret_cast<const float4*>(&ps[key * (BM + PAD) + ty * 4]);
 #pragma unroll
-      for (int c = 0; c < TO; ++c) {
-        const float x = vs[key * DVP + tx + 16 * c];
-        acc[0][c] = fmaf(p4.x, x, acc[0][c]);
-        acc[1][c] = fmaf(p4.y, x, acc[1][c]);
-        acc[2][c] = fmaf(p4.z, x, acc[2][c]);
-        acc[3][c] = fmaf(p4.w, x, acc[3][c]);
+      for (int g = 0; g < OQ; ++g) {
+        const float4 x4 = *reinterpret_cast<const float4*>(&vs[key * DVP + g * 4 * CG + tx * 4]);
+        const float x[4] = {x4.x, x4.y, x4.z, x4.w};
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          acc[0][g * 4 + c] = fmaf(p4.x, x[c], acc[0][g * 4 + c]);
+          acc[1][g * 4 + c] = fmaf(p4.y, x[c], acc[1][g * 4 + c]);
+          acc[2][g * 4 + c] = fmaf(p4.z, x[c], acc[2][g * 4 + c]);
+          acc[3][g * 4 + c] = fmaf(p4.w, x[c], acc[3][g * 4 + c]);
+        }
       }
     }
   }
@@ -225,8 +285,8 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a)
     const long long m = m0 + ty * 4 + i;
     if (m >= TQ) continue;
 #pragma unroll
-    for (int c = 0; c < TO; ++c) {
-      const long long col = tx + 16 * c;
+    for (int c = 0; c < OQ * 4; ++c) {
+      const long long col = (c / 4) * 4 * CG + tx * 4 + c % 4;
 )CU";
   s += fmt::format("      if (col < DV) ob[m * {}LL + col * {}LL] = {}acc[i][c] / row_sum[i];\n", a.o[2], a.o[3],
                    a.zero_empty_rows ? "row_max[i] == NEG_INF ? 0.0f : " : "");
@@ -307,14 +367,15 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
                                         fmt::join(bias_args, ", ")));
     args.push_back(materialized);
   }
-  const int64_t shared = CudaAttentionSharedBytes(a);
+  const CudaAttentionTile tile = ChooseCudaAttentionTile(a);
+  const int64_t shared = CudaAttentionSharedBytes(a, tile);
   kernel.source = fmt::format("# %{}: a CUDA C++ flash-attention kernel of fp32 FMAs (IEEE scores, rounded as cuBLAS's bmm).\n", node.name) +
-                  bias_source + CudaKernelDefinition(kernel.name, kThreads, CudaAttentionSource(kernel.name, a), shared);
+                  bias_source + CudaKernelDefinition(kernel.name, kThreads, CudaAttentionSource(kernel.name, a, tile), shared);
   kernel.helpers.insert(kCudaKernelHelper);
   const std::string result = VarName(graph, node.ref());
   kernel.launch.push_back(EmptyLike(result, ot));
   args.push_back(result);
-  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (a.tq + kBlockM - 1) / kBlockM, a.batch * a.heads, fmt::join(args, ", ")));
+  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads, fmt::join(args, ", ")));
   return kernel;
 }
 

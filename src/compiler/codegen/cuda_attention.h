@@ -1,13 +1,14 @@
 // Attention as a CUDA C++ flash-attention kernel of fp32 FMAs, for IEEE attention on a GPU.
 // Triton's IEEE dots ran minGPT's causal attention (head dim 96) at about 9 TFLOP/s and the vision
 // transformer's (head dim 32, 16384 keys) at under 4 (bench/RESULTS.md). A block of 256 threads
-// takes 64 queries of one (batch, head) and walks the key blocks of 64: q and a key block staged
-// in shared memory transposed, each thread's 4 x 4 scores one FMA chain along the head dim in
-// order from zero (as cuBLAS's bmm computes q @ k^T), then times the scale, plus the bias, masked;
-// an online softmax (row max and sum reduced across the row's 16 threads by warp shuffles, the
-// accumulator rescaled when the max grows); p @ v into each thread's 4 rows x ceil(Dv / 16)
-// columns. The scores never reach memory. A key block whose every score is masked (causal band,
-// or a bias of -inf) is skipped.
+// takes 128 (or 64) queries of one (batch, head) and walks the key blocks of 64: q and a key
+// block staged in shared memory transposed, each thread's 4 rows' scores one FMA chain along the
+// head dim in order from zero (as cuBLAS's bmm computes q @ k^T), then times the scale, plus the
+// bias, masked; an online softmax (row max and sum reduced across the row's 8 or 16 threads by warp
+// shuffles, the accumulator rescaled when the max grows); p @ v into each thread's 4 rows x
+// quads of 4 columns, read from shared memory as float4s (4 x 4 FMAs for two reads). The scores
+// never reach memory. A key block whose every score is masked (causal band, or a bias of -inf)
+// is skipped.
 #pragma once
 
 #include <cstdint>
@@ -32,12 +33,23 @@ struct CudaAttention {
   int64_t bias_strides[4] = {};   // 0 along the dims it broadcasts over
 };
 
+// A block's queries (bm: 128 or 64) and the keys of each step (bn: 64). Its 256 threads are
+// bm / 4 row groups of 4 queries by 1024 / bm column groups; each thread holds its rows' scores
+// for bn * bm / 1024 keys and their outputs for ceil(Dv / (4096 / bm)) quads of 4 columns.
+struct CudaAttentionTile {
+  int bm = 128, bn = 64;
+  bool operator==(const CudaAttentionTile&) const = default;
+};
+
+// 128 queries a block for head dims up to 64 while that leaves no SM idle, else 64.
+CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a);
+
 // The kernel's dynamic shared memory in bytes.
-int64_t CudaAttentionSharedBytes(const CudaAttention& a);
+int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t);
 
 // The CUDA C++ source of kernel `name` (arguments q, k, v, [bias,] o), launched over
-// (ceil(Tq / 64), batch * heads) blocks of 256 threads.
-std::string CudaAttentionSource(const std::string& name, const CudaAttention& a);
+// (ceil(Tq / bm), batch * heads) blocks of 256 threads.
+std::string CudaAttentionSource(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t);
 
 // The group (a kforge.attention node and its bias's producers) as CUDA kernels, or nullopt where
 // it is not one this kernel takes (head dims over 128, a bias that cannot be written at its own

@@ -60,17 +60,68 @@ int64_t CudaGemm::batch() const {
 }
 
 CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm) {
-  const CudaGemmTile large;
-  if (Tiles(gemm.m, large.bm) * Tiles(gemm.n, large.bn) * gemm.batch() >= kSms) return large;
-  return CudaGemmTile{.bm = 64, .bn = 64, .bk = 8, .tm = 4, .tn = 4};
+  // The largest tile whose grid still puts a block on about every SM (H100, bench/RESULTS.md:
+  // 256 x 128 reached 0.72-0.84 of cuBLAS on minGPT's and the vision attention's products and a
+  // 4096-cube, 128 x 128 0.64-0.81).
+  const int64_t enough = kSms * 9 / 10;
+  for (const CudaGemmTile tile : {CudaGemmTile{}, CudaGemmTile{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2}}) {
+    if (Tiles(gemm.m, tile.bm) * Tiles(gemm.n, tile.bn) * gemm.batch() >= enough) return tile;
+  }
+  return CudaGemmTile{.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4};
 }
+
+namespace {
+
+// One operand's staging, as source: each thread loads QUADS quads of 4 elements a slice along
+// the operand's contiguous dim (one float4 where the quad is whole and aligned, else 4 predicated
+// scalars) and stores them into shared memory as [BK][rows], transposed where K is contiguous.
+// `x` names it (a or b), `rows` its dim besides K (M or N) of `extent`, `rs`/`ks` the strides.
+std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
+  const bool k_fast = ks == 1 || rs != 1;
+  const char X = static_cast<char>(x - 'a' + 'A');
+  const std::string quad_check = k_fast ? fmt::format("r < {} && k + 3 < K", extent) : fmt::format("r + 3 < {} && k < K", extent);
+  const std::string lane_check = k_fast ? fmt::format("r < {} && k + j < K", extent) : fmt::format("r + j < {} && k < K", extent);
+  std::string s;
+  s += fmt::format("  constexpr int {0}_QUADS = B{1} * BK / 4 / THREADS;\n", X, rows);
+  s += fmt::format("  static_assert({0}_QUADS >= 1 && {0}_QUADS * THREADS * 4 == B{1} * BK, \"{2}'s slice is whole quads a thread\");\n", X, rows, x);
+  s += fmt::format("  float4 r{}[{}_QUADS];\n", x, X);
+  s += fmt::format("  auto load_{} = [&](int k0) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
+  s += "      const int q = tid + i * THREADS;\n";
+  if (k_fast) {
+    s += fmt::format("      const long long r = {}0 + q / (BK / 4);\n      const int k = k0 + (q % (BK / 4)) * 4;\n", static_cast<char>(rows + 'a' - 'A'));
+  } else {
+    s += fmt::format("      const long long r = {}0 + (q % (B{} / 4)) * 4;\n      const int k = k0 + q / (B{} / 4);\n", static_cast<char>(rows + 'a' - 'A'), rows, rows);
+  }
+  s += fmt::format("      const float* p = {0}b + r * {1}LL + (long long)k * {2}LL;\n", x, rs, ks);
+  s += fmt::format("      if ({}_vec && {}) {{\n        r{}[i] = *reinterpret_cast<const float4*>(p);\n      }} else {{\n", x, quad_check, x);
+  s += "        float v[4];\n#pragma unroll\n";
+  s += fmt::format("        for (int j = 0; j < 4; ++j) v[j] = {} ? p[j * {}LL] : 0.0f;\n", lane_check, k_fast ? ks : rs);
+  s += fmt::format("        r{}[i] = make_float4(v[0], v[1], v[2], v[3]);\n      }}\n    }}\n  }};\n", x);
+  s += fmt::format("  auto store_{} = [&](int buf) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
+  s += "      const int q = tid + i * THREADS;\n";
+  if (k_fast) {
+    s += fmt::format("      const int r = q / (BK / 4), k = (q % (BK / 4)) * 4;\n");
+    s += fmt::format("      {0}s[buf][k][r] = r{0}[i].x; {0}s[buf][k + 1][r] = r{0}[i].y; {0}s[buf][k + 2][r] = r{0}[i].z; {0}s[buf][k + 3][r] = r{0}[i].w;\n", x);
+  } else {
+    s += fmt::format("      const int r = (q % (B{} / 4)) * 4, k = q / (B{} / 4);\n", rows, rows);
+    s += fmt::format("      *reinterpret_cast<float4*>(&{0}s[buf][k][r]) = r{0}[i];\n", x);
+  }
+  s += "    }\n  };\n";
+  return s;
+}
+
+// Whether an operand's quads along its contiguous dim can be float4 reads, given a 16-byte
+// aligned base: unit stride there, every other stride a multiple of 4.
+bool QuadsAligned(int64_t rs, int64_t ks, const std::vector<int64_t>& batch) {
+  const bool k_fast = ks == 1 || rs != 1;
+  const int64_t unit = k_fast ? ks : rs, other = k_fast ? rs : ks;
+  return unit == 1 && other % 4 == 0 && std::all_of(batch.begin(), batch.end(), [](int64_t s) { return s % 4 == 0; });
+}
+
+}  // namespace
 
 std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const CudaGemmTile& t) {
   const int threads = t.threads();
-  // Each thread stages BM * BK / threads elements of A and BN * BK / threads of B per slice, the
-  // threads of a warp reading along whichever of the operand's dims is contiguous.
-  const bool a_k_fast = g.a_k == 1 || g.a_m != 1;
-  const bool b_k_fast = g.b_k == 1 && g.b_n != 1;
   const bool vector_store = g.c_n == 1 && g.n % 4 == 0 && g.c_m % 4 == 0 &&
                             std::all_of(g.c_batch.begin(), g.c_batch.end(), [](int64_t s) { return s % 4 == 0; });
   std::string s;
@@ -78,61 +129,47 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
                    g.batch_shape.empty() ? "" : fmt::format("{} batches of ", g.batch()), g.m, g.n, g.k, g.bias ? " plus a bias along N" : "",
                    t.bm, t.bn, t.bk, t.tm, t.tn);
   s += "// each output one FMA chain along K in order.\n";
-  s += fmt::format("extern \"C\" __global__ __launch_bounds__({}) void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n",
-                   threads, name, g.bias ? "const float* __restrict__ bias, " : "");
-  s += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, TM = {}, TN = {}, PAD = 4, THREADS = {};\n", t.bm, t.bn, t.bk, t.tm, t.tn, threads);
-  s += fmt::format("  constexpr long long M = {}, N = {}, K = {};\n", g.m, g.n, g.k);
-  s += fmt::format("  constexpr long long SAM = {}, SAK = {}, SBK = {}, SBN = {}, SCM = {}, SCN = {};\n", g.a_m, g.a_k, g.b_k, g.b_n, g.c_m, g.c_n);
-  s += R"CU(  constexpr int A_LOADS = BM * BK / THREADS, B_LOADS = BN * BK / THREADS;
-  constexpr int RM = TM / 4, RN = TN / 4;  // a thread's rows (columns) in groups of 4, BM / RM (BN / RN) apart
-  constexpr long long SLICES = (K + BK - 1) / BK;
+  s += fmt::format("extern \"C\" __global__ __launch_bounds__({}, {}) void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n",
+                   threads, t.min_blocks, name, g.bias ? "const float* __restrict__ bias, " : "");
+  s += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, TM = {}, TN = {}, PAD = 4, THREADS = {}, WX = {};\n", t.bm, t.bn, t.bk, t.tm, t.tn,
+                   threads, t.warp_cols);
+  s += fmt::format("  constexpr long long M = {}, N = {};\n  constexpr int K = {};\n", g.m, g.n, g.k);
+  s += fmt::format("  constexpr long long SCM = {}, SCN = {};\n", g.c_m, g.c_n);
+  s += R"CU(  constexpr int TX = BN / TN, WY = 32 / WX;  // threads along N; a warp's threads along M
+  constexpr int RM = TM / 4, RN = TN / 4;    // a thread's rows (columns) in groups of 4, BM / RM (BN / RN) apart
+  constexpr int SLICES = (K + BK - 1) / BK;
   __shared__ __align__(16) float as[2][BK][BM + PAD];
   __shared__ __align__(16) float bs[2][BK][BN + PAD];
-  const int tid = threadIdx.x, tx = tid % (BN / TN), ty = tid / (BN / TN);
+  // Warps cover WY x WX threads of the block's thread grid, so that a warp's fragment reads of
+  // shared memory span few addresses.
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int tx = (warp % (TX / WX)) * WX + lane % WX, ty = (warp / (TX / WX)) * WY + lane / WX;
   const long long m0 = (long long)blockIdx.y * BM, n0 = (long long)blockIdx.x * BN;
 )CU";
   s += BatchOffsets(g);
-  s += fmt::format("  constexpr bool A_K_FAST = {}, B_K_FAST = {};\n", a_k_fast ? "true" : "false", b_k_fast ? "true" : "false");
-  s += R"CU(  const float* ab = a + a_off;
-  const float* bb = b + b_off;
-  float ra[A_LOADS], rb[B_LOADS];
-  auto load = [&](long long k0) {
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int e = tid + i * THREADS, kk = A_K_FAST ? e % BK : e / BM, mm = A_K_FAST ? e / BK : e % BM;
-      const long long m = m0 + mm, k = k0 + kk;
-      ra[i] = (m < M && k < K) ? ab[m * SAM + k * SAK] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int e = tid + i * THREADS, kk = B_K_FAST ? e % BK : e / BN, nn = B_K_FAST ? e / BK : e % BN;
-      const long long n = n0 + nn, k = k0 + kk;
-      rb[i] = (n < N && k < K) ? bb[k * SBK + n * SBN] : 0.0f;
-    }
-  };
-  auto store = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int e = tid + i * THREADS;
-      as[buf][A_K_FAST ? e % BK : e / BM][A_K_FAST ? e / BK : e % BM] = ra[i];
-    }
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int e = tid + i * THREADS;
-      bs[buf][B_K_FAST ? e % BK : e / BN][B_K_FAST ? e / BK : e % BN] = rb[i];
-    }
-  };
-  float acc[TM][TN];
+  s += "  const float* ab = a + a_off;\n  const float* bb = b + b_off;\n";
+  s += fmt::format("  const bool a_vec = {} && reinterpret_cast<unsigned long long>(ab) % 16 == 0;\n",
+                   QuadsAligned(g.a_m, g.a_k, g.a_batch) ? "true" : "false");
+  s += fmt::format("  const bool b_vec = {} && reinterpret_cast<unsigned long long>(bb) % 16 == 0;\n",
+                   QuadsAligned(g.b_n, g.b_k, g.b_batch) ? "true" : "false");
+  s += Staging('a', 'M', g.m, g.a_m, g.a_k);
+  s += Staging('b', 'N', g.n, g.b_n, g.b_k);
+  s += R"CU(  float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-  load(0);
-  store(0);
+  load_a(0);
+  load_b(0);
+  store_a(0);
+  store_b(0);
   __syncthreads();
-  for (long long slice = 0; slice < SLICES; ++slice) {
+  for (int slice = 0; slice < SLICES; ++slice) {
     const int buf = slice & 1;
-    if (slice + 1 < SLICES) load((slice + 1) * BK);
+    if (slice + 1 < SLICES) {
+      load_a((slice + 1) * BK);
+      load_b((slice + 1) * BK);
+    }
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       float fa[TM], fb[TN];
@@ -151,7 +188,10 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);
     }
-    if (slice + 1 < SLICES) store(buf ^ 1);
+    if (slice + 1 < SLICES) {
+      store_a(buf ^ 1);
+      store_b(buf ^ 1);
+    }
     __syncthreads();
   }
   float* cb = c + c_off;

@@ -3,9 +3,13 @@
 // (bench/RESULTS.md, fourteenth session); minGPT's and the vision transformer's attention pass the
 // fp32 policy only with IEEE products, so their GEMMs ran at Triton's rate. This kernel is the
 // classic register-tiled SGEMM: a block computes a BM x BN tile over K slices of BK staged in
-// double-buffered shared memory, each thread a TM x TN sub-tile read as float4s. Each output is
-// one FMA chain along K in order from zero, as cuBLAS's and Triton's IEEE products compute it, so
-// it rounds as they do (then the bias is added, as Triton's epilogue adds it).
+// double-buffered shared memory (operands read as float4 quads along their contiguous dim where
+// strides and alignment allow, scalars elsewhere; the next slice's reads in flight while this one
+// is multiplied), each thread a TM x TN sub-tile read from shared memory as float4s, a warp's
+// threads a compact patch of the tile. Each output is one FMA chain along K in order from zero,
+// as cuBLAS's and Triton's IEEE products compute it, so it rounds as they do (then the bias is
+// added, as Triton's epilogue adds it); on the H100, 0.7-0.84 of cuBLAS's speed with every output
+// equal to cuBLAS's (bench/cuda_kernel_sweep.py, bench/RESULTS.md).
 #pragma once
 
 #include <cstdint>
@@ -20,9 +24,11 @@
 namespace kforge::codegen {
 
 // A block's tile: BM x BN outputs over K slices of BK, each of its (BM / TM) x (BN / TN) threads
-// computing TM x TN of them (TM and TN multiples of 4).
+// computing TM x TN of them (TM and TN multiples of 4; BM x BK and BN x BK whole quads a
+// thread). A warp covers (32 / warp_cols) x warp_cols of those threads; min_blocks is the
+// blocks an SM should hold (__launch_bounds__, which caps the registers a thread).
 struct CudaGemmTile {
-  int bm = 128, bn = 128, bk = 8, tm = 8, tn = 8;
+  int bm = 256, bn = 128, bk = 8, tm = 16, tn = 8, warp_cols = 8, min_blocks = 1;
   int threads() const { return (bm / tm) * (bn / tn); }
   bool operator==(const CudaGemmTile&) const = default;
 };
@@ -39,8 +45,8 @@ struct CudaGemm {
   int64_t batch() const;
 };
 
-// The tile a product of this shape runs in: 128 x 128 while that fills the GPU's SMs with at
-// least one block each, else 64 x 64.
+// The tile a product of this shape runs in: 256 x 128, else 128 x 128, while that puts a block on
+// about every SM of the GPU, else 64 x 64.
 CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm);
 
 // The CUDA C++ source of kernel `name` (arguments a, b, [bias,] c).

@@ -16,7 +16,7 @@ namespace {
 
 // The program around one kernel. Operand element [b, h, i, j] sits at the strides given; the bias
 // is materialized at [Tq, Tk] (broadcast over batch and heads) with -inf where the mask says so.
-std::string Program(const CudaAttention& a, const std::string& mask) {
+std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const std::string& mask) {
   auto extent = [&](const int64_t s[4], int64_t rows, int64_t cols) {
     return (a.batch - 1) * s[0] + (a.heads - 1) * s[1] + (rows - 1) * s[2] + (cols - 1) * s[3] + 1;
   };
@@ -34,7 +34,7 @@ std::string Program(const CudaAttention& a, const std::string& mask) {
       const float r = next();
 )CC";
   p += fmt::format("      bias[i * TK + j] = ({}) ? -INFINITY : r;\n    }}\n", mask);
-  p += fmt::format("  Launch({{{}, {}, 1}}, 256, [&] {{ kernel(q.data(), k.data(), v.data(), {}o.data()); }});\n", (a.tq + 63) / 64,
+  p += fmt::format("  Launch({{{}, {}, 1}}, 256, [&] {{ kernel(q.data(), k.data(), v.data(), {}o.data()); }});\n", (a.tq + t.bm - 1) / t.bm,
                    a.batch * a.heads, a.bias ? "bias.data(), " : "");
   p += "  long long wrong = 0;\n  for (long long b = 0; b < B; ++b)\n    for (long long h = 0; h < H; ++h)\n      for (long long i = 0; i < TQ; ++i) {\n";
   p += "        std::vector<double> s(TK);\n        double top = -INFINITY;\n        for (long long j = 0; j < TK; ++j) {\n";
@@ -60,11 +60,14 @@ std::string Program(const CudaAttention& a, const std::string& mask) {
   return p;
 }
 
+// Both tiles: 128 queries a block (8 threads a row) and 64 (16 threads a row).
 void ExpectMatches(const CudaAttention& a, const std::string& mask = "false") {
-  const std::string source = CudaAttentionSource("kernel", a);
-  ASSERT_LE(CudaAttentionSharedBytes(a), int64_t{16} << 16);  // the emulation's kf_smem4
-  const EmulatedRun run = RunUnderEmulation("#define __shared__\n" + source + Program(a, mask));
-  EXPECT_TRUE(run.ok) << run.log << "\n--- source ---\n" << source;
+  for (const CudaAttentionTile tile : {CudaAttentionTile{}, CudaAttentionTile{.bm = 64}}) {
+    const std::string source = CudaAttentionSource("kernel", a, tile);
+    ASSERT_LE(CudaAttentionSharedBytes(a, tile), int64_t{16} << 16);  // the emulation's kf_smem4
+    const EmulatedRun run = RunUnderEmulation("#define __shared__\n" + source + Program(a, tile, mask));
+    EXPECT_TRUE(run.ok) << "tile of " << tile.bm << " queries\n" << run.log << "\n--- source ---\n" << source;
+  }
 }
 
 // [B, H, T, D] contiguous.
@@ -85,6 +88,25 @@ TEST(CudaAttentionTest, TailsOfQueriesKeysAndHeadDimsWithBothScales) {
   Contiguous(a.v, 3, 100, 24);
   Contiguous(a.o, 3, 70, 24);
   ExpectMatches(a);
+  // Head dims that are not whole quads: the key and value blocks are read as scalars.
+  a.d = 13, a.dv = 10;
+  Contiguous(a.q, 3, 70, 13);
+  Contiguous(a.k, 3, 100, 13);
+  Contiguous(a.v, 3, 100, 10);
+  Contiguous(a.o, 3, 70, 10);
+  ExpectMatches(a);
+}
+
+TEST(CudaAttentionTest, TheTileFillsTheSmsOrShrinks) {
+  CudaAttention vision;  // 8 heads of 16384 queries: 1024 blocks of 128
+  vision.batch = 2, vision.heads = 4, vision.tq = 16384, vision.d = 32, vision.dv = 32;
+  EXPECT_EQ(ChooseCudaAttentionTile(vision).bm, 128);
+  CudaAttention gpt = vision;  // head dim 96: 64 queries
+  gpt.d = gpt.dv = 96;
+  EXPECT_EQ(ChooseCudaAttentionTile(gpt).bm, 64);
+  CudaAttention few;  // 16 heads of 256 queries: 32 blocks of 128
+  few.batch = 2, few.heads = 8, few.tq = 256;
+  EXPECT_EQ(ChooseCudaAttentionTile(few).bm, 64);
 }
 
 TEST(CudaAttentionTest, CausalOverTheViewsOfASplitProjection) {

@@ -56,7 +56,7 @@ struct alignas(16) float4 { float x, y, z, w; };
 float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 alignas(16) float4 kf_smem4[1 << 16];
 #define __global__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 // Runs kernel(args...) over a grid, `threads` std::threads a block.
 template <typename Kernel>

@@ -21,7 +21,8 @@ namespace {
 
 // The program around one kernel: operands of pseudo-random values laid out by the case's strides,
 // the grid run block by block, then every output checked against the FMA chain.
-std::string Program(const CudaGemm& g, const CudaGemmTile& t) {
+// `shift` moves every operand's start by that many floats (1: no float4 read is aligned).
+std::string Program(const CudaGemm& g, const CudaGemmTile& t, int shift) {
   const int64_t batch = g.batch();
   auto extent = [&](const std::vector<int64_t>& batch_strides, int64_t rows, int64_t row_stride, int64_t cols, int64_t col_stride) {
     int64_t last = (rows - 1) * row_stride + (cols - 1) * col_stride;
@@ -36,17 +37,18 @@ std::string Program(const CudaGemm& g, const CudaGemmTile& t) {
   }
   std::string p;
   p += fmt::format("int main() {{\n  const long long M = {}, N = {}, K = {}, B = {};\n", g.m, g.n, g.k, batch);
-  p += fmt::format("  std::vector<float> a({}), b({}), bias({}), c({}, NAN);\n", extent(g.a_batch, g.m, g.a_m, g.k, g.a_k),
-                   extent(g.b_batch, g.k, g.b_k, g.n, g.b_n), (g.n - 1) * g.bias_n + 1, extent(g.c_batch, g.m, g.c_m, g.n, g.c_n));
+  p += fmt::format("  std::vector<float> a_store({}), b_store({}), bias({}), c({}, NAN);\n", extent(g.a_batch, g.m, g.a_m, g.k, g.a_k) + shift,
+                   extent(g.b_batch, g.k, g.b_k, g.n, g.b_n) + shift, (g.n - 1) * g.bias_n + 1, extent(g.c_batch, g.m, g.c_m, g.n, g.c_n));
+  p += fmt::format("  float* a = a_store.data() + {0}; float* b = b_store.data() + {0};\n", shift);
   p += R"CC(  uint32_t state = 12345;
   auto next = [&] { state = state * 1664525u + 1013904223u; return static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) / (1 << 20); };
-  for (float& v : a) v = next();
-  for (float& v : b) v = next();
+  for (float& v : a_store) v = next();
+  for (float& v : b_store) v = next();
   for (float& v : bias) v = next();
 )CC";
   p += fmt::format("  const unsigned gx = {}, gy = {}, gz = {}, threads = {};\n", (g.n + t.bn - 1) / t.bn, (g.m + t.bm - 1) / t.bm, batch,
                    t.threads());
-  p += fmt::format("  Launch({{gx, gy, gz}}, threads, [&] {{ kernel(a.data(), b.data(), {}c.data()); }});\n", g.bias ? "bias.data(), " : "");
+  p += fmt::format("  Launch({{gx, gy, gz}}, threads, [&] {{ kernel(a, b, {}c.data()); }});\n", g.bias ? "bias.data(), " : "");
   p += R"CC(  long long wrong = 0;
   for (long long z = 0; z < B; ++z) {
 )CC";
@@ -66,9 +68,9 @@ std::string Program(const CudaGemm& g, const CudaGemmTile& t) {
   return p;
 }
 
-void ExpectExact(const CudaGemm& gemm, const CudaGemmTile& tile) {
+void ExpectExact(const CudaGemm& gemm, const CudaGemmTile& tile, int shift = 0) {
   const std::string source = CudaGemmSource("kernel", gemm, tile);
-  const EmulatedRun run = RunUnderEmulation("#define __shared__ static\n" + source + Program(gemm, tile));
+  const EmulatedRun run = RunUnderEmulation("#define __shared__ static\n" + source + Program(gemm, tile, shift));
   EXPECT_TRUE(run.ok) << run.log << "\n--- source ---\n" << source;
 }
 
@@ -76,7 +78,8 @@ CudaGemm Plain(int64_t m, int64_t n, int64_t k) {
   return CudaGemm{.m = m, .n = n, .k = k, .batch_shape = {}, .a_batch = {}, .b_batch = {}, .c_batch = {}, .a_m = k, .a_k = 1, .b_k = n, .b_n = 1, .c_m = n, .c_n = 1};
 }
 
-constexpr CudaGemmTile kSmall{.bm = 64, .bn = 64, .bk = 8, .tm = 4, .tn = 4};
+constexpr CudaGemmTile kSmall{.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4};
+constexpr CudaGemmTile kMedium{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2};
 constexpr CudaGemmTile kLarge{};
 
 TEST(CudaMatmulTest, ALinearLayerWithTailsIsOneFmaChainPerOutputPlusTheBias) {
@@ -86,11 +89,13 @@ TEST(CudaMatmulTest, ALinearLayerWithTailsIsOneFmaChainPerOutputPlusTheBias) {
   gemm.b_n = 21;
   gemm.bias = true;
   ExpectExact(gemm, kSmall);
+  ExpectExact(gemm, kMedium);
   ExpectExact(gemm, kLarge);
 }
 
 TEST(CudaMatmulTest, RowMajorOperandsStoreFloat4s) {
   ExpectExact(Plain(130, 136, 40), kLarge);
+  ExpectExact(Plain(130, 136, 40), kMedium);
   ExpectExact(Plain(64, 64, 8), kSmall);
 }
 
@@ -98,6 +103,20 @@ TEST(CudaMatmulTest, TransposedAndStridedOperandsAndOutputs) {
   // A read M-fastest (a transposed view), B with a row pitch, C written column-major.
   CudaGemm gemm{.m = 50, .n = 45, .k = 19, .batch_shape = {}, .a_batch = {}, .b_batch = {}, .c_batch = {}, .a_m = 1, .a_k = 50, .b_k = 48, .b_n = 1, .c_m = 1, .c_n = 50};
   ExpectExact(gemm, kSmall);
+}
+
+TEST(CudaMatmulTest, QuadReadsFallBackToScalarsAtTailsAndUnalignedStarts) {
+  // Rows of pitch 24 with K = 22: the last quad of each row is read as scalars. A read M-fastest
+  // with M = 50: float4 reads along M but the last quad. Then the same with every operand one
+  // float off 16-byte alignment: all scalar reads.
+  CudaGemm pitched = Plain(40, 36, 22);
+  pitched.a_m = 24;
+  pitched.b_k = 40;
+  ExpectExact(pitched, kLarge);
+  CudaGemm m_fast{.m = 50, .n = 20, .k = 30, .batch_shape = {}, .a_batch = {}, .b_batch = {}, .c_batch = {}, .a_m = 1, .a_k = 52, .b_k = 20, .b_n = 1, .c_m = 20, .c_n = 1};
+  ExpectExact(m_fast, kSmall);
+  ExpectExact(m_fast, kSmall, /*shift=*/1);
+  ExpectExact(pitched, kSmall, /*shift=*/1);
 }
 
 TEST(CudaMatmulTest, BatchesOverSeveralDimsWithABroadcastOperand) {
@@ -114,7 +133,9 @@ TEST(CudaMatmulTest, BatchesOverSeveralDimsWithABroadcastOperand) {
 
 TEST(CudaMatmulTest, TheTileFillsTheSmsOrShrinks) {
   EXPECT_EQ(ChooseCudaGemmTile(Plain(65536, 2304, 768)), kLarge);
-  EXPECT_EQ(ChooseCudaGemmTile(Plain(512, 512, 512)), kSmall);  // 16 tiles of 128 x 128
+  EXPECT_EQ(ChooseCudaGemmTile(Plain(32768, 128, 128)), kLarge);   // 128 tiles of 256 x 128
+  EXPECT_EQ(ChooseCudaGemmTile(Plain(2048, 1024, 512)), kMedium);  // 64 tiles of 256 x 128, 128 of 128 x 128
+  EXPECT_EQ(ChooseCudaGemmTile(Plain(512, 512, 512)), kSmall);     // 16 tiles of 128 x 128
 }
 
 }  // namespace
