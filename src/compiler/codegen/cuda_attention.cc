@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "compiler/codegen/attention_node.h"
 #include "compiler/codegen/cuda_kernel.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/tile_expression.h"
-#include "compiler/passes/attention.h"
 
 namespace kforge::codegen {
 namespace {
@@ -296,27 +296,27 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
 
 std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
   const auto& node = graph.value(group.nodes.back()).As<ir::OpNode>();
-  const ir::NodeRef q = node.args.at(0).As<ir::NodeRef>(), k = node.args.at(1).As<ir::NodeRef>(), v = node.args.at(2).As<ir::NodeRef>();
-  std::optional<ir::NodeRef> bias;
-  if (node.args.size() > 3 && node.args[3].Is<ir::NodeRef>()) bias = node.args[3].As<ir::NodeRef>();
+  Result<AttentionNode> read = ReadAttentionNode(graph, node);
+  if (!read.ok()) return std::nullopt;
+  const AttentionNode& n = *read;
+  const ir::NodeRef q = n.q, k = n.k, v = n.v;
+  const std::optional<ir::NodeRef> bias = n.bias;
   const ir::TensorType &qt = *graph.TypeOf(q), &kt = *graph.TypeOf(k), &vt = *graph.TypeOf(v), &ot = node.type();
   for (const ir::TensorType* t : {&qt, &kt, &vt, &ot}) {
     if (t->dtype != ir::DType::kFloat32) return std::nullopt;
   }
-  const size_t rank = qt.shape.size();
-  if (rank != 3 && rank != 4) return std::nullopt;
+  const size_t rank = n.rank;
   CudaAttention a;
-  const passes::AttentionAttributes attributes = passes::AttentionAttributes::Of(node);
-  a.scale = attributes.scale;
-  a.q_scale = attributes.q_scale;
-  a.causal = attributes.causal;
-  a.zero_empty_rows = attributes.zero_empty_rows;
-  a.batch = qt.shape[0];
-  a.heads = rank == 4 ? qt.shape[1] : 1;
-  a.tq = qt.shape[rank - 2];
-  a.d = qt.shape[rank - 1];
-  a.tk = kt.shape[rank - 2];
-  a.dv = vt.shape[rank - 1];
+  a.scale = n.attributes.scale;
+  a.q_scale = n.attributes.q_scale;
+  a.causal = n.attributes.causal;
+  a.zero_empty_rows = n.attributes.zero_empty_rows;
+  a.batch = n.batch;
+  a.heads = n.heads;
+  a.tq = n.tq;
+  a.d = n.d;
+  a.tk = n.tk;
+  a.dv = n.dv;
   if (a.d > kMaxHeadDim || a.dv > kMaxHeadDim || a.batch * a.heads > kMaxGridY) return std::nullopt;
   auto strides = [rank](const ir::TensorType& t, int64_t out[4]) {
     out[0] = t.stride[0];

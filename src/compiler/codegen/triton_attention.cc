@@ -7,13 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "compiler/codegen/attention_node.h"
 #include "compiler/codegen/cuda_attention.h"
 #include "compiler/codegen/epilogue.h"
 #include "compiler/codegen/gemm_tiles.h"
 #include "compiler/codegen/python_names.h"
 #include "compiler/codegen/source_writer.h"
 #include "compiler/codegen/tile_expression.h"
-#include "compiler/passes/attention.h"
 
 namespace kforge::codegen {
 namespace {
@@ -43,44 +43,6 @@ std::vector<HeadPart> HeadParts(int64_t dim) {
   return parts;
 }
 
-// What the kernel computes, read off the attention node.
-struct Attention {
-  const ir::OpNode* node = nullptr;
-  ir::NodeRef q, k, v;
-  std::optional<ir::NodeRef> bias;
-  double scale = 1.0;
-  double q_scale = 1.0;
-  std::optional<int64_t> causal;
-  bool zero_empty_rows = false;
-  size_t rank = 4;
-  int64_t heads = 1, batch = 1;  // heads: the second batch dim (1 for rank 3); batch: all programs along axis 1
-  int64_t tq = 0, tk = 0, d = 0, dv = 0;
-};
-
-Result<Attention> ReadAttention(const ir::Graph& graph, const ir::OpNode& node) {
-  Attention a;
-  a.node = &node;
-  a.q = node.args.at(0).As<ir::NodeRef>();
-  a.k = node.args.at(1).As<ir::NodeRef>();
-  a.v = node.args.at(2).As<ir::NodeRef>();
-  if (node.args.size() > 3 && node.args[3].Is<ir::NodeRef>()) a.bias = node.args[3].As<ir::NodeRef>();
-  const passes::AttentionAttributes attributes = passes::AttentionAttributes::Of(node);
-  a.scale = attributes.scale;
-  a.q_scale = attributes.q_scale;
-  a.causal = attributes.causal;
-  a.zero_empty_rows = attributes.zero_empty_rows;
-  const ir::Shape &q = graph.TypeOf(a.q)->shape, &k = graph.TypeOf(a.k)->shape, &v = graph.TypeOf(a.v)->shape;
-  a.rank = q.size();
-  if (a.rank != 3 && a.rank != 4) return Status::InvalidArgument(fmt::format("%{}: attention of rank {}", node.name, a.rank));
-  a.heads = a.rank == 4 ? q[1] : 1;
-  a.batch = a.rank == 4 ? q[0] * q[1] : q[0];
-  a.tq = q[a.rank - 2];
-  a.d = q[a.rank - 1];
-  a.tk = k[a.rank - 2];
-  a.dv = v[a.rank - 1];
-  return a;
-}
-
 // "base + b * s0 + h * s1" for a tensor's batch dims.
 std::string BatchOffset(const ir::TensorType& type, size_t rank) {
   if (rank == 4) return Sum({Term("kf_b", type.stride[0]), Term("kf_h", type.stride[1])});
@@ -98,7 +60,7 @@ std::string Mask(const std::vector<std::string>& parts) {
 // Writes the kernel body: the query block, the key loop, the normalization and the store.
 class AttentionWriter {
  public:
-  AttentionWriter(const ir::Graph& graph, const passes::FusionGroup& group, const Attention& a, const KernelOptions& options,
+  AttentionWriter(const ir::Graph& graph, const passes::FusionGroup& group, const AttentionNode& a, const KernelOptions& options,
                   SourceWriter& out, std::set<std::string>& helpers)
       : graph_(graph), group_(group), a_(a), options_(options), out_(out), helpers_(helpers) {}
 
@@ -109,16 +71,16 @@ class AttentionWriter {
     for (size_t i = 0; i < v_parts_.size(); ++i) {
       out_.Line(fmt::format("kf_acc{} = tl.zeros([BLOCK_M, {}], dtype=tl.float32)", i, v_parts_[i].size));
     }
-    if (a_.causal) {
+    if (a_.attributes.causal) {
       out_.Line("# Keys past the block's last diagonal are masked for every row: the loop stops before them.");
-      out_.Line(fmt::format("kf_keys_end = tl.minimum({}, tl.maximum((kf_pid_m + 1) * BLOCK_M + {}, 0))", a_.tk, *a_.causal));
+      out_.Line(fmt::format("kf_keys_end = tl.minimum({}, tl.maximum((kf_pid_m + 1) * BLOCK_M + {}, 0))", a_.tk, *a_.attributes.causal));
     }
-    out_.Open(fmt::format("for kf_start in range(0, {}, BLOCK_N):", a_.causal ? "kf_keys_end" : std::to_string(a_.tk)));
+    out_.Open(fmt::format("for kf_start in range(0, {}, BLOCK_N):", a_.attributes.causal ? "kf_keys_end" : std::to_string(a_.tk)));
     out_.Line("kf_n = kf_start + tl.arange(0, BLOCK_N)");
     out_.Line(fmt::format("kf_n_valid = kf_n < {}", a_.tk));
     ASSIGN_OR_RETURN(std::optional<std::string> bias, WriteBias());
     std::vector<std::string> keep = {"kf_n_valid[None, :]"};
-    if (a_.causal) keep.push_back(fmt::format("(kf_n[None, :] - kf_m[:, None] <= {})", *a_.causal));
+    if (a_.attributes.causal) keep.push_back(fmt::format("(kf_n[None, :] - kf_m[:, None] <= {})", *a_.attributes.causal));
     const bool skips = bias && MaskLikeBias();
     if (skips) keep.push_back(fmt::format("({} != float(\"-inf\"))", *bias));
     out_.Line(fmt::format("kf_keep = {}", Mask(keep)));
@@ -173,7 +135,7 @@ class AttentionWriter {
       out_.Line(fmt::format("kf_q{} = tl.load({} + {}, mask={}, other=0.0){}", i, Ptr(a_.q),
                             Sum({BatchOffset(q, a_.rank), Term("kf_m[:, None]", q.stride[r]), Term(d, q.stride[r + 1])}),
                             Mask({"kf_m_valid[:, None]", HeadMask(d, q_parts_[i], a_.d)}),
-                            a_.q_scale != 1.0 ? " * " + FloatLiteral(a_.q_scale) : ""));
+                            a_.attributes.q_scale != 1.0 ? " * " + FloatLiteral(a_.attributes.q_scale) : ""));
     }
   }
 
@@ -220,7 +182,7 @@ class AttentionWriter {
       products.push_back(Dot(fmt::format("kf_q{}", i), fmt::format("kf_kt{}", i)));
     }
     std::string scores = fmt::format("{} * {}", products.size() == 1 ? products[0] : "(" + fmt::format("{}", fmt::join(products, " + ")) + ")",
-                                     FloatLiteral(a_.scale));
+                                     FloatLiteral(a_.attributes.scale));
     if (bias) scores += " + " + *bias;
     out_.Line(fmt::format("kf_scores = tl.where(kf_keep, {}, float(\"-inf\"))", scores));
     out_.Line("kf_new_max = tl.maximum(kf_row_max, tl.max(kf_scores, 1))");
@@ -243,7 +205,7 @@ class AttentionWriter {
     const size_t r = a_.rank - 2;
     const ir::NodeRef out = a_.node->ref();
     const ir::TensorType& type = Type(out);
-    if (a_.zero_empty_rows) {
+    if (a_.attributes.zero_empty_rows) {
       out_.Line("# A row whose every score is masked gives zeros (SDPA's fix-up of softmax's NaN).");
       out_.Line("kf_empty = kf_row_max == float(\"-inf\")");
     } else {
@@ -254,14 +216,14 @@ class AttentionWriter {
       const std::string value = fmt::format("kf_acc{} / kf_row_sum[:, None]", i);
       out_.Line(fmt::format("tl.store({} + {}, {}, mask={})", Ptr(out),
                             Sum({BatchOffset(type, a_.rank), Term("kf_m[:, None]", type.stride[r]), Term(e, type.stride[r + 1])}),
-                            a_.zero_empty_rows ? fmt::format("tl.where(kf_empty[:, None], 0.0, {})", value) : value,
+                            a_.attributes.zero_empty_rows ? fmt::format("tl.where(kf_empty[:, None], 0.0, {})", value) : value,
                             Mask({"kf_m_valid[:, None]", HeadMask(e, v_parts_[i], a_.dv)})));
     }
   }
 
   const ir::Graph& graph_;
   const passes::FusionGroup& group_;
-  const Attention& a_;
+  const AttentionNode& a_;
   const KernelOptions& options_;
   const std::vector<HeadPart> q_parts_ = HeadParts(a_.d), v_parts_ = HeadParts(a_.dv);
   SourceWriter& out_;
@@ -275,7 +237,7 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
     if (std::optional<EmittedKernel> kernel = EmitCudaAttentionKernel(graph, group)) return *std::move(kernel);
   }
   const auto& node = graph.value(group.nodes.back()).As<ir::OpNode>();
-  ASSIGN_OR_RETURN(Attention a, ReadAttention(graph, node));
+  ASSIGN_OR_RETURN(AttentionNode a, ReadAttentionNode(graph, node));
   EmittedKernel kernel;
   kernel.name = kKernelPrefix + group.name;
   const std::vector<ir::NodeRef> inputs = passes::GroupInputs(graph, group);
@@ -288,10 +250,10 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
   SourceWriter out;
   OpenKernel(out, kernel.name, params, graph, group);
   out.Line(fmt::format("# softmax({} @ k^T * {}{}) @ v for {} heads of {} queries and {} keys, head dims {} (q, k) and {} (v);",
-                       a.q_scale != 1.0 ? "(q * " + FloatLiteral(a.q_scale) + ")" : "q", FloatLiteral(a.scale),
-                       a.bias ? " + bias" : "", a.batch, a.tq, a.tk, a.d, a.dv));
+                       a.attributes.q_scale != 1.0 ? "(q * " + FloatLiteral(a.attributes.q_scale) + ")" : "q", FloatLiteral(a.attributes.scale),
+                       a.bias ? " + bias" : "", a.problems(), a.tq, a.tk, a.d, a.dv));
   out.Line(fmt::format("# {}online softmax over key blocks; tl.dot with input_precision=\"{}\".",
-                       a.causal ? fmt::format("causal (key j kept for query i when j - i <= {}); ", *a.causal) : "",
+                       a.attributes.causal ? fmt::format("causal (key j kept for query i when j - i <= {}); ", *a.attributes.causal) : "",
                        options.attention_precision()));
   AttentionWriter writer(graph, group, a, options, out, kernel.helpers);
   RETURN_IF_ERROR(writer.Write());
@@ -306,12 +268,12 @@ Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::
   args.push_back(result);
   if (!config) {
     kernel.launch.push_back(fmt::format("{}[lambda meta: (triton.cdiv({}, meta[\"BLOCK_M\"]), {})]({})", kernel.name, a.tq,
-                                        a.batch, fmt::join(args, ", ")));
+                                        a.problems(), fmt::join(args, ", ")));
     return kernel;
   }
   args.push_back(fmt::format("BLOCK_M={}, BLOCK_N={}, num_warps={}, num_stages={}", config->block_m, config->block_n,
                              config->warps, config->stages));
-  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (a.tq + config->block_m - 1) / config->block_m, a.batch,
+  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (a.tq + config->block_m - 1) / config->block_m, a.problems(),
                                       fmt::join(args, ", ")));
   return kernel;
 }
