@@ -113,6 +113,18 @@ def sweep_attention(variants: list[dict], repeats: int) -> list[dict]:
     return rows
 
 
+def print_table(first: str, versus: str, wrong: str, rows: list[dict]) -> None:
+    """One line a variant: its registers, time, rate, speed against the library's, the outputs
+    that are wrong (`wrong` names how they are counted) and the largest difference."""
+    print(f"\n{first:16} {'tile':30} {'regs':>5} {'ms':>8} {'TFLOP/s':>8} {versus:>9} {wrong:>8} {'max diff':>9}")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['shape'][:16]:16} {r['tile'][:30]:30} {r['error'][:60]}")
+            continue
+        print(f"{r['shape'][:16]:16} {r['tile'][:30]:30} {r['registers']:5d} {r['ms']:8.3f} {r['tflops']:8.1f} "
+              f"{r['cublas_ms'] / r['ms']:9.2f} {r['differing']:8d} {r['max_abs_diff']:9.2e}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("variants")
@@ -177,20 +189,8 @@ def main() -> int:
     os.makedirs(options.out, exist_ok=True)
     with open(os.path.join(options.out, "cuda_kernel_sweep.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "gemm": rows, "attention": attention_rows}, f, indent=1)
-    print(f"\n{'shape':16} {'tile':30} {'regs':>5} {'ms':>8} {'TFLOP/s':>8} {'of cuBLAS':>9} {'differ':>8}")
-    for r in rows:
-        if "error" in r:
-            print(f"{r['shape'][:16]:16} {r['tile'][:30]:30} {r['error'][:60]}")
-            continue
-        print(f"{r['shape'][:16]:16} {r['tile'][:30]:30} {r['registers']:5d} {r['ms']:8.3f} {r['tflops']:8.1f} "
-              f"{r['cublas_ms'] / r['ms']:9.2f} {r['differing']:8d}")
-    print(f"\n{'attention':16} {'tile':30} {'regs':>5} {'ms':>8} {'TFLOP/s':>8} {'of SDPA':>9} {'NaNs':>8} {'max diff':>9}")
-    for r in attention_rows:
-        if "error" in r:
-            print(f"{r['shape'][:16]:16} {r['tile'][:30]:30} {r['error'][:60]}")
-            continue
-        print(f"{r['shape'][:16]:16} {r['tile'][:30]:30} {r['registers']:5d} {r['ms']:8.3f} {r['tflops']:8.1f} "
-              f"{r['cublas_ms'] / r['ms']:9.2f} {r['differing']:8d} {r['max_abs_diff']:9.2e}")
+    print_table("shape", "of cuBLAS", "differ", rows)
+    print_table("attention", "of SDPA", "NaNs", attention_rows)
     return 0
 
 
