@@ -108,11 +108,12 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
                    a.q_scale != 1.0 ? "(q * " + FloatConstant(a.q_scale) + ")" : "q", FloatConstant(a.scale), a.bias ? " + bias" : "",
                    a.batch, a.heads, a.tq, a.tk, a.d, a.dv, a.causal ? fmt::format(", causal (key j kept for query i when j - i <= {})", *a.causal) : "");
   s += fmt::format("// fp32 FMAs, each score one chain along the head dim in order; online softmax over key blocks; {} queries a block.\n", t.bm);
-  s += fmt::format("extern \"C\" __global__ __launch_bounds__({}) void {}(const float* __restrict__ q, const float* __restrict__ k, "
+  s += fmt::format("extern \"C\" __global__ __launch_bounds__({}, {}) void {}(const float* __restrict__ q, const float* __restrict__ k, "
                    "const float* __restrict__ v, {}float* __restrict__ o) {{\n",
-                   kThreads, name, a.bias ? "const float* __restrict__ bias, " : "");
+                   kThreads, t.min_blocks, name, a.bias ? "const float* __restrict__ bias, " : "");
   s += fmt::format("  constexpr int BM = {}, BN = {}, PAD = {}, THREADS = {};\n", t.bm, t.bn, kPad, kThreads);
   s += "  constexpr int CG = THREADS * 4 / BM, KQ = BN / (4 * CG), KT = KQ * 4;  // column groups; a thread's key quads, keys\n";
+  s += "  static_assert(KQ >= 1 && KQ * 4 * CG == BN, \"a key block is whole quads for each column group\");\n";
   s += fmt::format("  constexpr long long TQ = {}, TK = {}, HEADS = {};\n  constexpr int D = {}, DV = {};\n", a.tq, a.tk, a.heads, a.d, a.dv);
   s += fmt::format("  constexpr int OQ = {};  // output quads a thread: columns g * 4 * CG + tx * 4\n", OutputQuads(a.dv, t));
   s += "  constexpr int DVP = OQ * 4 * CG;\n";

@@ -33,11 +33,12 @@ struct CudaAttention {
   int64_t bias_strides[4] = {};   // 0 along the dims it broadcasts over
 };
 
-// A block's queries (bm: 128 or 64) and the keys of each step (bn: 64). Its 256 threads are
-// bm / 4 row groups of 4 queries by 1024 / bm column groups; each thread holds its rows' scores
-// for bn * bm / 1024 keys and their outputs for ceil(Dv / (4096 / bm)) quads of 4 columns.
+// A block's queries (bm: 128 or 64) and the keys of each step (bn: a multiple of 4096 / bm). Its
+// 256 threads are bm / 4 row groups of 4 queries by 1024 / bm column groups; each thread holds
+// its rows' scores for bn * bm / 1024 keys and their outputs for ceil(Dv / (4096 / bm)) quads of
+// 4 columns. min_blocks is the blocks an SM should hold (__launch_bounds__, capping registers).
 struct CudaAttentionTile {
-  int bm = 128, bn = 64;
+  int bm = 128, bn = 64, min_blocks = 1;
   bool operator==(const CudaAttentionTile&) const = default;
 };
 

@@ -60,9 +60,10 @@ std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const st
   return p;
 }
 
-// Both tiles: 128 queries a block (8 threads a row) and 64 (16 threads a row).
+// The tiles: 128 queries a block (8 threads a row) over 64 or 32 keys a step, and 64 queries
+// (16 threads a row).
 void ExpectMatches(const CudaAttention& a, const std::string& mask = "false") {
-  for (const CudaAttentionTile tile : {CudaAttentionTile{}, CudaAttentionTile{.bm = 64}}) {
+  for (const CudaAttentionTile tile : {CudaAttentionTile{}, CudaAttentionTile{.bm = 128, .bn = 32}, CudaAttentionTile{.bm = 64}}) {
     const std::string source = CudaAttentionSource("kernel", a, tile);
     ASSERT_LE(CudaAttentionSharedBytes(a, tile), int64_t{16} << 16);  // the emulation's kf_smem4
     const EmulatedRun run = RunUnderEmulation("#define __shared__\n" + source + Program(a, tile, mask));

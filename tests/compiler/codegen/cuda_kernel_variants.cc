@@ -55,7 +55,12 @@ nlohmann::json AttentionVariants() {
   for (int64_t* s : {vision.q, vision.k, vision.v, vision.o}) s[0] = 32, s[1] = 0, s[2] = 256, s[3] = 1;
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [shape, a] : {std::pair{"minGPT attention", gpt}, std::pair{"ViT attention", vision}}) {
-    for (const CudaAttentionTile t : {CudaAttentionTile{}, CudaAttentionTile{.bm = 64}}) {
+    const std::vector<CudaAttentionTile> tiles = {
+        {.bm = 128, .bn = 64, .min_blocks = 1}, {.bm = 128, .bn = 64, .min_blocks = 2}, {.bm = 128, .bn = 32, .min_blocks = 1},
+        {.bm = 128, .bn = 32, .min_blocks = 2}, {.bm = 64, .bn = 64, .min_blocks = 1},  {.bm = 64, .bn = 64, .min_blocks = 2},
+        {.bm = 64, .bn = 128, .min_blocks = 1},
+    };
+    for (const CudaAttentionTile& t : tiles) {
       out.push_back({{"shape", shape},
                      {"batch", a.batch},
                      {"heads", a.heads},
@@ -64,7 +69,7 @@ nlohmann::json AttentionVariants() {
                      {"causal_mask", a.bias},
                      {"q_scale", a.q_scale},
                      {"scale", a.scale},
-                     {"tile", fmt::format("{} queries", t.bm)},
+                     {"tile", fmt::format("{} queries x {} keys mb{}", t.bm, t.bn, t.min_blocks)},
                      {"threads", 256},
                      {"grid", {(a.tq + t.bm - 1) / t.bm, a.batch * a.heads, 1}},
                      {"shared", kforge::codegen::CudaAttentionSharedBytes(a, t)},
