@@ -61,8 +61,8 @@ int64_t CudaGemm::batch() const {
 
 CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm) {
   // The largest tile whose grid still puts a block on about every SM (H100, bench/RESULTS.md:
-  // 256 x 128 reached 0.72-0.84 of cuBLAS on minGPT's and the vision attention's products and a
-  // 4096-cube, 128 x 128 0.64-0.81).
+  // 256 x 128 reached 0.69-0.84 of cuBLAS on minGPT's and the vision attention's products and a
+  // 4096-cube, 128 x 128 0.67-0.81).
   const int64_t enough = kSms * 9 / 10;
   for (const CudaGemmTile tile : {CudaGemmTile{}, CudaGemmTile{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2}}) {
     if (Tiles(gemm.m, tile.bm) * Tiles(gemm.n, tile.bn) * gemm.batch() >= enough) return tile;
@@ -72,13 +72,17 @@ CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm) {
 
 namespace {
 
+// Whether an operand is staged along K (K contiguous, or neither dim: then scalars either way),
+// given its strides along its other dim (`rs`) and K (`ks`).
+bool KFastest(int64_t rs, int64_t ks) { return ks == 1 || rs != 1; }
+
 // One operand's staging, as source: each thread loads QUADS quads of 4 elements a slice along
 // the operand's contiguous dim (one float4 where the quad is whole and aligned, else 4 predicated
 // scalars) and stores them into shared memory as [BK][rows], transposed where K is contiguous.
 // `x` names it (a or b), `rows` its dim besides K (M or N) of `extent`, `rs`/`ks` the strides.
 std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
-  const bool k_fast = ks == 1 || rs != 1;
-  const char X = static_cast<char>(x - 'a' + 'A');
+  const bool k_fast = KFastest(rs, ks);
+  const char X = static_cast<char>(x - 'a' + 'A'), start = static_cast<char>(rows - 'A' + 'a');  // A; m (m0)
   const std::string quad_check = k_fast ? fmt::format("r < {} && k + 3 < K", extent) : fmt::format("r + 3 < {} && k < K", extent);
   const std::string lane_check = k_fast ? fmt::format("r < {} && k + j < K", extent) : fmt::format("r + j < {} && k < K", extent);
   std::string s;
@@ -88,9 +92,9 @@ std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
   s += fmt::format("  auto load_{} = [&](int k0) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
   s += "      const int q = tid + i * THREADS;\n";
   if (k_fast) {
-    s += fmt::format("      const long long r = {}0 + q / (BK / 4);\n      const int k = k0 + (q % (BK / 4)) * 4;\n", static_cast<char>(rows + 'a' - 'A'));
+    s += fmt::format("      const long long r = {}0 + q / (BK / 4);\n      const int k = k0 + (q % (BK / 4)) * 4;\n", start);
   } else {
-    s += fmt::format("      const long long r = {}0 + (q % (B{} / 4)) * 4;\n      const int k = k0 + q / (B{} / 4);\n", static_cast<char>(rows + 'a' - 'A'), rows, rows);
+    s += fmt::format("      const long long r = {}0 + (q % (B{} / 4)) * 4;\n      const int k = k0 + q / (B{} / 4);\n", start, rows, rows);
   }
   s += fmt::format("      const float* p = {0}b + r * {1}LL + (long long)k * {2}LL;\n", x, rs, ks);
   s += fmt::format("      if ({}_vec && {}) {{\n        r{}[i] = *reinterpret_cast<const float4*>(p);\n      }} else {{\n", x, quad_check, x);
@@ -100,7 +104,7 @@ std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
   s += fmt::format("  auto store_{} = [&](int buf) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
   s += "      const int q = tid + i * THREADS;\n";
   if (k_fast) {
-    s += fmt::format("      const int r = q / (BK / 4), k = (q % (BK / 4)) * 4;\n");
+    s += "      const int r = q / (BK / 4), k = (q % (BK / 4)) * 4;\n";
     s += fmt::format("      {0}s[buf][k][r] = r{0}[i].x; {0}s[buf][k + 1][r] = r{0}[i].y; {0}s[buf][k + 2][r] = r{0}[i].z; {0}s[buf][k + 3][r] = r{0}[i].w;\n", x);
   } else {
     s += fmt::format("      const int r = (q % (B{} / 4)) * 4, k = q / (B{} / 4);\n", rows, rows);
@@ -113,7 +117,7 @@ std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
 // Whether an operand's quads along its contiguous dim can be float4 reads, given a 16-byte
 // aligned base: unit stride there, every other stride a multiple of 4.
 bool QuadsAligned(int64_t rs, int64_t ks, const std::vector<int64_t>& batch) {
-  const bool k_fast = ks == 1 || rs != 1;
+  const bool k_fast = KFastest(rs, ks);
   const int64_t unit = k_fast ? ks : rs, other = k_fast ? rs : ks;
   return unit == 1 && other % 4 == 0 && std::all_of(batch.begin(), batch.end(), [](int64_t s) { return s % 4 == 0; });
 }
