@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|service|baseline|compiler|tuning|graphs|probe|counters|strategies|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|service|baseline|compiler|tuning|graphs|kernels|probe|counters|strategies|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
 #  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT)
 set -uo pipefail
@@ -84,6 +84,24 @@ case "$what" in
     cp "$runs/bench.json" "$out/bench/" 2>/dev/null
     # The workspace's compile caches stay behind: they are large and only save compile time.
     (cd "$(dirname "$runs")" && tar czf "$out/bench/runs.tgz" --exclude=workspace/cache "$(basename "$runs")") ;;
+esac
+case "$what" in
+  kernels)
+    # The CUDA C++ kernels' tiles side by side (bench/cuda_kernel_sweep.py) over the sources the
+    # test build's cuda_kernel_variants wrote (KFORGE_SWEEP_VARIANTS, carried), then Nsight
+    # Compute's view of each variant named in KFORGE_SWEEP_PROFILE ("shape tile" substrings, ";"
+    # between them): throughput, occupancy, registers and where the warps stall.
+    variants="${KFORGE_SWEEP_VARIANTS:-bench/runs/sweep/variants.json}"
+    timeout 300 python3 bench/cuda_kernel_sweep.py "$variants" --out "$out" 2>&1 | grep -v '^{' | tee "$out/kernel_sweep.log"
+    IFS=';' read -ra profiled <<< "${KFORGE_SWEEP_PROFILE:-minGPT qkv 256x128x8;ViT attention 128 queries x 64 keys mb1}"
+    for one in "${profiled[@]}"; do
+      echo "== ncu: $one"
+      timeout 150 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        --section SchedulerStats --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+        -k 'regex:^(gemm|attention)$' -c 1 \
+        python3 bench/cuda_kernel_sweep.py "$variants" --only "$one" --repeats 1 --out /tmp/kforge-ncu-sweep 2>&1 |
+        grep -iE "throughput|registers per|occupancy|block limit|warp cycles per issued|issue_stalled|issued warp|no eligible|duration"
+    done 2>&1 | tee "$out/kernel_ncu.log" ;;
 esac
 case "$what" in
   graphs)
