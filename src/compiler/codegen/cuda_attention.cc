@@ -17,8 +17,6 @@ namespace kforge::codegen {
 namespace {
 
 constexpr int kPad = 4, kThreads = 256;
-// The SMs a grid of 128-query blocks should fill (the H100's and H200's 132).
-constexpr int64_t kSms = 132;
 constexpr int64_t kMaxHeadDim = 128;
 constexpr int64_t kMaxGridY = 65535;
 
@@ -87,7 +85,7 @@ CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a) {
   // Over 64 head dims, 128 queries take 166 registers a thread and ran slower than 64 (H100,
   // minGPT's head dim 96, bench/RESULTS.md); at 32, 128 queries ran 1.4x faster.
   const CudaAttentionTile wide;
-  if (a.tq > 64 && std::max(a.d, a.dv) <= 64 && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kSms) return wide;
+  if (a.tq > 64 && std::max(a.d, a.dv) <= 64 && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kCudaSms) return wide;
   return CudaAttentionTile{.bm = 64};
 }
 
@@ -127,6 +125,7 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
   // A thread's rows are ty * 4 + i; its keys and output columns quads g * 4 * CG + tx * 4, so
   // that a row's CG threads are neighbours in one warp.
   const int tid = threadIdx.x, tx = tid % CG, ty = tid / CG;
+  const auto key_of = [=](int j) { return (j / 4) * 4 * CG + tx * 4 + j % 4; };  // a thread's j-th key in a block
   const long long m0 = (long long)blockIdx.x * BM, b = blockIdx.y / HEADS, h = blockIdx.y % HEADS;
 )CU";
   s += fmt::format("  const float* qb = q + b * {}LL + h * {}LL;\n", a.q[0], a.q[1]);
@@ -162,7 +161,7 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int j = 0; j < KT; ++j) {
-        const long long m = m0 + ty * 4 + i, n = n0 + (j / 4) * 4 * CG + tx * 4 + j % 4;
+        const long long m = m0 + ty * 4 + i, n = n0 + key_of(j);
         bool keep = n < TK && m < TQ;
 )CU";
   if (a.causal) s += fmt::format("        keep = keep && n - m <= {}LL;\n", *a.causal);
@@ -232,7 +231,7 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
       for (int j = 0; j < KT; ++j) {
 )CU";
   if (a.bias) {
-    s += "        const long long m = m0 + ty * 4 + i, n = n0 + (j / 4) * 4 * CG + tx * 4 + j % 4;\n";
+    s += "        const long long m = m0 + ty * 4 + i, n = n0 + key_of(j);\n";
     s += fmt::format("        s[i][j] = (kept >> (i * KT + j) & 1u) ? sc[i][j] * SCALE + bb[m * {}LL + n * {}LL] : NEG_INF;\n", a.bias_strides[2],
                      a.bias_strides[3]);
   } else {
@@ -260,8 +259,7 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
     }
 #pragma unroll
     for (int j = 0; j < KT; ++j) {
-      const int key = (j / 4) * 4 * CG + tx * 4 + j % 4;
-      *reinterpret_cast<float4*>(&ps[key * (BM + PAD) + ty * 4]) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+      *reinterpret_cast<float4*>(&ps[key_of(j) * (BM + PAD) + ty * 4]) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
     }
     __syncthreads();
 #pragma unroll 4

@@ -10,6 +10,9 @@
 
 namespace kforge::codegen {
 
+// The SMs a CUDA kernel's grid should fill when its tile is chosen (the H100's and H200's 132).
+inline constexpr int64_t kCudaSms = 132;
+
 // The helper name emitters record in EmittedKernel::helpers when they define a CUDA kernel.
 inline constexpr const char* kCudaKernelHelper = "KfCudaKernel";
 

@@ -16,8 +16,6 @@ namespace {
 
 // CUDA's limit on a grid's y and z dims (M tiles along y, batches along z).
 constexpr int64_t kMaxGridYz = 65535;
-// The SMs a 128 x 128 grid should fill (the H100's and H200's 132).
-constexpr int64_t kSms = 132;
 
 int64_t Tiles(int64_t extent, int block) { return (extent + block - 1) / block; }
 
@@ -63,7 +61,7 @@ CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm) {
   // The largest tile whose grid still puts a block on about every SM (H100, bench/RESULTS.md:
   // 256 x 128 reached 0.69-0.84 of cuBLAS on minGPT's and the vision attention's products and a
   // 4096-cube, 128 x 128 0.67-0.81).
-  const int64_t enough = kSms * 9 / 10;
+  const int64_t enough = kCudaSms * 9 / 10;
   for (const CudaGemmTile tile : {CudaGemmTile{}, CudaGemmTile{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2}}) {
     if (Tiles(gemm.m, tile.bm) * Tiles(gemm.n, tile.bn) * gemm.batch() >= enough) return tile;
   }
