@@ -93,7 +93,7 @@ case "$what" in
     # between them): throughput, occupancy, registers and where the warps stall.
     variants="${KFORGE_SWEEP_VARIANTS:-bench/runs/sweep/variants.json}"
     timeout 300 python3 bench/cuda_kernel_sweep.py "$variants" --out "$out" 2>&1 | grep -v '^{' | tee "$out/kernel_sweep.log"
-    IFS=';' read -ra profiled <<< "${KFORGE_SWEEP_PROFILE:-minGPT qkv 256x128x8;ViT attention 128 queries x 64 keys mb1}"
+    IFS=';' read -ra profiled <<< "${KFORGE_SWEEP_PROFILE:-minGPT qkv 256x128x8;ViT attention 128 queries x 64 keys mb2}"
     for one in "${profiled[@]}"; do
       echo "== ncu: $one"
       timeout 150 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \

@@ -82,11 +82,14 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
 }  // namespace
 
 CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a) {
-  // Over 64 head dims, 128 queries take 166 registers a thread and ran slower than 64 (H100,
-  // minGPT's head dim 96, bench/RESULTS.md); at 32, 128 queries ran 1.4x faster.
-  const CudaAttentionTile wide;
-  if (a.tq > 64 && std::max(a.d, a.dv) <= 64 && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kCudaSms) return wide;
-  return CudaAttentionTile{.bm = 64};
+  // H100, bench/RESULTS.md (thirtieth session): 128 queries with two blocks an SM (128 registers a
+  // thread) ran the vision attention (head dim 32) in 10.3 ms where one block took 13.0, and with
+  // key steps of 32 minGPT's (head dim 96) in 2.77 ms where 64 queries took 3.00. Over 96 head
+  // dims, or where 128 queries leave SMs idle, 64 queries.
+  const int64_t dims = std::max(a.d, a.dv);
+  const CudaAttentionTile wide{.bm = 128, .bn = dims <= 64 ? 64 : 32, .min_blocks = 2};
+  if (a.tq > 64 && dims <= 96 && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kCudaSms) return wide;
+  return CudaAttentionTile{.bm = 64, .bn = 64, .min_blocks = 1};
 }
 
 int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t) {

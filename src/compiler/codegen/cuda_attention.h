@@ -1,7 +1,7 @@
 // Attention as a CUDA C++ flash-attention kernel of fp32 FMAs, for IEEE attention on a GPU.
 // Triton's IEEE dots ran minGPT's causal attention (head dim 96) at about 9 TFLOP/s and the vision
 // transformer's (head dim 32, 16384 keys) at under 4 (bench/RESULTS.md). A block of 256 threads
-// takes 128 (or 64) queries of one (batch, head) and walks the key blocks of 64: q and a key
+// takes 128 (or 64) queries of one (batch, head) and walks the key blocks of 64 (or 32): q and a key
 // block staged in shared memory transposed, each thread's 4 rows' scores one FMA chain along the
 // head dim in order from zero (as cuBLAS's bmm computes q @ k^T), then times the scale, plus the
 // bias, masked; an online softmax (row max and sum reduced across the row's 8 or 16 threads by warp
@@ -42,7 +42,8 @@ struct CudaAttentionTile {
   bool operator==(const CudaAttentionTile&) const = default;
 };
 
-// 128 queries a block for head dims up to 64 while that leaves no SM idle, else 64.
+// 128 queries a block, two blocks an SM, for head dims up to 96 (key steps of 64 up to head dim
+// 64, else 32) while that leaves no SM idle; else 64 queries in steps of 64 keys.
 CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a);
 
 // The kernel's dynamic shared memory in bytes.

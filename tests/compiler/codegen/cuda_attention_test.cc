@@ -99,12 +99,15 @@ TEST(CudaAttentionTest, TailsOfQueriesKeysAndHeadDimsWithBothScales) {
 }
 
 TEST(CudaAttentionTest, TheTileFillsTheSmsOrShrinks) {
-  CudaAttention vision;  // 8 heads of 16384 queries: 1024 blocks of 128
+  CudaAttention vision;  // 8 heads of 16384 queries: 1024 blocks of 128, two an SM
   vision.batch = 2, vision.heads = 4, vision.tq = 16384, vision.d = 32, vision.dv = 32;
-  EXPECT_EQ(ChooseCudaAttentionTile(vision).bm, 128);
-  CudaAttention gpt = vision;  // head dim 96: 64 queries
+  EXPECT_EQ(ChooseCudaAttentionTile(vision), (CudaAttentionTile{.bm = 128, .bn = 64, .min_blocks = 2}));
+  CudaAttention gpt = vision;  // head dim 96: key steps of 32
   gpt.d = gpt.dv = 96;
-  EXPECT_EQ(ChooseCudaAttentionTile(gpt).bm, 64);
+  EXPECT_EQ(ChooseCudaAttentionTile(gpt), (CudaAttentionTile{.bm = 128, .bn = 32, .min_blocks = 2}));
+  CudaAttention wide = vision;  // head dim 128: 64 queries
+  wide.dv = 128;
+  EXPECT_EQ(ChooseCudaAttentionTile(wide), (CudaAttentionTile{.bm = 64, .bn = 64, .min_blocks = 1}));
   CudaAttention few;  // 16 heads of 256 queries: 32 blocks of 128
   few.batch = 2, few.heads = 8, few.tq = 256;
   EXPECT_EQ(ChooseCudaAttentionTile(few).bm, 64);
