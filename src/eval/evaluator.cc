@@ -31,6 +31,15 @@ Status PrepareFailure(const Status& status, const EvalOptions& options) {
   return status;
 }
 
+// The key the reference's timing in `mode` is kept under: the task's source on this machine (GPU,
+// driver and software versions) at this precision and timing budget.
+BaselineKey ReferenceTimingKey(const TaskFile& task, const EvalOptions& options, const std::string& mode) {
+  return {task.hash, options.baseline_environment, ToString(options.precision), mode, options.budget.ToJson()};
+}
+
+// Where reference timings are found and kept: none without an environment to key them by.
+BaselineSource* KeptBaselines(const EvalOptions& options) { return options.baseline_environment.empty() ? nullptr : options.baselines; }
+
 std::vector<uint64_t> FreshSeeds(int count) {
   std::random_device entropy;
   std::vector<uint64_t> seeds;
@@ -286,8 +295,8 @@ class EvaluationRun {
   // The reference timed in `mode`: as stored from an earlier measurement on this machine when the
   // baseline source has it, else measured now by the trusted worker and kept. The evidence says which.
   Result<ReferenceTiming> TimedReference(const std::string& mode, double timeout_s) {
-    BaselineKey key{task_.hash, options_.baseline_environment, ToString(options_.precision), mode, options_.budget.ToJson()};
-    BaselineSource* baselines = options_.baseline_environment.empty() ? nullptr : options_.baselines;
+    const BaselineKey key = ReferenceTimingKey(task_, options_, mode);
+    BaselineSource* baselines = KeptBaselines(options_);
     const std::string where = "the reference's " + mode + " timing";
     if (baselines) {
       if (std::optional<Json> stored = baselines->Find(key)) {
@@ -448,6 +457,12 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
         }
         report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing->samples_ms))}, {"samples_ms", timing->samples_ms},
                                  {"compile_s", timing->compile_s}, {"meaningful", (*timed)["meaningful"]}};
+        // Kept as an evaluation keeps the timings it measures, so later evaluations and benches of
+        // the task on this machine reuse them.
+        if (BaselineSource* baselines = KeptBaselines(options_)) {
+          baselines->Keep(ReferenceTimingKey(task, options_, mode), *timed);
+          report["modes"][mode]["kept"] = true;
+        }
       }
     } else {
       unreadable = parsed.status();

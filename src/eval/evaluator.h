@@ -66,7 +66,9 @@ class Evaluator {
   // a verdict.
   Result<Evaluation> Evaluate(const TaskFile& task, const std::filesystem::path& candidate_path);
 
-  // Times the task's reference: eager, torch.compile (default mode), and max-autotune on request.
+  // Times the task's reference: eager, torch.compile (default mode), and max-autotune on request;
+  // each timing measured is kept in options().baselines as an evaluation keeps it, so evaluations
+  // of the task on this machine reuse it.
   Result<Json> Baseline(const TaskFile& task, bool max_autotune);
 
   const EvalOptions& options() const { return options_; }

@@ -158,6 +158,7 @@ std::string FormatBaseline(const Json& baseline) {
   std::string out = fmt::format("task {} on {} ({})\n", JsonGet<std::string>(baseline, "task", "?"),
                                 JsonGet<std::string>(baseline, "device", "?"), JsonGet<std::string>(baseline, "precision", "?"));
   double eager = 0;
+  bool kept = false;
   const Json& modes = JsonField(baseline, "modes");
   for (const char* mode : {"eager", "compile", "compile_max_autotune"}) {
     const Json& entry = JsonField(modes, mode);
@@ -168,11 +169,13 @@ std::string FormatBaseline(const Json& baseline) {
     }
     double median = JsonGet<double>(JsonField(entry, "ms"), "median", 0);
     if (std::string(mode) == "eager") eager = median;
+    kept = kept || JsonGet<bool>(entry, "kept", false);
     out += fmt::format("  {:<22} {}", mode, Ms(JsonField(entry, "ms")));
     if (std::string(mode) != "eager" && median > 0 && eager > 0) out += fmt::format("  {:.2f}x vs eager", eager / median);
     if (JsonGet<double>(entry, "compile_s", 0) > 0) out += fmt::format("  (compiled in {:.1f} s)", JsonGet<double>(entry, "compile_s", 0));
     out += "\n";
   }
+  if (kept) out += "  kept in the workspace's store: evaluations of this task on this machine reuse them\n";
   if (JsonGet<std::string>(baseline, "device", "") == "cpu") out += "  NOTE: CPU timings; they say nothing about a GPU\n";
   return out;
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "core/files.h"
 
@@ -292,6 +293,43 @@ TEST_F(EvaluatorTest, APrepareReplyWithoutAKeyIsAnInfraErrorNamingIt) {
   EXPECT_EQ(evaluation.verdict.ToString(), "infra_error");
   EXPECT_NE(evaluation.verdict.message.find("lacks 'output_bytes'"), std::string::npos) << evaluation.verdict.message;
   EXPECT_EQ(workers_.zygote.Count("run_candidate"), 0);
+}
+
+// A baseline source that keeps what it is given in memory.
+class MemoryBaselines : public BaselineSource {
+ public:
+  std::map<std::string, Json> kept;
+  std::optional<Json> Find(const BaselineKey& key) override {
+    auto it = kept.find(key.Digest());
+    return it == kept.end() ? std::nullopt : std::optional<Json>(it->second);
+  }
+  void Keep(const BaselineKey& key, const Json& timing) override { kept[key.Digest()] = timing; }
+};
+
+// `kforge baseline` measures ahead what an evaluation would: the evaluation then takes the
+// reference's eager and torch.compile timings from the store and asks the worker for neither.
+TEST_F(EvaluatorTest, BaselineTimingsAreKeptForLaterEvaluations) {
+  MemoryBaselines baselines;
+  options_.baselines = &baselines;
+  options_.baseline_environment = "{\"gpu\":\"test\"}";
+  options_.time_compiled_reference = true;
+  Evaluator evaluator(workers_, options_);
+  auto baseline = evaluator.Baseline(task_, /*max_autotune=*/false);
+  ASSERT_TRUE(baseline.ok()) << baseline.status().ToString();
+  EXPECT_EQ((*baseline)["modes"]["eager"]["kept"], true);
+  EXPECT_EQ(baselines.kept.size(), 2u);
+  EXPECT_EQ(workers_.trusted.Count("time_reference"), 2);
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "accepted");
+  EXPECT_EQ(workers_.trusted.Count("time_reference"), 2);
+  EXPECT_EQ(evaluation.evidence["baselines"]["eager"]["from_store"], true);
+  EXPECT_EQ(evaluation.evidence["baselines"]["compile"]["from_store"], true);
+  // Without an environment to key them by, nothing is kept.
+  options_.baseline_environment.clear();
+  MemoryBaselines none;
+  options_.baselines = &none;
+  ASSERT_TRUE(Evaluator(workers_, options_).Baseline(task_, false).ok());
+  EXPECT_TRUE(none.kept.empty());
 }
 
 }  // namespace
