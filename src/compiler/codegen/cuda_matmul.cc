@@ -112,6 +112,57 @@ std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
   return s;
 }
 
+// The same slice copied by cp.async straight into shared memory (no registers on the way), as
+// source: `copy_{x}(k0, buf)` issues the copies, zeros where a quad runs past the operand's edge.
+// A quad along the rows (K not contiguous) whose whole 16 bytes are in bounds and aligned is one
+// 16-byte copy; every other element, transposed ones included, a 4-byte copy.
+std::string AsyncStaging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
+  const bool k_fast = KFastest(rs, ks);
+  const char X = static_cast<char>(x - 'a' + 'A'), start = static_cast<char>(rows - 'A' + 'a');
+  std::string s;
+  s += fmt::format("  constexpr int {0}_QUADS = B{1} * BK / 4 / THREADS;\n", X, rows);
+  s += fmt::format("  static_assert({0}_QUADS >= 1 && {0}_QUADS * THREADS * 4 == B{1} * BK, \"{2}'s slice is whole quads a thread\");\n", X, rows, x);
+  s += fmt::format("  auto copy_{} = [&](int k0, int buf) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
+  s += "      const int q = tid + i * THREADS;\n";
+  if (k_fast) {
+    s += "      const int lr = q / (BK / 4), lk = (q % (BK / 4)) * 4;\n";
+    s += fmt::format("      const long long r = {}0 + lr;\n      const int k = k0 + lk;\n", start);
+  } else {
+    s += fmt::format("      const int lr = (q % (B{0} / 4)) * 4, lk = q / (B{0} / 4);\n", rows);
+    s += fmt::format("      const long long r = {}0 + lr;\n      const int k = k0 + lk;\n", start);
+  }
+  s += fmt::format("      const float* p = {0}b + r * {1}LL + (long long)k * {2}LL;\n", x, rs, ks);
+  if (k_fast) {
+    s += "#pragma unroll\n";
+    s += fmt::format("      for (int j = 0; j < 4; ++j) {{\n        const bool in = r < {} && k + j < K;\n", extent);
+    s += fmt::format("        kf_copy4(&{0}s[buf][lk + j][lr], in ? p + j * {1}LL : {0}b, in);\n      }}\n", x, ks);
+  } else {
+    s += fmt::format("      if ({}_vec && r + 3 < {} && k < K) {{\n", x, extent);
+    s += fmt::format("        kf_copy16(&{}s[buf][lk][lr], p);\n      }} else {{\n#pragma unroll\n", x);
+    s += fmt::format("        for (int j = 0; j < 4; ++j) {{\n          const bool in = r + j < {} && k < K;\n", extent);
+    s += fmt::format("          kf_copy4(&{0}s[buf][lk][lr + j], in ? p + j * {1}LL : {0}b, in);\n        }}\n      }}\n", x, rs);
+  }
+  s += "    }\n  };\n";
+  return s;
+}
+
+// cp.async as device functions: a 4-byte copy (zeros where `in` is false), a 16-byte one, and
+// the group commit and wait. The CPU emulation of the tests defines its own.
+constexpr const char* kAsyncCopies = R"CU(#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+__device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool in) {
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(at), "l"(src), "r"(in ? 4 : 0));
+}
+__device__ __forceinline__ void kf_copy16(float* dst, const float* src) {
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src));
+}
+__device__ __forceinline__ void kf_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void kf_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+#endif
+)CU";
+
 // Whether an operand's quads along its contiguous dim can be float4 reads, given a 16-byte
 // aligned base: unit stride there, every other stride a multiple of 4.
 bool QuadsAligned(int64_t rs, int64_t ks, const std::vector<int64_t>& batch) {
@@ -130,18 +181,21 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
   s += fmt::format("// {}{} x {} x {} (M x N x K) fp32 product{}: a {} x {} tile a block over K slices of {}, {} x {} a thread;\n",
                    g.batch_shape.empty() ? "" : fmt::format("{} batches of ", g.batch()), g.m, g.n, g.k, g.bias ? " plus a bias along N" : "",
                    t.bm, t.bn, t.bk, t.tm, t.tn);
-  s += "// each output one FMA chain along K in order.\n";
+  s += fmt::format("// each output one FMA chain along K in order; {}.\n",
+                   t.stages > 2 ? fmt::format("{} shared-memory stages filled by cp.async", t.stages)
+                                : "the next slice read into registers while this one is multiplied");
+  if (t.stages > 2) s += kAsyncCopies;
   s += fmt::format("extern \"C\" __global__ __launch_bounds__({}, {}) void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n",
                    threads, t.min_blocks, name, g.bias ? "const float* __restrict__ bias, " : "");
-  s += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, TM = {}, TN = {}, PAD = 4, THREADS = {}, WX = {};\n", t.bm, t.bn, t.bk, t.tm, t.tn,
-                   threads, t.warp_cols);
+  s += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, TM = {}, TN = {}, PAD = 4, THREADS = {}, WX = {}, STAGES = {};\n", t.bm, t.bn, t.bk,
+                   t.tm, t.tn, threads, t.warp_cols, t.stages);
   s += fmt::format("  constexpr long long M = {}, N = {};\n  constexpr int K = {};\n", g.m, g.n, g.k);
   s += fmt::format("  constexpr long long SCM = {}, SCN = {};\n", g.c_m, g.c_n);
   s += R"CU(  constexpr int TX = BN / TN, WY = 32 / WX;  // threads along N; a warp's threads along M
   constexpr int RM = TM / 4, RN = TN / 4;    // a thread's rows (columns) in groups of 4, BM / RM (BN / RN) apart
   constexpr int SLICES = (K + BK - 1) / BK;
-  __shared__ __align__(16) float as[2][BK][BM + PAD];
-  __shared__ __align__(16) float bs[2][BK][BN + PAD];
+  __shared__ __align__(16) float as[STAGES][BK][BM + PAD];
+  __shared__ __align__(16) float bs[STAGES][BK][BN + PAD];
   // Warps cover WY x WX threads of the block's thread grid, so that a warp's fragment reads of
   // shared memory span few addresses.
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -154,14 +208,39 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
                    QuadsAligned(g.a_m, g.a_k, g.a_batch) ? "true" : "false");
   s += fmt::format("  const bool b_vec = {} && reinterpret_cast<unsigned long long>(bb) % 16 == 0;\n",
                    QuadsAligned(g.b_n, g.b_k, g.b_batch) ? "true" : "false");
-  s += Staging('a', 'M', g.m, g.a_m, g.a_k);
-  s += Staging('b', 'N', g.n, g.b_n, g.b_k);
+  const bool async = t.stages > 2;
+  s += async ? AsyncStaging('a', 'M', g.m, g.a_m, g.a_k) : Staging('a', 'M', g.m, g.a_m, g.a_k);
+  s += async ? AsyncStaging('b', 'N', g.n, g.b_n, g.b_k) : Staging('b', 'N', g.n, g.b_n, g.b_k);
   s += R"CU(  float acc[TM][TN];
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
-  load_a(0);
+)CU";
+  if (async) {
+    // STAGES - 1 slices in flight: the copies of slice s + STAGES - 1 are issued into the buffer
+    // slice s - 1 was read from once every thread is past it (the barrier), then slice s is
+    // multiplied while they land.
+    s += R"CU(#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < SLICES) {
+      copy_a(st * BK, st);
+      copy_b(st * BK, st);
+    }
+    kf_commit();
+  }
+  for (int slice = 0; slice < SLICES; ++slice) {
+    const int buf = slice % STAGES;
+    kf_wait<STAGES - 2>();
+    __syncthreads();
+    if (slice + STAGES - 1 < SLICES) {
+      copy_a((slice + STAGES - 1) * BK, (slice + STAGES - 1) % STAGES);
+      copy_b((slice + STAGES - 1) * BK, (slice + STAGES - 1) % STAGES);
+    }
+    kf_commit();
+)CU";
+  } else {
+    s += R"CU(  load_a(0);
   load_b(0);
   store_a(0);
   store_b(0);
@@ -172,7 +251,9 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
       load_a((slice + 1) * BK);
       load_b((slice + 1) * BK);
     }
-#pragma unroll
+)CU";
+  }
+  s += R"CU(#pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
       float fa[TM], fb[TN];
 #pragma unroll
@@ -190,12 +271,16 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);
     }
-    if (slice + 1 < SLICES) {
+)CU";
+  if (!async) {
+    s += R"CU(    if (slice + 1 < SLICES) {
       store_a(buf ^ 1);
       store_b(buf ^ 1);
     }
     __syncthreads();
+)CU";
   }
+  s += R"CU(  }
   float* cb = c + c_off;
 #pragma unroll
   for (int i = 0; i < TM; ++i) {

@@ -27,8 +27,11 @@ namespace kforge::codegen {
 // computing TM x TN of them (TM and TN multiples of 4; BM x BK and BN x BK whole quads a
 // thread). A warp covers (32 / warp_cols) x warp_cols of those threads; min_blocks is the
 // blocks an SM should hold (__launch_bounds__, which caps the registers a thread).
+// stages: 2, the next K slice read into registers while this one is multiplied, then stored to
+// the other of two shared-memory buffers; 3 or more, that many buffers filled by cp.async
+// (global to shared memory directly, stages - 1 slices in flight).
 struct CudaGemmTile {
-  int bm = 256, bn = 128, bk = 8, tm = 16, tn = 8, warp_cols = 8, min_blocks = 1;
+  int bm = 256, bn = 128, bk = 8, tm = 16, tn = 8, warp_cols = 8, min_blocks = 1, stages = 2;
   int threads() const { return (bm / tm) * (bn / tn); }
   bool operator==(const CudaGemmTile&) const = default;
 };

@@ -2,7 +2,8 @@
 // prelude that emulates what the project's kernels use of CUDA. A block's threads are
 // std::threads; __syncthreads is a std::barrier; __syncthreads_or and __shfl_xor_sync exchange
 // through slots between two barriers (so every thread of the block must reach them, as the
-// kernels' uniform control flow ensures); dynamic shared memory is the global kf_smem4. The
+// kernels' uniform control flow ensures); dynamic shared memory is the global kf_smem4; cp.async
+// copies (kf_copy4, kf_copy16) are done when issued. The
 // program after the source launches the grid block by block and checks the outputs.
 #pragma once
 
@@ -55,6 +56,12 @@ float __int_as_float(int bits) { float value; std::memcpy(&value, &bits, sizeof 
 struct alignas(16) float4 { float x, y, z, w; };
 float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 alignas(16) float4 kf_smem4[1 << 16];
+// cp.async, done at once: the copies have landed when issued.
+void kf_copy4(float* dst, const float* src, bool in) { *dst = in ? *src : 0.0f; }
+void kf_copy16(float* dst, const float* src) { std::memcpy(dst, src, 16); }
+void kf_commit() {}
+template <int N>
+void kf_wait() {}
 #define __global__
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))

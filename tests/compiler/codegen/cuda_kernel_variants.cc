@@ -1,4 +1,5 @@
-// Writes, as JSON on stdout, the CUDA GEMM kernel's source for each of a set of tiles on the
+// Writes, as JSON on stdout, the CUDA GEMM kernel's source for each of a set of tiles (and
+// shared-memory stages) on the
 // product shapes of KernelBench's attention networks (and a square row-major one), and the CUDA
 // attention kernel's for each of its tiles on those networks' attentions, for
 // bench/cuda_kernel_sweep.py to time on a GPU against cuBLAS, SDPA and each other:
@@ -105,6 +106,10 @@ int main() {
       {.bm = 128, .bn = 256, .bk = 8, .tm = 8, .tn = 16, .warp_cols = 8, .min_blocks = 1},
       {.bm = 256, .bn = 128, .bk = 8, .tm = 16, .tn = 8, .warp_cols = 8, .min_blocks = 1},
       {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4},
+      {.bm = 256, .bn = 128, .bk = 8, .tm = 16, .tn = 8, .warp_cols = 8, .min_blocks = 1, .stages = 3},
+      {.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2, .stages = 3},
+      {.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2, .stages = 4},
+      {.bm = 128, .bn = 256, .bk = 8, .tm = 8, .tn = 16, .warp_cols = 8, .min_blocks = 1, .stages = 3},
   };
   nlohmann::json gemms = nlohmann::json::array();
   for (const Shape& shape : shapes) {
@@ -116,7 +121,8 @@ int main() {
                      {"n", g.n},
                      {"k", g.k},
                      {"linear", shape.linear},
-                     {"tile", fmt::format("{}x{}x{} {}x{} wx{} mb{}", t.bm, t.bn, t.bk, t.tm, t.tn, t.warp_cols, t.min_blocks)},
+                     {"tile", fmt::format("{}x{}x{} {}x{} wx{} mb{}{}", t.bm, t.bn, t.bk, t.tm, t.tn, t.warp_cols, t.min_blocks,
+                                           t.stages > 2 ? fmt::format(" s{}", t.stages) : "")},
                      {"threads", t.threads()},
                      {"grid", {(g.n + t.bn - 1) / t.bn, (g.m + t.bm - 1) / t.bm, 1}},
                      {"name", name},

@@ -131,6 +131,24 @@ TEST(CudaMatmulTest, BatchesOverSeveralDimsWithABroadcastOperand) {
   ExpectExact(gemm, kSmall);
 }
 
+TEST(CudaMatmulTest, SlicesCopiedByCpAsyncGiveTheSameBits) {
+  // Three and four shared-memory stages: K-contiguous operands copied element by element into
+  // their transposed slices, row-contiguous ones in 16-byte copies, zeros past every edge; K of
+  // 21 and 40 runs fewer and more slices than stages.
+  constexpr CudaGemmTile three{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2, .stages = 3};
+  constexpr CudaGemmTile four{.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4, .stages = 4};
+  CudaGemm linear = Plain(70, 37, 21);
+  linear.b_k = 1;
+  linear.b_n = 21;
+  linear.bias = true;
+  ExpectExact(linear, three);
+  ExpectExact(linear, four);
+  ExpectExact(Plain(130, 136, 40), three);
+  CudaGemm m_fast{.m = 50, .n = 20, .k = 30, .batch_shape = {}, .a_batch = {}, .b_batch = {}, .c_batch = {}, .a_m = 1, .a_k = 52, .b_k = 20, .b_n = 1, .c_m = 20, .c_n = 1};
+  ExpectExact(m_fast, four);
+  ExpectExact(m_fast, four, /*shift=*/1);
+}
+
 TEST(CudaMatmulTest, TheTileFillsTheSmsOrShrinks) {
   EXPECT_EQ(ChooseCudaGemmTile(Plain(65536, 2304, 768)), kLarge);
   EXPECT_EQ(ChooseCudaGemmTile(Plain(32768, 128, 128)), kLarge);   // 128 tiles of 256 x 128
