@@ -74,39 +74,45 @@ namespace {
 // given its strides along its other dim (`rs`) and K (`ks`).
 bool KFastest(int64_t rs, int64_t ks) { return ks == 1 || rs != 1; }
 
+// The quads a thread takes of each slice of operand `x` (`rows`: M or N), as source; then, inside
+// the loop over them (i), its quad's row `lr` and K index `lk` within the slice, and `r` and `k`,
+// the same in the whole operand (from m0 or n0 and k0). K-contiguous quads run along K.
+std::string SliceQuads(char x, char rows) {
+  const char X = static_cast<char>(x - 'a' + 'A');
+  return fmt::format("  constexpr int {0}_QUADS = B{1} * BK / 4 / THREADS;\n", X, rows) +
+         fmt::format("  static_assert({0}_QUADS >= 1 && {0}_QUADS * THREADS * 4 == B{1} * BK, \"{2}'s slice is whole quads a thread\");\n", X, rows, x);
+}
+std::string QuadPosition(bool k_fast, char rows, bool whole) {
+  std::string s = k_fast ? "      const int q = tid + i * THREADS, lr = q / (BK / 4), lk = (q % (BK / 4)) * 4;\n"
+                         : fmt::format("      const int q = tid + i * THREADS, lr = (q % (B{0} / 4)) * 4, lk = q / (B{0} / 4);\n", rows);
+  if (whole) s += fmt::format("      const long long r = {}0 + lr;\n      const int k = k0 + lk;\n", static_cast<char>(rows - 'A' + 'a'));
+  return s;
+}
+
 // One operand's staging, as source: each thread loads QUADS quads of 4 elements a slice along
 // the operand's contiguous dim (one float4 where the quad is whole and aligned, else 4 predicated
 // scalars) and stores them into shared memory as [BK][rows], transposed where K is contiguous.
 // `x` names it (a or b), `rows` its dim besides K (M or N) of `extent`, `rs`/`ks` the strides.
 std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
   const bool k_fast = KFastest(rs, ks);
-  const char X = static_cast<char>(x - 'a' + 'A'), start = static_cast<char>(rows - 'A' + 'a');  // A; m (m0)
+  const char X = static_cast<char>(x - 'a' + 'A');
   const std::string quad_check = k_fast ? fmt::format("r < {} && k + 3 < K", extent) : fmt::format("r + 3 < {} && k < K", extent);
   const std::string lane_check = k_fast ? fmt::format("r < {} && k + j < K", extent) : fmt::format("r + j < {} && k < K", extent);
-  std::string s;
-  s += fmt::format("  constexpr int {0}_QUADS = B{1} * BK / 4 / THREADS;\n", X, rows);
-  s += fmt::format("  static_assert({0}_QUADS >= 1 && {0}_QUADS * THREADS * 4 == B{1} * BK, \"{2}'s slice is whole quads a thread\");\n", X, rows, x);
+  std::string s = SliceQuads(x, rows);
   s += fmt::format("  float4 r{}[{}_QUADS];\n", x, X);
   s += fmt::format("  auto load_{} = [&](int k0) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
-  s += "      const int q = tid + i * THREADS;\n";
-  if (k_fast) {
-    s += fmt::format("      const long long r = {}0 + q / (BK / 4);\n      const int k = k0 + (q % (BK / 4)) * 4;\n", start);
-  } else {
-    s += fmt::format("      const long long r = {}0 + (q % (B{} / 4)) * 4;\n      const int k = k0 + q / (B{} / 4);\n", start, rows, rows);
-  }
+  s += QuadPosition(k_fast, rows, /*whole=*/true);
   s += fmt::format("      const float* p = {0}b + r * {1}LL + (long long)k * {2}LL;\n", x, rs, ks);
   s += fmt::format("      if ({}_vec && {}) {{\n        r{}[i] = *reinterpret_cast<const float4*>(p);\n      }} else {{\n", x, quad_check, x);
   s += "        float v[4];\n#pragma unroll\n";
   s += fmt::format("        for (int j = 0; j < 4; ++j) v[j] = {} ? p[j * {}LL] : 0.0f;\n", lane_check, k_fast ? ks : rs);
   s += fmt::format("        r{}[i] = make_float4(v[0], v[1], v[2], v[3]);\n      }}\n    }}\n  }};\n", x);
   s += fmt::format("  auto store_{} = [&](int buf) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
-  s += "      const int q = tid + i * THREADS;\n";
+  s += QuadPosition(k_fast, rows, /*whole=*/false);
   if (k_fast) {
-    s += "      const int r = q / (BK / 4), k = (q % (BK / 4)) * 4;\n";
-    s += fmt::format("      {0}s[buf][k][r] = r{0}[i].x; {0}s[buf][k + 1][r] = r{0}[i].y; {0}s[buf][k + 2][r] = r{0}[i].z; {0}s[buf][k + 3][r] = r{0}[i].w;\n", x);
+    s += fmt::format("      {0}s[buf][lk][lr] = r{0}[i].x; {0}s[buf][lk + 1][lr] = r{0}[i].y; {0}s[buf][lk + 2][lr] = r{0}[i].z; {0}s[buf][lk + 3][lr] = r{0}[i].w;\n", x);
   } else {
-    s += fmt::format("      const int r = (q % (B{} / 4)) * 4, k = q / (B{} / 4);\n", rows, rows);
-    s += fmt::format("      *reinterpret_cast<float4*>(&{0}s[buf][k][r]) = r{0}[i];\n", x);
+    s += fmt::format("      *reinterpret_cast<float4*>(&{0}s[buf][lk][lr]) = r{0}[i];\n", x);
   }
   s += "    }\n  };\n";
   return s;
@@ -118,19 +124,10 @@ std::string Staging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
 // 16-byte copy; every other element, transposed ones included, a 4-byte copy.
 std::string AsyncStaging(char x, char rows, int64_t extent, int64_t rs, int64_t ks) {
   const bool k_fast = KFastest(rs, ks);
-  const char X = static_cast<char>(x - 'a' + 'A'), start = static_cast<char>(rows - 'A' + 'a');
-  std::string s;
-  s += fmt::format("  constexpr int {0}_QUADS = B{1} * BK / 4 / THREADS;\n", X, rows);
-  s += fmt::format("  static_assert({0}_QUADS >= 1 && {0}_QUADS * THREADS * 4 == B{1} * BK, \"{2}'s slice is whole quads a thread\");\n", X, rows, x);
+  const char X = static_cast<char>(x - 'a' + 'A');
+  std::string s = SliceQuads(x, rows);
   s += fmt::format("  auto copy_{} = [&](int k0, int buf) {{\n#pragma unroll\n    for (int i = 0; i < {}_QUADS; ++i) {{\n", x, X);
-  s += "      const int q = tid + i * THREADS;\n";
-  if (k_fast) {
-    s += "      const int lr = q / (BK / 4), lk = (q % (BK / 4)) * 4;\n";
-    s += fmt::format("      const long long r = {}0 + lr;\n      const int k = k0 + lk;\n", start);
-  } else {
-    s += fmt::format("      const int lr = (q % (B{0} / 4)) * 4, lk = q / (B{0} / 4);\n", rows);
-    s += fmt::format("      const long long r = {}0 + lr;\n      const int k = k0 + lk;\n", start);
-  }
+  s += QuadPosition(k_fast, rows, /*whole=*/true);
   s += fmt::format("      const float* p = {0}b + r * {1}LL + (long long)k * {2}LL;\n", x, rs, ks);
   if (k_fast) {
     s += "#pragma unroll\n";

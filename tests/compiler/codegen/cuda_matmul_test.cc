@@ -78,16 +78,22 @@ CudaGemm Plain(int64_t m, int64_t n, int64_t k) {
   return CudaGemm{.m = m, .n = n, .k = k, .batch_shape = {}, .a_batch = {}, .b_batch = {}, .c_batch = {}, .a_m = k, .a_k = 1, .b_k = n, .b_n = 1, .c_m = n, .c_n = 1};
 }
 
+// x @ W.T + b: W is [N, K], read K-fastest.
+CudaGemm Linear(int64_t m, int64_t n, int64_t k) {
+  CudaGemm gemm = Plain(m, n, k);
+  gemm.b_k = 1;
+  gemm.b_n = k;
+  gemm.bias = true;
+  return gemm;
+}
+
 constexpr CudaGemmTile kSmall{.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4};
 constexpr CudaGemmTile kMedium{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2};
 constexpr CudaGemmTile kLarge{};
 
 TEST(CudaMatmulTest, ALinearLayerWithTailsIsOneFmaChainPerOutputPlusTheBias) {
-  // x @ W.T + b: W is [N, K], read K-fastest; 70 rows, 37 columns (no float4 store), K = 21.
-  CudaGemm gemm = Plain(70, 37, 21);
-  gemm.b_k = 1;
-  gemm.b_n = 21;
-  gemm.bias = true;
+  // 70 rows, 37 columns (no float4 store), K = 21.
+  const CudaGemm gemm = Linear(70, 37, 21);
   ExpectExact(gemm, kSmall);
   ExpectExact(gemm, kMedium);
   ExpectExact(gemm, kLarge);
@@ -137,10 +143,7 @@ TEST(CudaMatmulTest, SlicesCopiedByCpAsyncGiveTheSameBits) {
   // 21 and 40 runs fewer and more slices than stages.
   constexpr CudaGemmTile three{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2, .stages = 3};
   constexpr CudaGemmTile four{.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4, .stages = 4};
-  CudaGemm linear = Plain(70, 37, 21);
-  linear.b_k = 1;
-  linear.b_n = 21;
-  linear.bias = true;
+  const CudaGemm linear = Linear(70, 37, 21);
   ExpectExact(linear, three);
   ExpectExact(linear, four);
   ExpectExact(Plain(130, 136, 40), three);
