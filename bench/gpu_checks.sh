@@ -5,7 +5,6 @@
 #   bench/gpu_checks.sh [smoke|ipc|speed|corpus|service|baseline|compiler|tuning|graphs|kernels|probe|counters|strategies|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
 #  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT, KFORGE_BENCH_BASELINES)
-# At most 8 files come back from the device machine's $OUT: run one of the heavier checks a call.
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -192,3 +191,10 @@ case "$what" in
     "$kforge" --workspace /tmp/kforge-baseline baseline tasks/level1/01_relu.py tasks/level1/03_softmax.py \
       tasks/level1/02_matmul.py tasks/level2/01_linear_relu.py 2>&1 | tee "$out/baseline.log" ;;
 esac
+# At most 8 files come back from the device machine's $OUT: past that, everything but the run
+# folder's archive, its bench.json and gpu.txt travels packed in one more.tgz.
+if [ "$(find "$out" -type f | wc -l)" -gt 8 ]; then
+  (cd "$out" && find . -type f ! -name runs.tgz ! -name bench.json ! -name gpu.txt ! -name more.tgz -print0 |
+    tar czf more.tgz --null -T - --remove-files && find . -type d -empty -delete)
+  echo "more than 8 files in \$OUT: packed into more.tgz"
+fi
