@@ -106,6 +106,7 @@ int main() {
       {.bm = 128, .bn = 256, .bk = 8, .tm = 8, .tn = 16, .warp_cols = 8, .min_blocks = 1},
       {.bm = 256, .bn = 128, .bk = 8, .tm = 16, .tn = 8, .warp_cols = 8, .min_blocks = 1},
       {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4},
+      {.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 3},  // 64 registers spill 16 bytes
       {.bm = 256, .bn = 128, .bk = 8, .tm = 16, .tn = 8, .warp_cols = 8, .min_blocks = 1, .stages = 3},
       {.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2, .stages = 3},
       {.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2, .stages = 4},
