@@ -4,11 +4,13 @@ torch.compile timed beside it, and the speedups; markdown on stdout, JSON with -
 
 With --base TABLE.json (an earlier --json table of the whole level), the tasks the run folder
 lacks keep that table's rows (their "run" says which table), so a level rerun in part gives a
-table of the whole level; --summary then prints the level's line as `kforge bench` computes it
+table of the whole level. --bench BENCH.json (a `kforge bench` summary whose run folder is gone)
+adds its tasks' rows where neither has them: timings and verdict, without the profile's columns.
+--summary then prints the level's line as `kforge bench` computes it
 (accepted, fast_1 over eager and over torch.compile as shares of all tasks, geometric means over
 the accepted ones).
 
-  python3 bench/network_table.py bench/runs/kb3 [--json FILE] [--base TABLE.json] [--summary]
+  python3 bench/network_table.py bench/runs/kb3 [--json FILE] [--base TABLE.json] [--bench BENCH.json] [--summary]
 """
 from __future__ import annotations
 
@@ -44,6 +46,20 @@ def row(report: dict[str, Any], name: str) -> dict[str, Any]:
     return entry
 
 
+def bench_row(task: dict[str, Any]) -> dict[str, Any]:
+    """A row from a bench.json task entry: its timings and verdict, no profile."""
+    entry = {"task": task["task"].split("/")[-1], "verdict": task.get("verdict"), "graph_replay": None, "launches": None,
+             "kernels_ms": None, "call_ms": task.get("candidate_ms"), "eager_ms": task.get("eager_ms"),
+             "compile_ms": task.get("compile_ms")}
+    for key, base in (("vs_eager", "eager_ms"), ("vs_compile", "compile_ms")):
+        entry[key] = entry[base] / entry["call_ms"] if entry["call_ms"] and entry[base] else None
+    return entry
+
+
+def task_order(r: dict[str, Any]) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in r["task"].replace("_", "/").split("/")]
+
+
 def cell(value: Any, unit: str = "") -> str:
     if value is None:
         return "-"
@@ -59,6 +75,7 @@ def main() -> int:
     parser.add_argument("run_folder")
     parser.add_argument("--json")
     parser.add_argument("--base", help="an earlier --json table: its rows for the tasks the run folder lacks")
+    parser.add_argument("--bench", action="append", default=[], help="a bench.json: its rows for the tasks still missing")
     parser.add_argument("--summary", action="store_true", help="print the level's summary line")
     args = parser.parse_args()
     rows = []
@@ -66,12 +83,16 @@ def main() -> int:
                        key=lambda p: (len(p.split(os.sep)), [int(t) if t.isdigit() else t for t in p.replace("_", "/").split("/")])):
         with open(path, encoding="utf-8") as handle:
             rows.append(dict(row(json.load(handle), os.path.relpath(os.path.dirname(path), args.run_folder)), run=args.run_folder))
+    for path in args.bench:
+        with open(path, encoding="utf-8") as handle:
+            have = {r["task"] for r in rows}
+            rows += [dict(bench_row(t), run=path) for t in json.load(handle).get("tasks", []) if t["task"].split("/")[-1] not in have]
     if args.base:
         with open(args.base, encoding="utf-8") as handle:
             base = json.load(handle)
         have = {r["task"] for r in rows}
         rows += [dict(r, run=r.get("run", args.base)) for r in base if r["task"] not in have]
-        rows.sort(key=lambda r: [int(t) if t.isdigit() else t for t in r["task"].replace("_", "/").split("/")])
+    rows.sort(key=task_order)
     print("| task | verdict | graph | launches | GPU time in kernels | time per call | eager | torch.compile | vs eager | vs torch.compile |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:

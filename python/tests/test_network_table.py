@@ -1,0 +1,46 @@
+"""bench/network_table.py: a table of a bench run folder's reports, merged with an earlier table's
+rows and a bench.json's rows for the tasks the folder lacks, and the level's summary line."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "bench", "network_table.py")
+
+
+def report(candidate: float, eager: float, compiled: float) -> dict:
+    timing = {"candidate_ms": {"median": candidate}, "reference_eager_ms": {"median": eager},
+              "reference_compile_ms": {"median": compiled}}
+    return {"evaluation": {"verdict": "accepted", "evidence": {"timing": timing, "provenance": {
+        "kernels": [{"calls": 3, "time_us": 1500.0}]}}}, "compile": {"graph_replay": True}}
+
+
+def test_run_folder_rows_then_bench_rows_then_the_base_table(tmp_path):
+    run = tmp_path / "run"
+    for name, timings in (("9_ResNet18", (1.0, 2.0, 4.0)), ("10_ResNet101", (2.0, 2.0, 3.0))):
+        (run / name).mkdir(parents=True)
+        (run / name / "report.json").write_text(json.dumps(report(*timings)))
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"tasks": [
+        {"task": "level3/12_VGG19", "verdict": "accepted", "candidate_ms": 5.0, "eager_ms": 10.0, "compile_ms": 5.0},
+        {"task": "level3/9_ResNet18", "verdict": "accepted", "candidate_ms": 9.0, "eager_ms": 1.0, "compile_ms": 1.0}]}))
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps([
+        {"task": "1_MLP", "verdict": "accepted", "graph_replay": True, "launches": 8, "kernels_ms": 2.0, "call_ms": 2.0,
+         "eager_ms": 4.0, "compile_ms": 4.0, "vs_eager": 2.0, "vs_compile": 2.0, "run": "old"},
+        {"task": "12_VGG19", "verdict": "wrong_output", "graph_replay": None, "launches": None, "kernels_ms": None,
+         "call_ms": None, "eager_ms": None, "compile_ms": None, "vs_eager": None, "vs_compile": None}]))
+    out = tmp_path / "table.json"
+    printed = subprocess.run([sys.executable, SCRIPT, str(run), "--bench", str(bench), "--base", str(base), "--summary",
+                              "--json", str(out)], check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out.read_text())
+    assert [r["task"] for r in rows] == ["1_MLP", "9_ResNet18", "10_ResNet101", "12_VGG19"]
+    by_task = {r["task"]: r for r in rows}
+    assert by_task["9_ResNet18"]["vs_compile"] == 4.0 and by_task["9_ResNet18"]["launches"] == 3  # the report wins
+    assert by_task["12_VGG19"]["verdict"] == "accepted" and by_task["12_VGG19"]["vs_eager"] == 2.0  # bench.json over base
+    assert by_task["12_VGG19"]["run"] == str(bench) and by_task["1_MLP"]["run"] == "old"
+    assert "tasks 4, accepted 4 (100%)" in printed
+    assert "kforge vs torch.compile 1.86x" in printed  # (2 * 4 * 1.5 * 1) ** (1 / 4)
