@@ -191,6 +191,7 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
   s += R"CU(  constexpr int TX = BN / TN, WY = 32 / WX;  // threads along N; a warp's threads along M
   constexpr int RM = TM / 4, RN = TN / 4;    // a thread's rows (columns) in groups of 4, BM / RM (BN / RN) apart
   constexpr int SLICES = (K + BK - 1) / BK;
+  static_assert(STAGES * BK * (BM + BN + 2 * PAD) * 4 <= 48 * 1024, "a tile's static shared memory is at most 48 KB");
   __shared__ __align__(16) float as[STAGES][BK][BM + PAD];
   __shared__ __align__(16) float bs[STAGES][BK][BN + PAD];
   // Warps cover WY x WX threads of the block's thread grid, so that a warp's fragment reads of

@@ -29,7 +29,8 @@ namespace kforge::codegen {
 // blocks an SM should hold (__launch_bounds__, which caps the registers a thread).
 // stages: 2, the next K slice read into registers while this one is multiplied, then stored to
 // the other of two shared-memory buffers; 3 or more, that many buffers filled by cp.async
-// (global to shared memory directly, stages - 1 slices in flight).
+// (global to shared memory directly, stages - 1 slices in flight). The buffers are static shared
+// memory: stages x bk x (bm + bn + 8) floats, at most 48 KB (the source asserts it).
 struct CudaGemmTile {
   int bm = 256, bn = 128, bk = 8, tm = 16, tn = 8, warp_cols = 8, min_blocks = 1, stages = 2;
   int threads() const { return (bm / tm) * (bn / tn); }
