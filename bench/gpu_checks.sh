@@ -71,9 +71,10 @@ case "$what" in
     # timings alone (`kforge baseline`), then benches in what is left of KFORGE_BENCH_LIMIT: the
     # evaluator times the reference after the candidate, so a network whose torch.compile takes
     # minutes (16_DenseNet201) is otherwise cut by the call's limit before either is stored.
-    deadline=$((SECONDS + ${KFORGE_BENCH_LIMIT:-540}))
+    limit="${KFORGE_BENCH_LIMIT:-540}"
+    deadline=$((SECONDS + limit))
     if [ -n "${KFORGE_BENCH_BASELINES:-}" ]; then
-      timeout "${KFORGE_BENCH_LIMIT:-540}" "$kforge" --workspace "$runs/workspace" baseline "$suite"/*.py >"$out/baselines.log" 2>&1
+      timeout "$limit" "$kforge" --workspace "$runs/workspace" baseline "$suite"/*.py >"$out/baselines.log" 2>&1
       echo "baselines: exit $? after ${SECONDS} s"
     fi
     bench_shard() {  # GPU index, shard (I/N or empty), log

@@ -41,16 +41,18 @@ def row(report: dict[str, Any], name: str) -> dict[str, Any]:
         "eager_ms": median(timing, "reference_eager_ms"),
         "compile_ms": median(timing, "reference_compile_ms"),
     }
-    for key, base in (("vs_eager", "eager_ms"), ("vs_compile", "compile_ms")):
-        entry[key] = entry[base] / entry["call_ms"] if entry["call_ms"] and entry[base] else None
-    return entry
+    return with_speedups(entry)
 
 
 def bench_row(task: dict[str, Any]) -> dict[str, Any]:
     """A row from a bench.json task entry: its timings and verdict, no profile."""
-    entry = {"task": task["task"].split("/")[-1], "verdict": task.get("verdict"), "graph_replay": None, "launches": None,
-             "kernels_ms": None, "call_ms": task.get("candidate_ms"), "eager_ms": task.get("eager_ms"),
-             "compile_ms": task.get("compile_ms")}
+    return with_speedups({"task": task["task"].split("/")[-1], "verdict": task.get("verdict"), "graph_replay": None,
+                          "launches": None, "kernels_ms": None, "call_ms": task.get("candidate_ms"),
+                          "eager_ms": task.get("eager_ms"), "compile_ms": task.get("compile_ms")})
+
+
+def with_speedups(entry: dict[str, Any]) -> dict[str, Any]:
+    """The row with its speedups over eager and torch.compile (None where a time is missing)."""
     for key, base in (("vs_eager", "eager_ms"), ("vs_compile", "compile_ms")):
         entry[key] = entry[base] / entry["call_ms"] if entry["call_ms"] and entry[base] else None
     return entry
@@ -86,7 +88,7 @@ def main() -> int:
     for path in args.bench:
         with open(path, encoding="utf-8") as handle:
             have = {r["task"] for r in rows}
-            rows += [dict(bench_row(t), run=path) for t in json.load(handle).get("tasks", []) if t["task"].split("/")[-1] not in have]
+            rows += [dict(r, run=path) for r in map(bench_row, json.load(handle).get("tasks", [])) if r["task"] not in have]
     if args.base:
         with open(args.base, encoding="utf-8") as handle:
             base = json.load(handle)

@@ -40,6 +40,23 @@ BaselineKey ReferenceTimingKey(const TaskFile& task, const EvalOptions& options,
 // Where reference timings are found and kept: none without an environment to key them by.
 BaselineSource* KeptBaselines(const EvalOptions& options) { return options.baseline_environment.empty() ? nullptr : options.baselines; }
 
+std::string TimingName(const std::string& mode) { return "the reference's " + mode + " timing"; }
+
+// The reference timed in `mode` by the trusted worker in its prepared session `eval_id`, parsed,
+// and kept under the task's key where the options keep baselines; with the reply as written.
+struct MeasuredReference {
+  Json reply;
+  ReferenceTiming timing;
+};
+Result<MeasuredReference> MeasureReference(WorkerClient& trusted, const std::string& eval_id, const TaskFile& task,
+                                           const EvalOptions& options, const std::string& mode, double timeout_s) {
+  ASSIGN_OR_RETURN(Json reply,
+                   trusted.Call("time_reference", Json{{"eval_id", eval_id}, {"mode", mode}, {"config", options.budget.ToJson()}}, timeout_s));
+  ASSIGN_OR_RETURN(ReferenceTiming timing, ParseReferenceTiming(reply, TimingName(mode)));
+  if (BaselineSource* baselines = KeptBaselines(options)) baselines->Keep(ReferenceTimingKey(task, options, mode), reply);
+  return MeasuredReference{std::move(reply), std::move(timing)};
+}
+
 std::vector<uint64_t> FreshSeeds(int count) {
   std::random_device entropy;
   std::vector<uint64_t> seeds;
@@ -295,25 +312,18 @@ class EvaluationRun {
   // The reference timed in `mode`: as stored from an earlier measurement on this machine when the
   // baseline source has it, else measured now by the trusted worker and kept. The evidence says which.
   Result<ReferenceTiming> TimedReference(const std::string& mode, double timeout_s) {
-    const BaselineKey key = ReferenceTimingKey(task_, options_, mode);
-    BaselineSource* baselines = KeptBaselines(options_);
-    const std::string where = "the reference's " + mode + " timing";
-    if (baselines) {
-      if (std::optional<Json> stored = baselines->Find(key)) {
+    if (BaselineSource* baselines = KeptBaselines(options_)) {
+      if (std::optional<Json> stored = baselines->Find(ReferenceTimingKey(task_, options_, mode))) {
         // A stored record that lacks what the checks read (an older one) is measured again.
-        if (Result<ReferenceTiming> timing = ParseReferenceTiming(*stored, where); timing.ok()) {
+        if (Result<ReferenceTiming> timing = ParseReferenceTiming(*stored, TimingName(mode)); timing.ok()) {
           result_.evidence["baselines"][mode] = {{"from_store", true}, {"recorded_at", JsonField(*stored, "recorded_at")}};
           return timing;
         }
       }
     }
-    auto measured = trusted_->Call("time_reference", Json{{"eval_id", eval_id_}, {"mode", mode}, {"config", options_.budget.ToJson()}},
-                                   timeout_s);
-    if (!measured.ok()) return measured.status();
-    ASSIGN_OR_RETURN(ReferenceTiming timing, ParseReferenceTiming(*measured, where));
-    if (baselines) baselines->Keep(key, *measured);
+    ASSIGN_OR_RETURN(MeasuredReference measured, MeasureReference(*trusted_, eval_id_, task_, options_, mode, timeout_s));
     result_.evidence["baselines"][mode] = {{"from_store", false}};
-    return timing;
+    return std::move(measured.timing);
   }
 
   // torch.compile of the reference (default mode) on the same prepared inputs, with the same
@@ -447,22 +457,17 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
       if (max_autotune) modes.push_back("compile_max_autotune");
       for (const std::string& mode : modes) {
         LogInfo("timing {} ({})", task.name, mode);
-        auto timed = trusted->Call("time_reference", Json{{"eval_id", eval_id}, {"mode", mode},
-                                                         {"config", options_.budget.ToJson()}}, ReferenceTimeout(options_) * 3);
-        Result<ReferenceTiming> timing = timed.ok() ? ParseReferenceTiming(*timed, "the reference's " + mode + " timing")
-                                                    : Result<ReferenceTiming>(timed.status());
-        if (!timing.ok()) {
-          report["modes"][mode] = {{"error", timing.status().message()}};
-          continue;
-        }
-        report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing->samples_ms))}, {"samples_ms", timing->samples_ms},
-                                 {"compile_s", timing->compile_s}, {"meaningful", (*timed)["meaningful"]}};
         // Kept as an evaluation keeps the timings it measures, so later evaluations and benches of
         // the task on this machine reuse them.
-        if (BaselineSource* baselines = KeptBaselines(options_)) {
-          baselines->Keep(ReferenceTimingKey(task, options_, mode), *timed);
-          report["modes"][mode]["kept"] = true;
+        auto measured = MeasureReference(*trusted, eval_id, task, options_, mode, ReferenceTimeout(options_) * 3);
+        if (!measured.ok()) {
+          report["modes"][mode] = {{"error", measured.status().message()}};
+          continue;
         }
+        const ReferenceTiming& timing = measured->timing;
+        report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
+                                 {"compile_s", timing.compile_s}, {"meaningful", measured->reply["meaningful"]}};
+        if (KeptBaselines(options_)) report["modes"][mode]["kept"] = true;
       }
     } else {
       unreadable = parsed.status();
