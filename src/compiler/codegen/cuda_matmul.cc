@@ -32,7 +32,8 @@ std::string BatchOffsets(const CudaGemm& gemm) {
 }
 
 // The bias's ref when `node` adds one along N to the product `anchor` (add.Tensor(anchor, bias)
-// or add.Tensor(bias, anchor), alpha 1, a bias whose dims are 1 but the last, of N elements).
+// or add.Tensor(bias, anchor), alpha 1, a bias of N elements along its last dim, each other dim of
+// size 1 or broadcast: stride 0).
 std::optional<ir::NodeRef> AddedBias(const ir::Graph& graph, const ir::OpNode& node, const ir::NodeRef& anchor, int64_t n) {
   if (node.op != "aten.add.Tensor" || node.args.size() != 2 || !node.kwargs.empty()) return std::nullopt;
   const auto* x = node.args[0].TryAs<ir::NodeRef>();
@@ -44,7 +45,7 @@ std::optional<ir::NodeRef> AddedBias(const ir::Graph& graph, const ir::OpNode& n
   if (type == nullptr || type->dtype != ir::DType::kFloat32 || type->shape.empty() || type->shape.back() != n) return std::nullopt;
   if (type->shape.size() > node.type().shape.size()) return std::nullopt;
   for (size_t d = 0; d + 1 < type->shape.size(); ++d) {
-    if (type->shape[d] != 1) return std::nullopt;
+    if (type->shape[d] != 1 && type->stride[d] != 0) return std::nullopt;  // the same N values along every other dim
   }
   return *bias;
 }
@@ -312,15 +313,22 @@ std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const 
   const ir::TensorType &a_type = *graph.TypeOf(a), &b_type = *graph.TypeOf(b);
   const ir::Shape& out_shape = anchor.type().shape;
   const size_t r = out_shape.size() - 2;
+  // The rows run along ProductRowDim's dim; the other dims before N (M among them when it is
+  // not that dim) are the batch dims, along which B does not move where it has no such dim.
+  const size_t row = ProductRowDim(out_shape, b_type.stride);
+  std::vector<size_t> batch_dims;
+  for (size_t d = 0; d < r; ++d) batch_dims.push_back(d == row ? r : d);
   CudaGemm gemm;
-  gemm.m = out_shape[r];
+  gemm.m = out_shape[row];
   gemm.n = out_shape[r + 1];
   gemm.k = a_type.shape[r + 1];
   if (gemm.k <= kMaxFmaK) return std::nullopt;
-  gemm.batch_shape.assign(out_shape.begin(), out_shape.begin() + static_cast<std::ptrdiff_t>(r));
-  gemm.a_batch.assign(a_type.stride.begin(), a_type.stride.begin() + static_cast<std::ptrdiff_t>(r));
-  gemm.b_batch.assign(b_type.stride.begin(), b_type.stride.begin() + static_cast<std::ptrdiff_t>(r));
-  gemm.a_m = a_type.stride[r];
+  for (size_t d : batch_dims) {
+    gemm.batch_shape.push_back(out_shape[d]);
+    gemm.a_batch.push_back(a_type.stride[d]);
+    gemm.b_batch.push_back(d == r ? 0 : b_type.stride[d]);
+  }
+  gemm.a_m = a_type.stride[row];
   gemm.a_k = a_type.stride[r + 1];
   gemm.b_k = b_type.stride[r];
   gemm.b_n = b_type.stride[r + 1];
@@ -337,8 +345,8 @@ std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const 
     gemm.bias_n = graph.TypeOf(*bias)->stride.back();
   }
   const ir::TensorType& c_type = *graph.TypeOf(outputs.front());
-  gemm.c_batch.assign(c_type.stride.begin(), c_type.stride.begin() + static_cast<std::ptrdiff_t>(r));
-  gemm.c_m = c_type.stride[r];
+  for (size_t d : batch_dims) gemm.c_batch.push_back(c_type.stride[d]);
+  gemm.c_m = c_type.stride[row];
   gemm.c_n = c_type.stride[r + 1];
 
   const CudaGemmTile tile = ChooseCudaGemmTile(gemm);

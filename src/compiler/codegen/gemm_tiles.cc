@@ -27,6 +27,15 @@ std::vector<TileChoice> MatmulTileSpace(int64_t m, const std::string& dot_precis
   return space;
 }
 
+size_t ProductRowDim(const ir::Shape& out, const std::vector<int64_t>& b_stride) {
+  const size_t r = out.size() - 2;
+  size_t row = r;
+  for (size_t d = 0; d < r; ++d) {
+    if (b_stride[d] == 0 && out[d] > out[row]) row = d;
+  }
+  return row;
+}
+
 std::vector<TileChoice> FmaTileSpace(int64_t m) {
   int block_m = 1;
   while (block_m < m && block_m < 64) block_m *= 2;

@@ -25,11 +25,17 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   const size_t rank = out_shape.size();
   const size_t r = rank - 2;  // the first matrix dim; the dims before it are batch dims
   const bool batched = r > 0;
-  const int64_t m = out_shape[r], n = out_shape[r + 1], k = a_type.shape[r + 1];
-  int64_t batch = 1;
-  for (size_t d = 0; d < r; ++d) batch *= out_shape[d];
   const std::vector<int64_t>& sa = a_type.stride;
   const std::vector<int64_t>& sb = b_type.stride;
+  // The rows run along ProductRowDim's dim (M, or a batch dim B is broadcast along); the other
+  // dims before N are the batch dims, along which B does not move where it has no such dim.
+  const size_t row = ProductRowDim(out_shape, sb);
+  std::vector<size_t> batch_dims;
+  for (size_t d = 0; d < r; ++d) batch_dims.push_back(d == row ? r : d);
+  auto b_stride = [&](size_t d) { return d == r ? int64_t{0} : sb[d]; };
+  const int64_t m = out_shape[row], n = out_shape[r + 1], k = a_type.shape[r + 1];
+  int64_t batch = 1;
+  for (size_t d : batch_dims) batch *= out_shape[d];
 
   EmittedKernel kernel;
   kernel.name = "matmul_" + group.name;
@@ -56,25 +62,29 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
                        by_fma ? "one fp32 FMA per K step" : fmt::format("tl.dot with input_precision=\"{}\"", options.dot_precision)));
   EmitTilePosition(out, m, n);
   out.Line(batched ? "kf_batch = tl.program_id(1).to(tl.int64)" : "kf_batch = 0");
-  // Each batch dim's index (one dim: the program's batch itself), and the operands' offsets.
-  std::vector<std::string> batch_index;
+  // Each batch dim's index (one dim: the program's batch itself), and the operands' offsets; the
+  // output's index along each of its dims.
+  std::vector<std::string> index(rank);
   std::vector<std::string> a_terms, b_terms;
   int64_t inner = 1;
-  for (size_t d = r; d-- > 0;) {
-    std::string index = r == 1 ? "kf_batch" : fmt::format("kf_b{}", d);
+  for (size_t i = r; i-- > 0;) {
+    const size_t d = batch_dims[i];
+    std::string name = r == 1 ? "kf_batch" : fmt::format("kf_b{}", d);
     if (r > 1) {
       std::string value = inner == 1 ? "kf_batch" : fmt::format("(kf_batch // {})", inner);
-      if (d > 0) value = fmt::format("{} % {}", value, out_shape[d]);
-      out.Line(fmt::format("{} = {}", index, value));
+      if (i > 0) value = fmt::format("{} % {}", value, out_shape[d]);
+      out.Line(fmt::format("{} = {}", name, value));
     }
     inner *= out_shape[d];
-    batch_index.insert(batch_index.begin(), index);
-    a_terms.push_back(Term(index, sa[d]));
-    b_terms.push_back(Term(index, sb[d]));
+    index[d] = name;
+    a_terms.push_back(Term(name, sa[d]));
+    b_terms.push_back(Term(name, b_stride(d)));
   }
+  index[row] = "kf_m[:, None]";
+  index[r + 1] = "kf_n[None, :]";
   if (by_fma) {
     // Written even for a stride of 0 (a broadcast dim), so each pointer stays a block.
-    a_terms.push_back(fmt::format("kf_m * {}", sa[r]));
+    a_terms.push_back(fmt::format("kf_m * {}", sa[row]));
     b_terms.push_back(fmt::format("kf_n * {}", sb[r + 1]));
     out.Line(fmt::format("kf_a = kf_a_ptr + {}", Sum(a_terms)));
     out.Line(fmt::format("kf_b = kf_b_ptr + {}", Sum(b_terms)));
@@ -88,8 +98,8 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
     out.Line("kf_kk = tl.arange(0, BLOCK_K)");
     // An operand whose rows are contiguous along K (a transposed view: B = W.T of a linear layer)
     // is loaded K-fastest and transposed in registers, so each load is coalesced.
-    const bool a_k_major = sa[r] == 1 && sa[r + 1] != 1, b_k_major = sb[r] == 1 && sb[r + 1] != 1;
-    a_terms.push_back(Term(a_k_major ? "kf_m[None, :]" : "kf_m[:, None]", sa[r]));
+    const bool a_k_major = sa[row] == 1 && sa[r + 1] != 1, b_k_major = sb[r] == 1 && sb[r + 1] != 1;
+    a_terms.push_back(Term(a_k_major ? "kf_m[None, :]" : "kf_m[:, None]", sa[row]));
     a_terms.push_back(Term(a_k_major ? "kf_kk[:, None]" : "kf_kk[None, :]", sa[r + 1]));
     b_terms.push_back(Term(b_k_major ? "kf_kk[None, :]" : "kf_kk[:, None]", sb[r]));
     b_terms.push_back(Term(b_k_major ? "kf_n[:, None]" : "kf_n[None, :]", sb[r + 1]));
@@ -123,9 +133,6 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   out.Line(fmt::format("kf_mask = (kf_m[:, None] < {}) & (kf_n[None, :] < {})", m, n));
   OpenEpilogue(out, split);
   out.Line(fmt::format("{} = kf_acc", VarName(graph, anchor.ref())));
-  std::vector<std::string> index = batch_index;
-  index.push_back("kf_m[:, None]");
-  index.push_back("kf_n[None, :]");
   RETURN_IF_ERROR(EmitEpilogue(out, graph, group, inputs, outputs, out_shape, index, kernel));
   CloseEpilogue(out, split, m, n);
   out.Close();

@@ -558,6 +558,17 @@ TEST(CudaKernelsEndToEndTest, BiasOnlyProductsAreCudaKernels) {
                            "-> one CUDA C++ kernel", "kernel = torch.cuda._compile_kernel(self.source, self.name)"});
 }
 
+// A linear layer over a permuted view (matmul's bmm of 2 rows by a weight expanded over 24
+// batches) runs along the batches: 24 rows for each of the 2 images, in the Triton kernel (under
+// the interpreter, against PyTorch) and in the CUDA one (compiled for Hopper).
+TEST(BroadcastProductEndToEndTest, RunsAlongTheBatchDimTheWeightIsExpandedOver) {
+  ExpectMatchesPyTorch("codegen/broadcast_products", ModelWriterOptions{}, {"# 2 batches of 24 x 96 x 40 (M x N x K)"});
+  ModelWriterOptions options;
+  options.kernel.cuda_ieee_kernels = true;
+  ExpectCompilesForHopper("codegen/broadcast_products", options,
+                          {"// 2 batches of 24 x 96 x 40 (M x N x K) fp32 product plus a bias along N", "-> one CUDA C++ kernel"});
+}
+
 // Attention of every recognized form is a CUDA flash-attention kernel under IEEE dots on a GPU;
 // a bias is first written at its own shape by a Triton kernel (minGPT's mask from its buffer, a
 // relative-position table gathered by clamped index arithmetic). The file compiles for Hopper and
