@@ -23,30 +23,36 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from noise_probe import TOLERANCE, load  # noqa: E402  (the fp32 policy's tolerance; a task file as a module)
 
 
-def stepwise_gru(gru: torch.nn.GRU, x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
-    """h_n of a unidirectional, time-major GRU, one step at a time in fp32, the recurrent product
-    summed over the two halves of the hidden size."""
+def stepwise_gru(gru: torch.nn.GRU, x: torch.Tensor, h0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(output, h_n) of a time-major GRU (one or two directions), one step at a time in fp32, each
+    recurrent product summed over the two halves of the hidden size."""
     hidden = gru.hidden_size
     half = hidden // 2
+    directions = 2 if gru.bidirectional else 1
     h_n = []
     sequence = x
     for layer in range(gru.num_layers):
-        w_ih, w_hh = getattr(gru, f"weight_ih_l{layer}"), getattr(gru, f"weight_hh_l{layer}")
-        b_ih, b_hh = getattr(gru, f"bias_ih_l{layer}"), getattr(gru, f"bias_hh_l{layer}")
-        gates_in = sequence @ w_ih.T + b_ih
-        h = h0[layer]
         outputs = []
-        for step in range(sequence.shape[0]):
-            gates_h = (h[:, :half] @ w_hh.T[:half] + h[:, half:] @ w_hh.T[half:]) + b_hh
-            gi = gates_in[step]
-            r = torch.sigmoid(gi[:, :hidden] + gates_h[:, :hidden])
-            z = torch.sigmoid(gi[:, hidden:2 * hidden] + gates_h[:, hidden:2 * hidden])
-            n = torch.tanh(gi[:, 2 * hidden:] + r * gates_h[:, 2 * hidden:])
-            h = (1 - z) * n + z * h
-            outputs.append(h)
-        sequence = torch.stack(outputs)
-        h_n.append(h)
-    return torch.stack(h_n)
+        for direction in range(directions):
+            suffix = f"l{layer}" + ("_reverse" if direction else "")
+            w_ih, w_hh = getattr(gru, f"weight_ih_{suffix}"), getattr(gru, f"weight_hh_{suffix}")
+            b_ih, b_hh = getattr(gru, f"bias_ih_{suffix}"), getattr(gru, f"bias_hh_{suffix}")
+            gates_in = sequence @ w_ih.T + b_ih
+            h = h0[layer * directions + direction]
+            steps = range(sequence.shape[0] - 1, -1, -1) if direction else range(sequence.shape[0])
+            states = [None] * sequence.shape[0]
+            for step in steps:
+                gates_h = (h[:, :half] @ w_hh.T[:half] + h[:, half:] @ w_hh.T[half:]) + b_hh
+                gi = gates_in[step]
+                r = torch.sigmoid(gi[:, :hidden] + gates_h[:, :hidden])
+                z = torch.sigmoid(gi[:, hidden:2 * hidden] + gates_h[:, hidden:2 * hidden])
+                n = torch.tanh(gi[:, 2 * hidden:] + r * gates_h[:, 2 * hidden:])
+                h = (1 - z) * n + z * h
+                states[step] = h
+            outputs.append(torch.stack(states))
+            h_n.append(h)
+        sequence = torch.cat(outputs, dim=-1)
+    return sequence, torch.stack(h_n)
 
 
 def probe(path: str, seed: int, scale: float) -> dict:
@@ -54,13 +60,14 @@ def probe(path: str, seed: int, scale: float) -> dict:
     torch.manual_seed(seed)
     model = task.Model(*task.get_init_inputs())
     gru = model.gru
-    if gru.bidirectional or gru.batch_first or not gru.bias:
-        raise SystemExit(f"{path}: only a unidirectional, time-major GRU with biases is probed")
+    if gru.batch_first or not gru.bias:
+        raise SystemExit(f"{path}: only a time-major GRU with biases is probed")
     x, h0 = [v * scale for v in task.get_inputs()]
     with torch.no_grad():
         reference = model(x, h0)
         exact = copy.deepcopy(model).double()(x.double(), h0.double())
-        honest = stepwise_gru(gru, x, h0)
+        output, h_n = stepwise_gru(gru, x, h0)
+    honest = h_n if reference.shape == h_n.shape else output  # what the task's forward returns
     noise = lambda: [(reference.double() - exact).abs().float()]
     judged = compare_outputs([honest], [reference], TOLERANCE, noise)["outputs"][0]
     stray = (reference.double() - exact).abs()

@@ -35,13 +35,15 @@ def get_init_inputs():
 
 def test_the_stepwise_gru_is_nn_gru_in_another_order():
     torch.manual_seed(0)
-    gru = torch.nn.GRU(8, 16, 2)
-    x, h0 = torch.rand(12, 3, 8), torch.rand(2, 3, 16)
-    with torch.no_grad():
-        want = gru(x, h0)[1]
-        got = probe_module.stepwise_gru(gru, x, h0)
-    assert got.shape == want.shape
-    assert torch.allclose(got, want, rtol=1e-5, atol=1e-6)
+    for bidirectional in (False, True):
+        gru = torch.nn.GRU(8, 16, 2, bidirectional=bidirectional)
+        x, h0 = torch.rand(12, 3, 8), torch.rand(4 if bidirectional else 2, 3, 16)
+        with torch.no_grad():
+            want = gru(x, h0)
+            got = probe_module.stepwise_gru(gru, x, h0)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape
+            assert torch.allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
 def test_probe_reports_strays_and_the_ratio(tmp_path):
