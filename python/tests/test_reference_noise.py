@@ -87,6 +87,24 @@ def test_noise_widens_the_allowance_only_where_given():
     assert not compare_tensor(nan, reference, tight, noise)["passed"]
 
 
+def test_a_failure_with_noise_says_how_far_the_reference_itself_strays():
+    # A chaotic output: the reference is 900 off fp64 at one element, the candidate at another.
+    reference = torch.ones(100)
+    reference[0] = reference[99] = 1000.0
+    candidate = reference.clone()
+    candidate[99] = 100.0
+    noise = torch.full((100,), 0.01, dtype=torch.float64)
+    noise[0] = 900.0
+    report = compare_tensor(candidate, reference, Tolerance(rtol=1e-4, atol=1e-4), noise)
+    assert not report["passed"]
+    assert report["reference_noise_max"] == 900.0
+    rms = reference.pow(2).mean().sqrt().item()
+    assert f"the reference itself strays from fp64 by up to 900 ({900 / rms:.2g}x the output rms)" in report["problem"]
+    # Without noise, nothing is said of it.
+    plain = compare_tensor(candidate, reference, Tolerance(rtol=1e-4, atol=1e-4))
+    assert "reference_noise_max" not in plain and "strays" not in plain["problem"]
+
+
 def test_noise_is_asked_for_only_when_values_fail():
     reference = [torch.tensor([1.0, 2.0])]
     calls = []
