@@ -313,11 +313,7 @@ std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const 
   const ir::TensorType &a_type = *graph.TypeOf(a), &b_type = *graph.TypeOf(b);
   const ir::Shape& out_shape = anchor.type().shape;
   const size_t r = out_shape.size() - 2;
-  // The rows run along ProductRowDim's dim; the other dims before N (M among them when it is
-  // not that dim) are the batch dims, along which B does not move where it has no such dim.
-  const size_t row = ProductRowDim(out_shape, b_type.stride);
-  std::vector<size_t> batch_dims;
-  for (size_t d = 0; d < r; ++d) batch_dims.push_back(d == row ? r : d);
+  const auto [row, batch_dims] = ProductLayout(out_shape, b_type.stride);
   CudaGemm gemm;
   gemm.m = out_shape[row];
   gemm.n = out_shape[r + 1];

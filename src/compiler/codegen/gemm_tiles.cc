@@ -27,13 +27,14 @@ std::vector<TileChoice> MatmulTileSpace(int64_t m, const std::string& dot_precis
   return space;
 }
 
-size_t ProductRowDim(const ir::Shape& out, const std::vector<int64_t>& b_stride) {
+ProductDims ProductLayout(const ir::Shape& out, const std::vector<int64_t>& b_stride) {
   const size_t r = out.size() - 2;
-  size_t row = r;
+  ProductDims dims{.row = r, .batch = {}};
   for (size_t d = 0; d < r; ++d) {
-    if (b_stride[d] == 0 && out[d] > out[row]) row = d;
+    if (b_stride[d] == 0 && out[d] > out[dims.row]) dims.row = d;
   }
-  return row;
+  for (size_t d = 0; d < r; ++d) dims.batch.push_back(d == dims.row ? r : d);
+  return dims;
 }
 
 std::vector<TileChoice> FmaTileSpace(int64_t m) {

@@ -40,13 +40,19 @@ constexpr int64_t kMaxShortM = 32;
 constexpr int64_t kMaxFmaK = 8;
 std::vector<TileChoice> FmaTileSpace(int64_t m);
 
-// The output dim a product's kernel tiles as M: M itself, or the longest batch dim along which B
-// is broadcast (stride 0) where that is longer. matmul writes a 3-D input times a weight as a bmm
-// over the input's first dim when the input cannot be viewed 2-D (nn.MultiheadAttention's
-// in-projection of a permuted [L, N, E] input: 16384 batches of 2 x 384 by 128): with that dim
-// as M it is one GEMM of 16384 rows for each of the 2, not 16384 GEMMs of 2 rows padded to a tile.
+// The output dims a product's kernel tiles as M and as batches. `row`: M itself, or the longest
+// batch dim along which B is broadcast (stride 0) where that is longer. matmul writes a 3-D input
+// times a weight as a bmm over the input's first dim when the input cannot be viewed 2-D
+// (nn.MultiheadAttention's in-projection of a permuted [L, N, E] input: 16384 batches of 2 x 384
+// by 128): with that dim as M it is one GEMM of 16384 rows for each of the 2, not 16384 GEMMs of
+// 2 rows padded to a tile. `batch`: the dims before the matrix dims, `row` replaced by M's dim
+// (along which B does not move: it has no such dim).
+struct ProductDims {
+  size_t row = 0;
+  std::vector<size_t> batch;
+};
 // `out` is the product's shape (batch dims, M, N), `b_stride` B's strides (batch dims, K, N).
-size_t ProductRowDim(const ir::Shape& out, const std::vector<int64_t>& b_stride);
+ProductDims ProductLayout(const ir::Shape& out, const std::vector<int64_t>& b_stride);
 
 // The configuration used without autotuning (the CPU interpreter), unless an emitter names another.
 constexpr TileChoice kFixedTile = {32, 32, 32, 8, 4, 2};

@@ -27,11 +27,7 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   const bool batched = r > 0;
   const std::vector<int64_t>& sa = a_type.stride;
   const std::vector<int64_t>& sb = b_type.stride;
-  // The rows run along ProductRowDim's dim (M, or a batch dim B is broadcast along); the other
-  // dims before N are the batch dims, along which B does not move where it has no such dim.
-  const size_t row = ProductRowDim(out_shape, sb);
-  std::vector<size_t> batch_dims;
-  for (size_t d = 0; d < r; ++d) batch_dims.push_back(d == row ? r : d);
+  const auto [row, batch_dims] = ProductLayout(out_shape, sb);  // M's dim may be a batch dim B is broadcast along
   auto b_stride = [&](size_t d) { return d == r ? int64_t{0} : sb[d]; };
   const int64_t m = out_shape[row], n = out_shape[r + 1], k = a_type.shape[r + 1];
   int64_t batch = 1;
