@@ -6,6 +6,7 @@ With --base TABLE.json (an earlier --json table of the whole level), the tasks t
 lacks keep that table's rows (their "run" says which table), so a level rerun in part gives a
 table of the whole level. --bench BENCH.json (a `kforge bench` summary whose run folder is gone)
 adds its tasks' rows where neither has them: timings and verdict, without the profile's columns.
+Each row keeps the GPU its report names ("gpu"); rows of several GPUs are listed after the table.
 --summary then prints the level's line as `kforge bench` computes it
 (accepted, fast_1 over eager and over torch.compile as shares of all tasks, geometric means over
 the accepted ones).
@@ -40,6 +41,7 @@ def row(report: dict[str, Any], name: str) -> dict[str, Any]:
         "call_ms": median(timing, "candidate_ms"),
         "eager_ms": median(timing, "reference_eager_ms"),
         "compile_ms": median(timing, "reference_compile_ms"),
+        "gpu": report.get("gpu"),
     }
     return with_speedups(entry)
 
@@ -48,7 +50,7 @@ def bench_row(task: dict[str, Any]) -> dict[str, Any]:
     """A row from a bench.json task entry: its timings and verdict, no profile."""
     return with_speedups({"task": task["task"].split("/")[-1], "verdict": task.get("verdict"), "graph_replay": None,
                           "launches": None, "kernels_ms": None, "call_ms": task.get("candidate_ms"),
-                          "eager_ms": task.get("eager_ms"), "compile_ms": task.get("compile_ms")})
+                          "eager_ms": task.get("eager_ms"), "compile_ms": task.get("compile_ms"), "gpu": task.get("gpu")})
 
 
 def with_speedups(entry: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +103,10 @@ def main() -> int:
         print(f"| {r['task']} | {r['verdict']} | {cell(r['graph_replay'])} | {cell(r['launches'])} | {cell(r['kernels_ms'], ' ms')} | "
               f"{cell(r['call_ms'], ' ms')} | {cell(r['eager_ms'], ' ms')} | {cell(r['compile_ms'], ' ms')} | "
               f"{cell(r['vs_eager'], 'x')} | {cell(r['vs_compile'], 'x')} |")
+    cards = sorted({r.get("gpu") for r in rows if r.get("gpu")})
+    if len(cards) > 1:  # a run folder resumed on another card, or a base table of another
+        print("rows from several GPUs: " + "; ".join(f"{c}: {', '.join(r['task'] for r in rows if r.get('gpu') == c)}"
+                                                      for c in cards))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

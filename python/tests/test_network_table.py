@@ -44,3 +44,20 @@ def test_run_folder_rows_then_bench_rows_then_the_base_table(tmp_path):
     assert by_task["12_VGG19"]["run"] == str(bench) and by_task["1_MLP"]["run"] == "old"
     assert "tasks 4, accepted 4 (100%)" in printed
     assert "kforge vs torch.compile 1.86x" in printed  # (2 * 4 * 1.5 * 1) ** (1 / 4)
+
+
+def test_rows_of_several_gpus_are_named(tmp_path):
+    run = tmp_path / "run"
+    for name, gpu in (("28_VisionTransformer", "NVIDIA H100 80GB HBM3"), ("31_VisionAttention", "NVIDIA H200")):
+        (run / name).mkdir(parents=True)
+        (run / name / "report.json").write_text(json.dumps(dict(report(1.0, 2.0, 2.0), gpu=gpu)))
+    out = tmp_path / "table.json"
+    printed = subprocess.run([sys.executable, SCRIPT, str(run), "--json", str(out)], check=True, capture_output=True,
+                             text=True).stdout
+    assert "rows from several GPUs: NVIDIA H100 80GB HBM3: 28_VisionTransformer; NVIDIA H200: 31_VisionAttention" in printed
+    assert {r["task"]: r["gpu"] for r in json.loads(out.read_text())} == {"28_VisionTransformer": "NVIDIA H100 80GB HBM3",
+                                                                            "31_VisionAttention": "NVIDIA H200"}
+    # One GPU: nothing said.
+    (run / "31_VisionAttention" / "report.json").write_text(json.dumps(dict(report(1.0, 2.0, 2.0), gpu="NVIDIA H100 80GB HBM3")))
+    printed = subprocess.run([sys.executable, SCRIPT, str(run)], check=True, capture_output=True, text=True).stdout
+    assert "several GPUs" not in printed

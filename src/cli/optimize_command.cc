@@ -131,6 +131,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   Json report = {{"task", task.name},          {"model_new", (folder / "model_new.py").string()},
                  {"mode", settings.mode},      {"graph_replay", settings.graph_replay},
                  {"compile", compiled.summary}, {"source", "compiler"}};
+  if (!workspace.gpu_name().empty()) report["gpu"] = workspace.gpu_name();  // which card the timings are of
   if (!settings.agents.llm.empty()) {
     AgentStart start;
     start.ir_summary = IrSummary(compiled);
