@@ -83,8 +83,7 @@ def main() -> int:
     parser.add_argument("--summary", action="store_true", help="print the level's summary line")
     args = parser.parse_args()
     rows = []
-    for path in sorted(glob.glob(os.path.join(args.run_folder, "**", "report.json"), recursive=True),
-                       key=lambda p: (len(p.split(os.sep)), [int(t) if t.isdigit() else t for t in p.replace("_", "/").split("/")])):
+    for path in glob.glob(os.path.join(args.run_folder, "**", "report.json"), recursive=True):  # ordered below
         with open(path, encoding="utf-8") as handle:
             rows.append(dict(row(json.load(handle), os.path.relpath(os.path.dirname(path), args.run_folder)), run=args.run_folder))
     for path in args.bench:

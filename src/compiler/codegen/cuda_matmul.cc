@@ -313,7 +313,7 @@ std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const 
   const ir::TensorType &a_type = *graph.TypeOf(a), &b_type = *graph.TypeOf(b);
   const ir::Shape& out_shape = anchor.type().shape;
   const size_t r = out_shape.size() - 2;
-  const auto [row, batch_dims] = ProductLayout(out_shape, b_type.stride);
+  const auto [row, batch_dims, b_batch] = ProductLayout(out_shape, b_type.stride);
   CudaGemm gemm;
   gemm.m = out_shape[row];
   gemm.n = out_shape[r + 1];
@@ -322,8 +322,8 @@ std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const 
   for (size_t d : batch_dims) {
     gemm.batch_shape.push_back(out_shape[d]);
     gemm.a_batch.push_back(a_type.stride[d]);
-    gemm.b_batch.push_back(d == r ? 0 : b_type.stride[d]);
   }
+  gemm.b_batch = b_batch;
   gemm.a_m = a_type.stride[row];
   gemm.a_k = a_type.stride[r + 1];
   gemm.b_k = b_type.stride[r];

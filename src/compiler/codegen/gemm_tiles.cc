@@ -29,11 +29,14 @@ std::vector<TileChoice> MatmulTileSpace(int64_t m, const std::string& dot_precis
 
 ProductDims ProductLayout(const ir::Shape& out, const std::vector<int64_t>& b_stride) {
   const size_t r = out.size() - 2;
-  ProductDims dims{.row = r, .batch = {}};
+  ProductDims dims{.row = r, .batch = {}, .b_batch = {}};
   for (size_t d = 0; d < r; ++d) {
     if (b_stride[d] == 0 && out[d] > out[dims.row]) dims.row = d;
   }
-  for (size_t d = 0; d < r; ++d) dims.batch.push_back(d == dims.row ? r : d);
+  for (size_t d = 0; d < r; ++d) {
+    dims.batch.push_back(d == dims.row ? r : d);
+    dims.b_batch.push_back(d == dims.row ? 0 : b_stride[d]);
+  }
   return dims;
 }
 

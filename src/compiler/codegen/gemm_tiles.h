@@ -45,11 +45,12 @@ std::vector<TileChoice> FmaTileSpace(int64_t m);
 // times a weight as a bmm over the input's first dim when the input cannot be viewed 2-D
 // (nn.MultiheadAttention's in-projection of a permuted [L, N, E] input: 16384 batches of 2 x 384
 // by 128): with that dim as M it is one GEMM of 16384 rows for each of the 2, not 16384 GEMMs of
-// 2 rows padded to a tile. `batch`: the dims before the matrix dims, `row` replaced by M's dim
-// (along which B does not move: it has no such dim).
+// 2 rows padded to a tile. `batch`: the dims before the matrix dims, `row` replaced by M's dim;
+// `b_batch`: B's stride along each (0 along M's dim: B has none).
 struct ProductDims {
   size_t row = 0;
   std::vector<size_t> batch;
+  std::vector<int64_t> b_batch;
 };
 // `out` is the product's shape (batch dims, M, N), `b_stride` B's strides (batch dims, K, N).
 ProductDims ProductLayout(const ir::Shape& out, const std::vector<int64_t>& b_stride);

@@ -27,8 +27,7 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
   const bool batched = r > 0;
   const std::vector<int64_t>& sa = a_type.stride;
   const std::vector<int64_t>& sb = b_type.stride;
-  const auto [row, batch_dims] = ProductLayout(out_shape, sb);  // M's dim may be a batch dim B is broadcast along
-  auto b_stride = [&](size_t d) { return d == r ? int64_t{0} : sb[d]; };
+  const auto [row, batch_dims, b_batch] = ProductLayout(out_shape, sb);  // M's dim may be a batch dim B is broadcast along
   const int64_t m = out_shape[row], n = out_shape[r + 1], k = a_type.shape[r + 1];
   int64_t batch = 1;
   for (size_t d : batch_dims) batch *= out_shape[d];
@@ -74,7 +73,7 @@ Result<EmittedKernel> EmitMm(const ir::Graph& graph, const passes::FusionGroup& 
     inner *= out_shape[d];
     index[d] = name;
     a_terms.push_back(Term(name, sa[d]));
-    b_terms.push_back(Term(name, b_stride(d)));
+    b_terms.push_back(Term(name, b_batch[i]));
   }
   index[row] = "kf_m[:, None]";
   index[r + 1] = "kf_n[None, :]";
