@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <optional>
 #include <random>
 #include <utility>
@@ -62,6 +63,16 @@ std::vector<uint64_t> FreshSeeds(int count) {
   std::vector<uint64_t> seeds;
   for (int i = 0; i < count; ++i) seeds.push_back((uint64_t{entropy()} << 20) ^ entropy());
   return seeds;
+}
+
+// The trusted worker's `prepare` for timing the reference alone (no candidate, no distributions):
+// one fresh input seed and timing seed.
+Json BaselineRequest(const TaskFile& task, const std::string& eval_id, const std::filesystem::path& exchange, const EvalOptions& options) {
+  std::vector<uint64_t> seeds = FreshSeeds(2);
+  return {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
+          {"seeds", {seeds[0]}}, {"cpu_sizes", options.cpu_sizes && options.device == "cpu"},
+          {"precision", ToString(options.precision)}, {"distributions", false}, {"timing_seed", seeds[1]},
+          {"candidate", false}};
 }
 
 // One evaluation, step by step; each step either records evidence and goes on, or ends it.
@@ -436,26 +447,46 @@ Result<Evaluation> Evaluator::Evaluate(const TaskFile& task, const std::filesyst
   return run.Execute();
 }
 
+std::vector<std::string> Evaluator::UnstoredBaselines(const TaskFile& task, bool max_autotune) {
+  std::vector<std::string> modes = {"eager", "compile"};
+  if (max_autotune) modes.push_back("compile_max_autotune");
+  BaselineSource* baselines = KeptBaselines(options_);
+  std::vector<std::string> missing;
+  for (const std::string& mode : modes) {
+    std::optional<Json> stored = baselines ? baselines->Find(ReferenceTimingKey(task, options_, mode)) : std::nullopt;
+    // A stored record that lacks what the report reads (an older one) is measured again.
+    if (!stored || !ParseReferenceTiming(*stored, TimingName(mode)).ok()) missing.push_back(mode);
+  }
+  return missing;
+}
+
 Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
+  std::vector<std::string> modes = {"eager", "compile"};
+  if (max_autotune) modes.push_back("compile_max_autotune");
+  Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
+                 {"modes", Json::object()}};
+  // What the store holds already, where the source reuses it; the rest is measured.
+  const std::vector<std::string> missing = UnstoredBaselines(task, max_autotune);
+  for (const std::string& mode : modes) {
+    if (std::find(missing.begin(), missing.end(), mode) != missing.end()) continue;
+    const Json stored = *KeptBaselines(options_)->Find(ReferenceTimingKey(task, options_, mode));
+    const ReferenceTiming timing = *ParseReferenceTiming(stored, TimingName(mode));
+    report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
+                             {"compile_s", timing.compile_s}, {"meaningful", JsonField(stored, "meaningful")},
+                             {"from_store", true}, {"recorded_at", JsonField(stored, "recorded_at")}};
+    if (stored.contains("compile_cache")) report["modes"][mode]["compile_cache"] = stored["compile_cache"];
+  }
+  if (missing.empty()) return report;
   ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
   ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, fmt::format("baseline-{}-", getpid())));
   std::string eval_id = exchange.filename().string();
-  std::vector<uint64_t> seeds = FreshSeeds(2);
-  Json request = {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
-                  {"seeds", {seeds[0]}}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
-                  {"precision", ToString(options_.precision)}, {"distributions", false}, {"timing_seed", seeds[1]},
-                  {"candidate", false}};
-  auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options_));
-  Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
-                 {"modes", Json::object()}};
+  auto prepared = trusted->Call("prepare", BaselineRequest(task, eval_id, exchange, options_), ReferenceTimeout(options_));
   Status unreadable = Status::Ok();
   if (prepared.ok()) {
     Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/false);
     if (parsed.ok()) {
       report["flops"] = parsed->flops;
-      std::vector<std::string> modes = {"eager", "compile"};
-      if (max_autotune) modes.push_back("compile_max_autotune");
-      for (const std::string& mode : modes) {
+      for (const std::string& mode : missing) {
         LogInfo("timing {} ({})", task.name, mode);
         // Kept as an evaluation keeps the timings it measures, so later evaluations and benches of
         // the task on this machine reuse them.
@@ -467,6 +498,7 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
         const ReferenceTiming& timing = measured->timing;
         report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
                                  {"compile_s", timing.compile_s}, {"meaningful", measured->reply["meaningful"]}};
+        if (measured->reply.contains("compile_cache")) report["modes"][mode]["compile_cache"] = measured->reply["compile_cache"];
         if (KeptBaselines(options_)) report["modes"][mode]["kept"] = true;
       }
     } else {
@@ -479,6 +511,32 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   if (!prepared.ok()) return PrepareFailure(prepared.status(), options_);
   RETURN_IF_ERROR(unreadable);
   return report;
+}
+
+Result<double> Evaluator::CompileReference(const TaskFile& task) {
+  ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
+  ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, fmt::format("compile-{}-", getpid())));
+  std::string eval_id = exchange.filename().string();
+  Result<double> compile_s = Status::Unavailable("the reference was not prepared");
+  auto prepared = trusted->Call("prepare", BaselineRequest(task, eval_id, exchange, options_), ReferenceTimeout(options_));
+  if (prepared.ok()) {
+    Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/false);
+    if (parsed.ok()) {
+      Result<Json> reply = trusted->Call("time_reference", Json{{"eval_id", eval_id}, {"mode", "compile"}, {"compile_only", true}},
+                                         ReferenceTimeout(options_) * 3);
+      if (reply.ok() && JsonField(*reply, "compile_s").is_number()) {
+        compile_s = JsonField(*reply, "compile_s").get<double>();
+      } else {
+        compile_s = reply.ok() ? Status::Internal("the worker's compile reply has no compile_s: " + reply->dump()) : reply.status();
+      }
+    } else {
+      compile_s = parsed.status();
+    }
+    (void)trusted->Call("release", Json{{"eval_id", eval_id}}, 60);
+  }
+  RemoveTreeQuietly(exchange);
+  if (!prepared.ok()) return PrepareFailure(prepared.status(), options_);
+  return compile_s;
 }
 
 }  // namespace kforge

@@ -69,7 +69,19 @@ class Evaluator {
   // Times the task's reference: eager, torch.compile (default mode), and max-autotune on request;
   // each timing measured is kept in options().baselines as an evaluation keeps it, so evaluations
   // of the task on this machine reuse it.
+  // A mode whose timing options().baselines finds (a source that reuses what it holds) is taken
+  // from it ("from_store"), and a task with every mode found is not even prepared.
   Result<Json> Baseline(const TaskFile& task, bool max_autotune);
+
+  // The modes Baseline would measure (eager, compile, and compile_max_autotune on request): those
+  // options().baselines does not find.
+  std::vector<std::string> UnstoredBaselines(const TaskFile& task, bool max_autotune);
+
+  // Compiles the task's reference with torch.compile (default mode) in the trusted worker and runs
+  // it once, timing nothing; returns the seconds it took. What it compiles lands in the worker's
+  // compile caches, so a Baseline on this machine later compiles from them (its autotuning
+  // results excepted: those are measured again by the process that times).
+  Result<double> CompileReference(const TaskFile& task);
 
   const EvalOptions& options() const { return options_; }
 

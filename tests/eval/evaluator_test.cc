@@ -332,5 +332,53 @@ TEST_F(EvaluatorTest, BaselineTimingsAreKeptForLaterEvaluations) {
   EXPECT_TRUE(none.kept.empty());
 }
 
+// A second baseline with a source that reuses what it holds prepares nothing and times nothing:
+// it prints what is stored. A mode not stored (max-autotune here) is the only one measured.
+TEST_F(EvaluatorTest, BaselineTakesWhatTheStoreHoldsAndMeasuresOnlyTheRest) {
+  MemoryBaselines baselines;
+  options_.baselines = &baselines;
+  options_.baseline_environment = "{\"gpu\":\"test\"}";
+  ASSERT_TRUE(Evaluator(workers_, options_).Baseline(task_, false).ok());
+  ASSERT_EQ(workers_.trusted.Count("time_reference"), 2);
+  Evaluator again(workers_, options_);
+  EXPECT_TRUE(again.UnstoredBaselines(task_, false).empty());
+  auto stored = again.Baseline(task_, false);
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ((*stored)["modes"]["eager"]["from_store"], true);
+  EXPECT_EQ((*stored)["modes"]["compile"]["from_store"], true);
+  EXPECT_NEAR((*stored)["modes"]["compile"]["ms"]["median"].get<double>(), 2.0, 1e-9);
+  EXPECT_EQ(workers_.trusted.Count("prepare"), 1);
+  EXPECT_EQ(workers_.trusted.Count("time_reference"), 2);
+  EXPECT_EQ(again.UnstoredBaselines(task_, true), std::vector<std::string>{"compile_max_autotune"});
+  auto more = again.Baseline(task_, true);
+  ASSERT_TRUE(more.ok());
+  EXPECT_EQ(workers_.trusted.Count("time_reference"), 3);
+  EXPECT_EQ(workers_.trusted.calls.back().first, "release");
+  EXPECT_EQ((*more)["modes"]["compile_max_autotune"]["kept"], true);
+  EXPECT_FALSE((*more)["modes"]["compile_max_autotune"].contains("from_store"));
+}
+
+// Compiling ahead asks the trusted worker for torch.compile's default mode, compiled and run once
+// with nothing timed, and releases the prepared reference; a worker that fails is the error.
+TEST_F(EvaluatorTest, CompileReferenceCompilesWithoutTimingAndReleases) {
+  workers_.trusted.handlers["time_reference"] = [](const Json& request) -> Result<Json> {
+    if (request.value("compile_only", false) && request.value("mode", "") == "compile") return Json{{"compile_s", 12.5}, {"mode", "compile"}};
+    return Status::Internal("timed");
+  };
+  Evaluator evaluator(workers_, options_);
+  auto seconds = evaluator.CompileReference(task_);
+  ASSERT_TRUE(seconds.ok()) << seconds.status().ToString();
+  EXPECT_DOUBLE_EQ(*seconds, 12.5);
+  EXPECT_EQ(workers_.trusted.Count("release"), 1);
+  EXPECT_TRUE(fs::is_empty(root_ / "exchange"));
+  workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> { return Status::Internal("out of memory"); };
+  auto failed = evaluator.CompileReference(task_);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("out of memory"), std::string::npos);
+  EXPECT_EQ(workers_.trusted.Count("release"), 2);
+  workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> { return Json{{"mode", "compile"}}; };
+  EXPECT_FALSE(evaluator.CompileReference(task_).ok());
+}
+
 }  // namespace
 }  // namespace kforge

@@ -23,5 +23,19 @@ TEST(FormatBaselineTest, SaysWhenTheTimingsWereKeptForLaterEvaluations) {
   EXPECT_NE(text.find("failed: torch.compile failed"), std::string::npos) << text;
 }
 
+TEST(FormatBaselineTest, SaysWhatWasStoredAndWhatCameFromTheCompileCache) {
+  Json compiled = Mode(1.0, false);
+  compiled["compile_s"] = 4.2;
+  compiled["compile_cache"] = {{"hits", 2}, {"misses", 1}};
+  Json stored = Mode(2.0, false);
+  stored["from_store"] = true;
+  stored["recorded_at"] = "2026-12-06T10:00:00Z";
+  Json baseline = {{"task", "level3/9_ResNet18"}, {"device", "cuda:0"}, {"precision", "fp32"},
+                   {"modes", {{"eager", stored}, {"compile", compiled}}}};
+  std::string text = FormatBaseline(baseline);
+  EXPECT_NE(text.find("(stored 2026-12-06T10:00:00Z)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(compiled in 4.2 s, 2 of 3 graph(s) from the compile cache)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace kforge
