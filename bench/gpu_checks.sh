@@ -71,15 +71,12 @@ case "$what" in
     # timings alone (`kforge baseline --missing`: those the run's store lacks), then benches in
     # what is left of KFORGE_BENCH_LIMIT: the evaluator times the reference after the candidate,
     # so a network whose torch.compile takes minutes (16_DenseNet201) is otherwise cut by the
-    # call's limit before either is stored. Their torch.compile is compiled ahead,
-    # KFORGE_BASELINE_JOBS (8) at a time, before any is timed.
+    # call's limit before either is stored.
     limit="${KFORGE_BENCH_LIMIT:-540}"
     deadline=$((SECONDS + limit))
     if [ -n "${KFORGE_BENCH_BASELINES:-}" ]; then
-      timeout "$limit" "$kforge" --workspace "$runs/workspace" baseline --missing --jobs "${KFORGE_BASELINE_JOBS:-8}" \
-        "$suite"/*.py >"$out/baselines.log" 2>&1
+      timeout "$limit" "$kforge" --workspace "$runs/workspace" baseline --missing "$suite"/*.py >"$out/baselines.log" 2>&1
       echo "baselines: exit $? after ${SECONDS} s"
-      grep -E "compiled |compile  " "$out/baselines.log" | tail -n 80
     fi
     bench_shard() {  # GPU index, shard (I/N or empty), log
       CUDA_VISIBLE_DEVICES="$1" timeout "$((deadline > SECONDS + 10 ? deadline - SECONDS : 10))" "$kforge" --workspace "$runs/workspace" \

@@ -412,28 +412,6 @@ class ReferenceWorker:
         autocast = session.precision == "bf16"
         compile_s = 0.0
         inputs = session.sets.make("timing")
-        if request.get("compile_only"):
-            # Compiled and run once, timing nothing: the compile lands in this worker's compile
-            # caches (the workspace's, shared by its trusted workers), so a later timing of the
-            # task compiles from them. Its autotuning results are not cached: other compiles
-            # may share the GPU now, and the process that times the task tunes alone. Only the
-            # default mode: max-autotune's choice of GEMM templates is part of the compiled graph.
-            if mode != "compile":
-                raise ValueError(f"compile_only is for torch.compile's default mode (got {mode!r})")
-            try:
-                before = _graph_cache_counts()
-                started = time.perf_counter()
-                with torch._inductor.config.patch(autotune_local_cache=False):
-                    compiled = torch.compile(session.model)
-                    with torch.no_grad():
-                        compiled(*inputs)
-                    if self.device.type == "cuda":
-                        torch.cuda.synchronize(self.device)
-                return {"compile_s": time.perf_counter() - started, "mode": mode,
-                        "compile_cache": {key: count - before[key] for key, count in _graph_cache_counts().items()}}
-            finally:
-                apply_precision("fp32")
-                torch._dynamo.reset()
         graphs = None
         if mode.startswith("compile"):
             before = _graph_cache_counts()

@@ -1,13 +1,8 @@
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "cli/commands.h"
-#include "core/log.h"
 #include "report/text_report.h"
-#include "search/reference_compiles.h"
 
 namespace kforge {
 namespace {
@@ -18,13 +13,11 @@ struct BaselineFlags {
   bool json = false;
   bool full_size = false;
   bool missing = false;
-  int jobs = 1;
 };
 
 int RunBaseline(const BaselineFlags& flags, const CommonOptions& common) {
   auto precision = ParsePrecision(common.precision);
   if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
-  if (flags.jobs < 1) return UsageError(fmt::format("--jobs must be at least 1 (got {})", flags.jobs));
   std::vector<TaskFile> tasks;
   for (const std::string& path : flags.tasks) {
     auto task = ReadTaskFile(path);
@@ -37,28 +30,6 @@ int RunBaseline(const BaselineFlags& flags, const CommonOptions& common) {
   options.precision = *precision;
   options.cpu_sizes = !flags.full_size;
   Evaluator evaluator((*workspace)->workers(), options);
-  if (flags.jobs > 1) {
-    // torch.compile of every task still to be timed, several at once, before any is timed.
-    std::vector<TaskFile> to_compile;
-    for (const TaskFile& task : tasks) {
-      const std::vector<std::string> missing = evaluator.UnstoredBaselines(task, flags.max_autotune);
-      if (std::find(missing.begin(), missing.end(), "compile") != missing.end()) to_compile.push_back(task);
-    }
-    const int jobs = std::min<int>(flags.jobs, static_cast<int>(to_compile.size()));
-    if (jobs > 0) {
-      LogInfo("compiling {} task(s) with torch.compile ahead, {} at a time (nothing is timed until all are done)",
-              to_compile.size(), jobs);
-      std::vector<WorkerSource*> slots;
-      for (DeviceWorkers* workers : (*workspace)->CompileSlots(jobs)) slots.push_back(workers);
-      CompileReferences(to_compile, slots, options, [](const ReferenceCompile& compiled) {
-        if (compiled.status.ok()) {
-          LogInfo("  compiled {} in {:.1f} s", compiled.task, compiled.compile_s);
-        } else {
-          LogInfo("  could not compile {} ahead ({}); its timing compiles it", compiled.task, compiled.status.message());
-        }
-      });
-    }
-  }
   for (const TaskFile& task : tasks) {
     auto baseline = evaluator.Baseline(task, flags.max_autotune);
     if (!baseline.ok()) return UsageError(baseline.status().message());
@@ -78,9 +49,6 @@ CommandRunner AttachBaseline(CLI::App& app, const CommonOptions& common) {
   app.add_flag("--full-size", flags->full_size, "on the CPU, keep the task's full sizes");
   app.add_flag("--missing", flags->missing,
                "time only what the workspace's store lacks for this machine; stored timings are printed as stored");
-  app.add_option("--jobs", flags->jobs,
-                 "compile the tasks' torch.compile this many at a time, each in its own worker, before timing them one "
-                 "at a time from the compile cache (default 1: each compiled as it is timed)");
   return [flags, &common] { return RunBaseline(*flags, common); };
 }
 

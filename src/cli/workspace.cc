@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -215,21 +214,6 @@ Result<std::vector<DeviceWorkers*>> Workspace::EvaluatorSlots(int count) {
       slot_workers_.push_back(std::make_unique<DeviceWorkers>(spec, sandbox));
     }
     slots.push_back(slot_workers_[slot].get());
-  }
-  return slots;
-}
-
-std::vector<DeviceWorkers*> Workspace::CompileSlots(int count) {
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, count));
-  std::vector<DeviceWorkers*> slots;
-  for (int slot = 0; slot < count; ++slot) {
-    if (compile_workers_.size() <= static_cast<size_t>(slot)) {
-      WorkerSpec spec = worker_spec_;
-      // Not part of torch.compile's cache key: what one compiles here, another finds.
-      SetVariable(spec.environment, "TORCHINDUCTOR_COMPILE_THREADS", std::to_string(threads));
-      compile_workers_.push_back(std::make_unique<DeviceWorkers>(spec, sandbox_settings_));
-    }
-    slots.push_back(compile_workers_[slot].get());
   }
   return slots;
 }

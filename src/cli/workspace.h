@@ -44,10 +44,6 @@ class Workspace {
   // more, one set per GPU, each seeing only its GPU (CUDA_VISIBLE_DEVICES, candidates too), or on
   // the CPU that many independent sets. InvalidArgument when the machine has fewer GPUs.
   Result<std::vector<DeviceWorkers*>> EvaluatorSlots(int count);
-  // `count` worker sets on this process's device, all sharing it, for work that times nothing
-  // (compiling ahead): each trusted worker gets its share of the machine's cores for compiling.
-  // Their compile caches are the workspace's, as the main workers' are.
-  std::vector<DeviceWorkers*> CompileSlots(int count);
   // The GPUs this process may use, as CUDA names them (none on the CPU; after OpenForDevice).
   std::vector<std::string> VisibleGpus() const;
   // `asked` worker slots, where 0 asks for one per visible GPU (one on the CPU).
@@ -85,7 +81,6 @@ class Workspace {
   WorkerSpec worker_spec_;           // what workers_ was made from: EvaluatorSlots copies it
   SandboxSettings sandbox_settings_;
   std::vector<std::unique_ptr<DeviceWorkers>> slot_workers_;  // EvaluatorSlots' sets, one per GPU
-  std::vector<std::unique_ptr<DeviceWorkers>> compile_workers_;  // CompileSlots' sets
   std::unique_ptr<Store> store_;
   StoredBaselines stored_baselines_{nullptr, true};  // over store_: reused, or measured again
   StoredBaselines fresh_baselines_{nullptr, false};

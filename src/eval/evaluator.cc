@@ -348,6 +348,7 @@ class EvaluationRun {
     const std::vector<double>& samples = compiled->samples_ms;
     result_.evidence["timing"]["reference_compile_ms"] = SummaryToJson(Summarize(samples));
     result_.evidence["timing"]["reference_compile_s"] = compiled->compile_s;
+    if (!compiled->compile_cache.is_null()) result_.evidence["timing"]["reference_compile_cache"] = compiled->compile_cache;
     result_.evidence["timing"]["speedup_vs_compile"] = SpeedupToJson(EstimateSpeedup(samples, candidate_samples));
   }
 
@@ -474,7 +475,7 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
     report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
                              {"compile_s", timing.compile_s}, {"meaningful", JsonField(stored, "meaningful")},
                              {"from_store", true}, {"recorded_at", JsonField(stored, "recorded_at")}};
-    if (stored.contains("compile_cache")) report["modes"][mode]["compile_cache"] = stored["compile_cache"];
+    if (!timing.compile_cache.is_null()) report["modes"][mode]["compile_cache"] = timing.compile_cache;
   }
   if (missing.empty()) return report;
   ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
@@ -498,7 +499,7 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
         const ReferenceTiming& timing = measured->timing;
         report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
                                  {"compile_s", timing.compile_s}, {"meaningful", measured->reply["meaningful"]}};
-        if (measured->reply.contains("compile_cache")) report["modes"][mode]["compile_cache"] = measured->reply["compile_cache"];
+        if (!timing.compile_cache.is_null()) report["modes"][mode]["compile_cache"] = timing.compile_cache;
         if (KeptBaselines(options_)) report["modes"][mode]["kept"] = true;
       }
     } else {
@@ -511,32 +512,6 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   if (!prepared.ok()) return PrepareFailure(prepared.status(), options_);
   RETURN_IF_ERROR(unreadable);
   return report;
-}
-
-Result<double> Evaluator::CompileReference(const TaskFile& task) {
-  ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
-  ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, fmt::format("compile-{}-", getpid())));
-  std::string eval_id = exchange.filename().string();
-  Result<double> compile_s = Status::Unavailable("the reference was not prepared");
-  auto prepared = trusted->Call("prepare", BaselineRequest(task, eval_id, exchange, options_), ReferenceTimeout(options_));
-  if (prepared.ok()) {
-    Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/false);
-    if (parsed.ok()) {
-      Result<Json> reply = trusted->Call("time_reference", Json{{"eval_id", eval_id}, {"mode", "compile"}, {"compile_only", true}},
-                                         ReferenceTimeout(options_) * 3);
-      if (reply.ok() && JsonField(*reply, "compile_s").is_number()) {
-        compile_s = JsonField(*reply, "compile_s").get<double>();
-      } else {
-        compile_s = reply.ok() ? Status::Internal("the worker's compile reply has no compile_s: " + reply->dump()) : reply.status();
-      }
-    } else {
-      compile_s = parsed.status();
-    }
-    (void)trusted->Call("release", Json{{"eval_id", eval_id}}, 60);
-  }
-  RemoveTreeQuietly(exchange);
-  if (!prepared.ok()) return PrepareFailure(prepared.status(), options_);
-  return compile_s;
 }
 
 }  // namespace kforge

@@ -77,12 +77,6 @@ class Evaluator {
   // options().baselines does not find.
   std::vector<std::string> UnstoredBaselines(const TaskFile& task, bool max_autotune);
 
-  // Compiles the task's reference with torch.compile (default mode) in the trusted worker and runs
-  // it once, timing nothing; returns the seconds it took. What it compiles lands in the worker's
-  // compile caches, so a Baseline on this machine later compiles from them (its autotuning
-  // results excepted: those are measured again by the process that times).
-  Result<double> CompileReference(const TaskFile& task);
-
   const EvalOptions& options() const { return options_; }
 
  private:

@@ -42,6 +42,7 @@ Result<ReferenceTiming> ParseReferenceTiming(const Json& reply, const std::strin
   ASSIGN_OR_RETURN(timing.iteration_ms, read.Required<std::vector<double>>("iteration_ms"));
   if (timing.samples_ms.empty()) return Status::Internal(where + " holds no timed call");
   timing.compile_s = read.Loose("compile_s");
+  timing.compile_cache = read.Loose("compile_cache");
   return timing;
 }
 

@@ -44,6 +44,7 @@ struct ReferenceTiming {
   std::vector<double> samples_ms;    // per timed call
   std::vector<double> iteration_ms;  // per whole iteration of its loop (fresh inputs, flush, the call, a copy)
   Json compile_s;                    // torch.compile's compile time, where it compiled (for the evidence)
+  Json compile_cache;                // {"hits", "misses"}: its graphs found in the compile cache or compiled anew
 };
 
 // `where` names the reply in errors ("the reference's eager timing").

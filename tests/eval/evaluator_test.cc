@@ -358,26 +358,21 @@ TEST_F(EvaluatorTest, BaselineTakesWhatTheStoreHoldsAndMeasuresOnlyTheRest) {
   EXPECT_FALSE((*more)["modes"]["compile_max_autotune"].contains("from_store"));
 }
 
-// Compiling ahead asks the trusted worker for torch.compile's default mode, compiled and run once
-// with nothing timed, and releases the prepared reference; a worker that fails is the error.
-TEST_F(EvaluatorTest, CompileReferenceCompilesWithoutTimingAndReleases) {
+// Where torch.compile's graphs came from (the workspace's compile cache, or compiled anew) is in
+// the evidence beside its compile time.
+TEST_F(EvaluatorTest, TheEvidenceSaysWhetherTorchCompileCompiledFromTheCache) {
+  options_.time_compiled_reference = true;
   workers_.trusted.handlers["time_reference"] = [](const Json& request) -> Result<Json> {
-    if (request.value("compile_only", false) && request.value("mode", "") == "compile") return Json{{"compile_s", 12.5}, {"mode", "compile"}};
-    return Status::Internal("timed");
+    Json reply = {{"samples_ms", Samples(2.0, 20)}, {"iteration_ms", Samples(2.2, 20)}, {"meaningful", true}};
+    if (request["mode"] == "compile") {
+      reply["compile_s"] = 3.5;
+      reply["compile_cache"] = {{"hits", 1}, {"misses", 0}};
+    }
+    return reply;
   };
-  Evaluator evaluator(workers_, options_);
-  auto seconds = evaluator.CompileReference(task_);
-  ASSERT_TRUE(seconds.ok()) << seconds.status().ToString();
-  EXPECT_DOUBLE_EQ(*seconds, 12.5);
-  EXPECT_EQ(workers_.trusted.Count("release"), 1);
-  EXPECT_TRUE(fs::is_empty(root_ / "exchange"));
-  workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> { return Status::Internal("out of memory"); };
-  auto failed = evaluator.CompileReference(task_);
-  ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.status().message().find("out of memory"), std::string::npos);
-  EXPECT_EQ(workers_.trusted.Count("release"), 2);
-  workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> { return Json{{"mode", "compile"}}; };
-  EXPECT_FALSE(evaluator.CompileReference(task_).ok());
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.evidence["timing"]["reference_compile_s"], 3.5);
+  EXPECT_EQ(evaluation.evidence["timing"]["reference_compile_cache"], (Json{{"hits", 1}, {"misses", 0}}));
 }
 
 }  // namespace
