@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <optional>
 #include <random>
 #include <utility>
@@ -58,21 +57,28 @@ Result<MeasuredReference> MeasureReference(WorkerClient& trusted, const std::str
   return MeasuredReference{std::move(reply), std::move(timing)};
 }
 
+// The reference's timing in `mode` as measured earlier on this machine and kept, where the options
+// keep baselines and their source finds one; a stored record that lacks what is read (an older
+// one) counts as none, and is measured again.
+struct StoredTiming {
+  Json record;  // as the trusted worker replied (with its "recorded_at")
+  ReferenceTiming timing;
+};
+std::optional<StoredTiming> FindStoredTiming(const TaskFile& task, const EvalOptions& options, const std::string& mode) {
+  BaselineSource* baselines = KeptBaselines(options);
+  if (baselines == nullptr) return std::nullopt;
+  std::optional<Json> stored = baselines->Find(ReferenceTimingKey(task, options, mode));
+  if (!stored) return std::nullopt;
+  Result<ReferenceTiming> timing = ParseReferenceTiming(*stored, TimingName(mode));
+  if (!timing.ok()) return std::nullopt;
+  return StoredTiming{*std::move(stored), *std::move(timing)};
+}
+
 std::vector<uint64_t> FreshSeeds(int count) {
   std::random_device entropy;
   std::vector<uint64_t> seeds;
   for (int i = 0; i < count; ++i) seeds.push_back((uint64_t{entropy()} << 20) ^ entropy());
   return seeds;
-}
-
-// The trusted worker's `prepare` for timing the reference alone (no candidate, no distributions):
-// one fresh input seed and timing seed.
-Json BaselineRequest(const TaskFile& task, const std::string& eval_id, const std::filesystem::path& exchange, const EvalOptions& options) {
-  std::vector<uint64_t> seeds = FreshSeeds(2);
-  return {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
-          {"seeds", {seeds[0]}}, {"cpu_sizes", options.cpu_sizes && options.device == "cpu"},
-          {"precision", ToString(options.precision)}, {"distributions", false}, {"timing_seed", seeds[1]},
-          {"candidate", false}};
 }
 
 // One evaluation, step by step; each step either records evidence and goes on, or ends it.
@@ -323,14 +329,9 @@ class EvaluationRun {
   // The reference timed in `mode`: as stored from an earlier measurement on this machine when the
   // baseline source has it, else measured now by the trusted worker and kept. The evidence says which.
   Result<ReferenceTiming> TimedReference(const std::string& mode, double timeout_s) {
-    if (BaselineSource* baselines = KeptBaselines(options_)) {
-      if (std::optional<Json> stored = baselines->Find(ReferenceTimingKey(task_, options_, mode))) {
-        // A stored record that lacks what the checks read (an older one) is measured again.
-        if (Result<ReferenceTiming> timing = ParseReferenceTiming(*stored, TimingName(mode)); timing.ok()) {
-          result_.evidence["baselines"][mode] = {{"from_store", true}, {"recorded_at", JsonField(*stored, "recorded_at")}};
-          return timing;
-        }
-      }
+    if (std::optional<StoredTiming> stored = FindStoredTiming(task_, options_, mode)) {
+      result_.evidence["baselines"][mode] = {{"from_store", true}, {"recorded_at", JsonField(stored->record, "recorded_at")}};
+      return std::move(stored->timing);
     }
     ASSIGN_OR_RETURN(MeasuredReference measured, MeasureReference(*trusted_, eval_id_, task_, options_, mode, timeout_s));
     result_.evidence["baselines"][mode] = {{"from_store", false}};
@@ -448,18 +449,18 @@ Result<Evaluation> Evaluator::Evaluate(const TaskFile& task, const std::filesyst
   return run.Execute();
 }
 
-std::vector<std::string> Evaluator::UnstoredBaselines(const TaskFile& task, bool max_autotune) {
-  std::vector<std::string> modes = {"eager", "compile"};
-  if (max_autotune) modes.push_back("compile_max_autotune");
-  BaselineSource* baselines = KeptBaselines(options_);
-  std::vector<std::string> missing;
-  for (const std::string& mode : modes) {
-    std::optional<Json> stored = baselines ? baselines->Find(ReferenceTimingKey(task, options_, mode)) : std::nullopt;
-    // A stored record that lacks what the report reads (an older one) is measured again.
-    if (!stored || !ParseReferenceTiming(*stored, TimingName(mode)).ok()) missing.push_back(mode);
-  }
-  return missing;
+namespace {
+
+// A baseline report's entry for one mode: the timing's summary and samples, as measured or stored
+// (`record`: the worker's reply, which is what the store keeps).
+Json BaselineEntry(const ReferenceTiming& timing, const Json& record) {
+  Json entry = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
+                {"compile_s", timing.compile_s}, {"meaningful", JsonField(record, "meaningful")}};
+  if (!timing.compile_cache.is_null()) entry["compile_cache"] = timing.compile_cache;
+  return entry;
 }
+
+}  // namespace
 
 Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   std::vector<std::string> modes = {"eager", "compile"};
@@ -467,21 +468,27 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   Json report = {{"task", task.name}, {"device", options_.device}, {"precision", ToString(options_.precision)},
                  {"modes", Json::object()}};
   // What the store holds already, where the source reuses it; the rest is measured.
-  const std::vector<std::string> missing = UnstoredBaselines(task, max_autotune);
+  std::vector<std::string> missing;
   for (const std::string& mode : modes) {
-    if (std::find(missing.begin(), missing.end(), mode) != missing.end()) continue;
-    const Json stored = *KeptBaselines(options_)->Find(ReferenceTimingKey(task, options_, mode));
-    const ReferenceTiming timing = *ParseReferenceTiming(stored, TimingName(mode));
-    report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
-                             {"compile_s", timing.compile_s}, {"meaningful", JsonField(stored, "meaningful")},
-                             {"from_store", true}, {"recorded_at", JsonField(stored, "recorded_at")}};
-    if (!timing.compile_cache.is_null()) report["modes"][mode]["compile_cache"] = timing.compile_cache;
+    std::optional<StoredTiming> stored = FindStoredTiming(task, options_, mode);
+    if (!stored) {
+      missing.push_back(mode);
+      continue;
+    }
+    report["modes"][mode] = BaselineEntry(stored->timing, stored->record);
+    report["modes"][mode]["from_store"] = true;
+    report["modes"][mode]["recorded_at"] = JsonField(stored->record, "recorded_at");
   }
   if (missing.empty()) return report;
   ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
   ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, fmt::format("baseline-{}-", getpid())));
   std::string eval_id = exchange.filename().string();
-  auto prepared = trusted->Call("prepare", BaselineRequest(task, eval_id, exchange, options_), ReferenceTimeout(options_));
+  std::vector<uint64_t> seeds = FreshSeeds(2);
+  Json request = {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
+                  {"seeds", {seeds[0]}}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
+                  {"precision", ToString(options_.precision)}, {"distributions", false}, {"timing_seed", seeds[1]},
+                  {"candidate", false}};
+  auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options_));
   Status unreadable = Status::Ok();
   if (prepared.ok()) {
     Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/false);
@@ -496,10 +503,7 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
           report["modes"][mode] = {{"error", measured.status().message()}};
           continue;
         }
-        const ReferenceTiming& timing = measured->timing;
-        report["modes"][mode] = {{"ms", SummaryToJson(Summarize(timing.samples_ms))}, {"samples_ms", timing.samples_ms},
-                                 {"compile_s", timing.compile_s}, {"meaningful", measured->reply["meaningful"]}};
-        if (!timing.compile_cache.is_null()) report["modes"][mode]["compile_cache"] = timing.compile_cache;
+        report["modes"][mode] = BaselineEntry(measured->timing, measured->reply);
         if (KeptBaselines(options_)) report["modes"][mode]["kept"] = true;
       }
     } else {

@@ -73,10 +73,6 @@ class Evaluator {
   // from it ("from_store"), and a task with every mode found is not even prepared.
   Result<Json> Baseline(const TaskFile& task, bool max_autotune);
 
-  // The modes Baseline would measure (eager, compile, and compile_max_autotune on request): those
-  // options().baselines does not find.
-  std::vector<std::string> UnstoredBaselines(const TaskFile& task, bool max_autotune);
-
   const EvalOptions& options() const { return options_; }
 
  private:

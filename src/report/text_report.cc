@@ -172,11 +172,11 @@ std::string FormatBaseline(const Json& baseline) {
     kept = kept || JsonGet<bool>(entry, "kept", false);
     out += fmt::format("  {:<22} {}", mode, Ms(JsonField(entry, "ms")));
     if (std::string(mode) != "eager" && median > 0 && eager > 0) out += fmt::format("  {:.2f}x vs eager", eager / median);
-    if (JsonGet<double>(entry, "compile_s", 0) > 0) {
+    if (const double compile_s = JsonGet<double>(entry, "compile_s", 0); compile_s > 0) {
       const Json& cache = JsonField(entry, "compile_cache");
       const int64_t hits = JsonGet<int64_t>(cache, "hits", 0), graphs = hits + JsonGet<int64_t>(cache, "misses", 0);
-      out += graphs > 0 ? fmt::format("  (compiled in {:.1f} s, {} of {} graph(s) from the compile cache)", JsonGet<double>(entry, "compile_s", 0), hits, graphs)
-                        : fmt::format("  (compiled in {:.1f} s)", JsonGet<double>(entry, "compile_s", 0));
+      out += fmt::format("  (compiled in {:.1f} s", compile_s);
+      out += graphs > 0 ? fmt::format(", {} of {} graph(s) from the compile cache)", hits, graphs) : ")";
     }
     if (JsonGet<bool>(entry, "from_store", false)) out += fmt::format("  (stored {})", JsonGet<std::string>(entry, "recorded_at", "earlier"));
     out += "\n";
