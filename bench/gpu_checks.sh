@@ -2,7 +2,7 @@
 # Runs on the GPU machine from the repository root, with bundle/ carried (bench/gpu_bundle.sh
 # makes it): the evaluator's speed and timing stability, the corpus at real sizes with the
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
-#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|service|baseline|compiler|tuning|graphs|kernels|probe|counters|strategies|all]
+#   bench/gpu_checks.sh [smoke|ipc|speed|corpus|service|baseline|compile-cache|compiler|tuning|graphs|kernels|probe|counters|strategies|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
 #  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT, KFORGE_BENCH_BASELINES)
 set -uo pipefail
@@ -187,6 +187,25 @@ case "$what" in
     done
     (cd /tmp/kforge-strategies-out && tar czf "$out/strategies-runs.tgz" .)
     python3 bench/strategy_table.py --json "$out/strategies.json" /tmp/kforge-strategies-out/* | tee "$out/strategies.txt" ;;
+esac
+case "$what" in
+  compile-cache)
+    # Does a torch.compile compiled from Inductor's cache run as fast as one compiled fresh? The
+    # same networks' baselines (KFORGE_CACHE_TASKS, default three level-3 networks of a carried
+    # kernelbench/ copy) timed three times, one process at a time: fresh in workspace A, again in A
+    # (every graph from A's cache), fresh in workspace B.
+    tasks="${KFORGE_CACHE_TASKS:-kernelbench/level3/10_ResNet101.py kernelbench/level3/23_EfficientNetB1.py kernelbench/level3/15_DenseNet121.py}"
+    rm -rf /tmp/kforge-cache-a /tmp/kforge-cache-b
+    for pass in a-fresh:a a-cached:a b-fresh:b; do
+      timeout 200 "$kforge" --workspace "/tmp/kforge-cache-${pass#*:}" baseline --json $tasks \
+        > "$out/cache-${pass%%:*}.json" 2> "$out/cache-${pass%%:*}.log"
+      echo "== ${pass%%:*}: exit $?"
+      python3 -c "import json,sys,statistics as st
+for line in open(sys.argv[1]):
+    e = json.loads(line) if line.startswith('{') else None
+    if e: print(e.get('task'), *(f\"{m} {st.median(v['samples_ms']):.3f} ms {v.get('compile_cache', '')}\" for m, v in e['modes'].items() if v.get('samples_ms')))" \
+        "$out/cache-${pass%%:*}.json" 2>&1 | cut -c1-300
+    done 2>&1 | tee "$out/compile_cache.log" ;;
 esac
 case "$what" in
   baseline|all)
