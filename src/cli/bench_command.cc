@@ -212,14 +212,7 @@ CommandRunner AttachBench(CLI::App& app, const CommonOptions& common) {
   app.add_option("--timeout", flags->settings.timeout_s, "seconds each generated candidate's evaluation may take")
       ->capture_default_str();
   app.add_flag("--fresh", flags->fresh, "redo every task (by default a task with a report from the same source and mode is kept)");
-  app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
-               "do not time torch.compile of the references (timed on a GPU by default)");
-  app.add_flag("--fresh-baselines", flags->settings.fresh_baselines,
-               "time eager and torch.compile again instead of reusing their stored timings from this machine");
-  app.add_option("--graph-replay", flags->settings.graph_replay,
-                 "replay the generated forward as one CUDA graph: auto (on a GPU, when it launches enough kernels for "
-                 "their host cost to show), always, never")
-      ->capture_default_str();
+  AddTimingFlags(app, flags->settings);
   app.add_flag("--no-run", flags->no_run, "only summarize the reports already in --out (a run cut short); run nothing");
   app.add_flag("--json", flags->json, "print the summary as JSON");
   app.add_option("--gpus", flags->gpus,

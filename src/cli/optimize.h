@@ -10,6 +10,10 @@
 #include "core/json.h"
 #include "tasks/task.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace kforge {
 
 struct OptimizeSettings {
@@ -23,6 +27,10 @@ struct OptimizeSettings {
   std::filesystem::path folder;  // where model_new.py, report.json (and ir/, llm/) go
   AgentSettings agents;          // the LLM stage after the compiler's; off unless agents.llm is set
 };
+
+// The flags `optimize` and `bench` share for how the reference is timed and the forward launched:
+// --no-compile-baseline, --fresh-baselines, --graph-replay.
+void AddTimingFlags(CLI::App& app, OptimizeSettings& settings);
 
 // Captures, compiles and writes model_new.py, evaluates it, stores the evaluation and writes
 // report.json. With an LLM stage, kernel writers then start from the compiler's candidate and

@@ -303,6 +303,17 @@ int RunResume(const ResumeFlags& flags, CommonOptions common) {
 
 }  // namespace
 
+void AddTimingFlags(CLI::App& app, OptimizeSettings& settings) {
+  app.add_flag("--no-compile-baseline{false}", settings.compile_baseline,
+               "do not time torch.compile of the reference (it is timed on a GPU by default)");
+  app.add_flag("--fresh-baselines", settings.fresh_baselines,
+               "time eager and torch.compile again instead of reusing their stored timings from this machine");
+  app.add_option("--graph-replay", settings.graph_replay,
+                 "replay the generated forward as one CUDA graph: auto (on a GPU, when it launches enough kernels for "
+                 "their host cost to show), always, never")
+      ->capture_default_str();
+}
+
 CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   auto flags = std::make_shared<OptimizeFlags>();
   app.add_option("task", flags->task, "KernelBench-format task file (or --describe)");
@@ -320,14 +331,7 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
       ->expected(1)
       ->allow_extra_args(false);
   app.add_flag("--dump-ir", flags->settings.dump_ir, "write the IR after each pass to <out>/<task>/ir/");
-  app.add_flag("--no-compile-baseline{false}", flags->settings.compile_baseline,
-               "do not time torch.compile of the reference (it is timed on a GPU by default)");
-  app.add_flag("--fresh-baselines", flags->settings.fresh_baselines,
-               "time eager and torch.compile again instead of reusing their stored timings from this machine");
-  app.add_option("--graph-replay", flags->settings.graph_replay,
-                 "replay the generated forward as one CUDA graph: auto (on a GPU, when it launches enough kernels for "
-                 "their host cost to show), always, never")
-      ->capture_default_str();
+  AddTimingFlags(app, flags->settings);
   AgentSettings& agents = flags->settings.agents;
   app.add_option("--llm", agents.llm,
                  "after the compiler, LLM kernel writers: openai:MODEL, anthropic:MODEL, compat:MODEL (OpenAI-compatible "
