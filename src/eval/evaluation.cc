@@ -25,6 +25,7 @@ Json Evaluation::ToJson() const {
                {"device", device},
                {"timings_meaningful", timings_meaningful},
                {"duration_s", duration_s},
+               {"reference_timing_s", reference_timing_s},
                {"evidence", evidence}};
   if (candidate_ms) json["candidate_ms"] = SummaryToJson(*candidate_ms);
   if (reference_ms) json["reference_ms"] = SummaryToJson(*reference_ms);
@@ -63,6 +64,7 @@ Result<Evaluation> EvaluationFromJson(const Json& json) {
   evaluation.device = JsonGet<std::string>(json, "device", "");
   evaluation.timings_meaningful = JsonGet<bool>(json, "timings_meaningful", false);
   evaluation.duration_s = JsonGet<double>(json, "duration_s", 0);
+  evaluation.reference_timing_s = JsonGet<double>(json, "reference_timing_s", 0);
   evaluation.evidence = json["evidence"];
   evaluation.candidate_ms = SummaryFromJson(JsonField(json, "candidate_ms"));
   evaluation.reference_ms = SummaryFromJson(JsonField(json, "reference_ms"));

@@ -20,6 +20,9 @@ struct Evaluation {
   std::optional<SpeedupEstimate> speedup;
   std::optional<double> authored_share;   // share of device time (or launches, on CPU) in authored kernels
   double duration_s = 0;
+  // Of duration_s, the time spent timing the reference (eager and torch.compile, their compiles
+  // included): a task pays it once, whatever its candidates are.
+  double reference_timing_s = 0;
   Json evidence = Json::object();
 
   Json ToJson() const;

@@ -106,7 +106,9 @@ class EvaluationRun {
     }
     if (!Finished()) Step("candidate", [&] { RunCandidate(); });
     if (!Finished()) Step("compare", [&] { CompareOutputs(); });
-    if (!Finished() && options_.timing) Step("reference_timing", [&] { TimeAgainstReference(); });
+    if (!Finished() && options_.timing) {
+      result_.reference_timing_s = Step("reference_timing", [&] { TimeAgainstReference(); });
+    }
     if (!Finished()) CheckProvenance();
     if (!Finished()) KeepTuning();
     if (!Finished()) Finish(MakeVerdict(VerdictKind::kAccepted, AcceptedMessage()));
@@ -129,12 +131,15 @@ class EvaluationRun {
     return *released;
   }
 
-  // Runs one step and records how long it took, so slow evaluations can be explained.
+  // Runs one step and records how long it took, so slow evaluations can be explained; returns
+  // the seconds.
   template <typename Action>
-  void Step(const char* name, Action action) {
-    double started = clock_.NowSeconds();
+  double Step(const char* name, Action action) {
+    const double started = clock_.NowSeconds();
     action();
-    result_.evidence["step_s"][name] = clock_.NowSeconds() - started;
+    const double seconds = clock_.NowSeconds() - started;
+    result_.evidence["step_s"][name] = seconds;
+    return seconds;
   }
 
   void Finish(Verdict verdict) {

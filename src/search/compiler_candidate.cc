@@ -88,7 +88,7 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
     // The kernels still autotuned were measured in that evaluation: bake in what they chose and
     // verify that source in turn, keeping the autotuned one if it does not pass.
     if (evaluation->verdict.accepted() && !TuningKeys(source).empty()) {
-      chosen.tuning.tuning_s = evaluation->duration_s;
+      chosen.tuning.tuning_s = evaluation->duration_s - evaluation->reference_timing_s;
       auto measured = MeasuredTunings(store, gpu, source, JsonField(evaluation->evidence, "tuning"));
       chosen.tuning.measured = static_cast<int64_t>(measured.size());
       tuned.insert(measured.begin(), measured.end());

@@ -44,7 +44,7 @@ struct TuningSummary {
   int64_t kernels = 0;     // autotuned kernels of the source before any configuration was baked in
   int64_t from_store = 0;  // configurations taken from the store (measured earlier on this GPU)
   int64_t measured = 0;    // configurations measured by this evaluation and stored
-  double tuning_s = 0;     // the evaluation that measured them
+  double tuning_s = 0;     // the evaluation that measured them, less its timing of the reference
   bool baked = false;      // the chosen source autotunes nothing
 
   Json ToJson() const;

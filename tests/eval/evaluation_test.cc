@@ -15,11 +15,13 @@ TEST(EvaluationJsonTest, ReadsBackWhatItWrote) {
   evaluation.speedup = SpeedupEstimate{2.0, 1.8, 2.2, true};
   evaluation.authored_share = 0.97;
   evaluation.duration_s = 4.5;
+  evaluation.reference_timing_s = 3.25;
   evaluation.evidence = {{"timing", {{"calls", 10}}}};
   auto read = EvaluationFromJson(evaluation.ToJson());
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(read->ToJson(), evaluation.ToJson());
   EXPECT_EQ(read->verdict.ToString(), "rejected_hack(memoization)");
+  EXPECT_EQ(read->reference_timing_s, 3.25);
 }
 
 TEST(EvaluationJsonTest, RefusesWhatIsNotAnEvaluation) {

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
+#include <thread>
 
 #include "core/files.h"
 
@@ -117,6 +119,23 @@ TEST_F(EvaluatorTest, HonestCandidateIsAcceptedWithASignificantSpeedup) {
   EXPECT_NEAR(evaluation.speedup->speedup, 2.0, 1e-9);
   EXPECT_TRUE(evaluation.speedup->significant);
   EXPECT_EQ(workers_.trusted.Count("release"), 1);
+}
+
+// The time spent timing the reference (a task pays it once, whatever its candidates) is its own
+// field, so what the rest of an evaluation cost can be told apart.
+TEST_F(EvaluatorTest, SaysHowMuchOfItsTimeWentToTimingTheReference) {
+  workers_.trusted.handlers["time_reference"] = [](const Json&) -> Result<Json> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return Json{{"samples_ms", Samples(2.0, 20)}, {"iteration_ms", Samples(2.2, 20)}, {"meaningful", true}};
+  };
+  Evaluation evaluation = Evaluate();
+  EXPECT_EQ(evaluation.verdict.ToString(), "accepted");
+  EXPECT_GE(evaluation.reference_timing_s, 0.2);
+  EXPECT_LT(evaluation.reference_timing_s, evaluation.duration_s);
+  EXPECT_EQ(evaluation.reference_timing_s, evaluation.evidence["step_s"]["reference_timing"].get<double>());
+
+  options_.timing = false;  // nothing timed, nothing spent on the reference's timing
+  EXPECT_EQ(Evaluate().reference_timing_s, 0);
 }
 
 TEST_F(EvaluatorTest, CandidateIsCopiedIntoAFreshExchangeFolderThatIsRemovedAfterwards) {
