@@ -163,6 +163,17 @@ Status CheckIsKforgeDatabase(SqliteDb& db, int version) {
                                  "workspace database (.kforge/kforge.db)");
 }
 
+// The schema version, once CheckIsKforgeDatabase has passed, all read in one snapshot: another
+// process creating the store meanwhile commits its tables and version together, and reads made
+// apart could see the version before its commit and the tables after (a new kforge store taken
+// for someone else's database).
+Result<int> CheckedSchemaVersion(SqliteDb& db) {
+  ASSIGN_OR_RETURN(SqliteTransaction snapshot, SqliteTransaction::BeginRead(db));
+  ASSIGN_OR_RETURN(int version, SchemaVersion(db));
+  RETURN_IF_ERROR(CheckIsKforgeDatabase(db, version));
+  return version;  // the snapshot only read: rolled back
+}
+
 Status ApplyMigration(SqliteDb& db, const Migration& migration) {
   ASSIGN_OR_RETURN(SqliteTransaction transaction, SqliteTransaction::Begin(db));
   // Another process may have applied it while this one waited for the write lock.
@@ -200,8 +211,7 @@ Result<int> SchemaVersion(SqliteDb& db) {
 }
 
 Status MigrateSchema(SqliteDb& db, const std::vector<Migration>& migrations) {
-  ASSIGN_OR_RETURN(int version, SchemaVersion(db));
-  RETURN_IF_ERROR(CheckIsKforgeDatabase(db, version));
+  ASSIGN_OR_RETURN(int version, CheckedSchemaVersion(db));
   int latest = migrations.empty() ? 0 : migrations.back().version;
   if (version > latest) {
     return Status::InvalidArgument(db.path() + " has schema version " + std::to_string(version) +

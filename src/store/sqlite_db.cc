@@ -196,6 +196,11 @@ Result<SqliteTransaction> SqliteTransaction::Begin(SqliteDb& db) {
   return SqliteTransaction(&db);
 }
 
+Result<SqliteTransaction> SqliteTransaction::BeginRead(SqliteDb& db) {
+  RETURN_IF_ERROR(db.Execute("BEGIN DEFERRED"));
+  return SqliteTransaction(&db);
+}
+
 SqliteTransaction::SqliteTransaction(SqliteTransaction&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)) {}
 

@@ -114,6 +114,9 @@ class SqliteDb {
 class SqliteTransaction {
  public:
   static Result<SqliteTransaction> Begin(SqliteDb& db);
+  // A deferred, read-only one instead: in WAL mode its statements all see the database as of its
+  // first read, whatever other connections commit meanwhile.
+  static Result<SqliteTransaction> BeginRead(SqliteDb& db);
 
   SqliteTransaction(SqliteTransaction&& other) noexcept;
   SqliteTransaction& operator=(SqliteTransaction&&) = delete;

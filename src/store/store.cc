@@ -1,5 +1,8 @@
 #include "store/store.h"
 
+#include <chrono>
+#include <thread>
+
 #include "core/hash.h"
 #include "store/evaluation_table.h"
 #include "store/schema.h"
@@ -10,15 +13,32 @@ namespace {
 // Long enough to ride out another kforge process's write transaction on the same workspace.
 constexpr int kBusyTimeoutMs = 10000;
 
+// Puts the database in WAL mode and returns the journal mode it is in after. The switch needs the
+// database to itself, and SQLite answers "locked" at once, without waiting out busy_timeout, when
+// another connection is making the same switch (kforge processes started together on a new
+// workspace): it is tried again until kBusyTimeoutMs has passed.
+Result<std::string> SwitchToWal(SqliteDb& db) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  while (true) {
+    Result<std::string> mode = [&]() -> Result<std::string> {
+      ASSIGN_OR_RETURN(SqliteStatement statement, db.Prepare("PRAGMA journal_mode = WAL"));
+      ASSIGN_OR_RETURN(bool has_row, statement.Step());
+      return has_row ? statement.ColumnText(0) : "";
+    }();
+    if (mode.ok() || mode.status().code() != StatusCode::kUnavailable || std::chrono::steady_clock::now() > deadline) {
+      return mode;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 Status ConfigureConnection(SqliteDb& db, bool in_memory) {
   RETURN_IF_ERROR(db.Execute("PRAGMA busy_timeout = " + std::to_string(kBusyTimeoutMs)));
   RETURN_IF_ERROR(db.Execute("PRAGMA foreign_keys = ON"));
   if (in_memory) return Status::Ok();
   // WAL lets readers (a dashboard, `kforge report`) run while a search writes; FULL sync makes a
   // committed evaluation survive a power cut.
-  ASSIGN_OR_RETURN(SqliteStatement statement, db.Prepare("PRAGMA journal_mode = WAL"));
-  ASSIGN_OR_RETURN(bool has_row, statement.Step());
-  std::string mode = has_row ? statement.ColumnText(0) : "";
+  ASSIGN_OR_RETURN(std::string mode, SwitchToWal(db));
   if (mode != "wal") {
     return Status::IoError("cannot put " + db.path() + " in WAL mode (journal mode is '" + mode +
                            "'); is it on a filesystem without shared-memory support?");

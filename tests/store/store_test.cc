@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <thread>
 
 #include "core/files.h"
@@ -215,6 +219,36 @@ TEST_F(StoreFileTest, OpenCreatesFoldersAndUsesWal) {
   ASSERT_TRUE(mode.ok() && mode->Step().value());
   EXPECT_EQ(mode->ColumnText(0), "wal");
   EXPECT_EQ(FileSchemaVersion(db_path_).value(), LatestSchemaVersion());
+}
+
+// kforge processes started at once on a new workspace (the shards of a bench, baselines run side
+// by side) all open its store: the first to switch it to WAL makes the others wait, not fail.
+TEST_F(StoreFileTest, ProcessesOpeningANewStoreAtOnceAllSucceed) {
+  constexpr int kRounds = 20;
+  constexpr int kProcesses = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::filesystem::path path = dir_ / ("round" + std::to_string(round)) / "kforge.db";
+    std::vector<pid_t> children;
+    for (int i = 0; i < kProcesses; ++i) {
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        auto store = Store::Open(path, clock_);
+        if (!store.ok()) std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
+        _exit(store.ok() && (*store)->RecordCandidate("from " + std::to_string(getpid()), "child").ok() ? 0 : 1);
+      }
+      children.push_back(pid);
+    }
+    int failed = 0;
+    for (pid_t child : children) {
+      int status = 0;
+      ASSERT_EQ(waitpid(child, &status, 0), child);
+      failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    EXPECT_EQ(failed, 0) << "round " << round;
+    auto store = Store::Open(path, clock_);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+  }
 }
 
 TEST_F(StoreFileTest, ReopenKeepsDataAndVersion) {
