@@ -81,6 +81,17 @@ std::vector<uint64_t> FreshSeeds(int count) {
   return seeds;
 }
 
+// The trusted worker's `prepare` of the task's reference: inputs from `seeds`, the timing's own
+// seed (null when nothing is timed). An evaluation adds what it judges with; a baseline that it
+// prepares for the reference alone.
+Json PrepareRequest(const TaskFile& task, const std::string& eval_id, const std::filesystem::path& exchange,
+                    const EvalOptions& options, const std::vector<uint64_t>& seeds, Json timing_seed, bool distributions) {
+  return {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
+          {"seeds", seeds}, {"cpu_sizes", options.cpu_sizes && options.device == "cpu"},
+          {"precision", ToString(options.precision)}, {"distributions", distributions},
+          {"timing_seed", std::move(timing_seed)}};
+}
+
 // One evaluation, step by step; each step either records evidence and goes on, or ends it.
 class EvaluationRun {
  public:
@@ -184,11 +195,10 @@ class EvaluationRun {
     uint64_t timing_seed = seeds.back();
     seeds.pop_back();
     Tolerance tolerance = ToleranceFor(options_.precision);
-    Json request = {{"eval_id", eval_id_}, {"task_path", task_.path.string()}, {"exchange_dir", exchange_.string()},
-                    {"seeds", seeds}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
-                    {"precision", ToString(options_.precision)}, {"distributions", options_.distributions},
-                    {"timing_seed", options_.timing ? Json(timing_seed) : Json()}, {"profile", true},
-                    {"tolerance", {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}}}};
+    Json request = PrepareRequest(task_, eval_id_, exchange_, options_, seeds, options_.timing ? Json(timing_seed) : Json(),
+                                  options_.distributions);
+    request["profile"] = true;
+    request["tolerance"] = {{"rtol", tolerance.rtol}, {"atol", tolerance.atol}};
     auto prepared = trusted_->Call("prepare", request, ReferenceTimeout(options_));
     if (!prepared.ok()) {
       Status failure = PrepareFailure(prepared.status(), options_);
@@ -489,10 +499,8 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, fmt::format("baseline-{}-", getpid())));
   std::string eval_id = exchange.filename().string();
   std::vector<uint64_t> seeds = FreshSeeds(2);
-  Json request = {{"eval_id", eval_id}, {"task_path", task.path.string()}, {"exchange_dir", exchange.string()},
-                  {"seeds", {seeds[0]}}, {"cpu_sizes", options_.cpu_sizes && options_.device == "cpu"},
-                  {"precision", ToString(options_.precision)}, {"distributions", false}, {"timing_seed", seeds[1]},
-                  {"candidate", false}};
+  Json request = PrepareRequest(task, eval_id, exchange, options_, {seeds[0]}, seeds[1], /*distributions=*/false);
+  request["candidate"] = false;
   auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options_));
   Status unreadable = Status::Ok();
   if (prepared.ok()) {
