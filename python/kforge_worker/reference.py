@@ -5,7 +5,8 @@ FLOPs, the buffers its forward mutates, whether it runs at a second size), plans
 memory against what is free, and opens the live session (evaluation_session.py) that feeds the
 candidate's process its inputs and judges its outputs as they come. `compare` collects what the
 session judged once the process is gone. `time_reference` times the reference (eager or
-torch.compile) with the candidates' method. `release` returns the worker to its memory before
+torch.compile) with the candidates' method; `compile_reference` only compiles it (a compile ahead
+of timing, into the shared compile cache). `release` returns the worker to its memory before
 the evaluation. Reference outputs never leave this process.
 """
 from __future__ import annotations
@@ -438,6 +439,32 @@ class ReferenceWorker:
             measured["compile_cache"] = graphs
         measured["mode"] = mode
         return measured
+
+    def compile_reference(self, request: dict[str, Any]) -> dict[str, Any]:
+        """torch.compile (default mode) of the prepared reference, run once on its timing inputs,
+        timing nothing: what it compiles lands in this worker's compile caches (the workspace's,
+        which its other trusted workers share), so a later `time_reference` of the task compiles
+        from them in seconds. Its kernels' autotuning results are not cached: other compiles may
+        share the GPU now, and the process that times the task tunes them alone."""
+        session = self._session(request)
+        if "timing" not in session.sets.specs:
+            raise ValueError("the evaluation was prepared without a timing input set")
+        apply_precision(session.precision)
+        inputs = session.sets.make("timing")
+        try:
+            before = _graph_cache_counts()
+            started = time.perf_counter()
+            with torch._inductor.config.patch(autotune_local_cache=False):
+                compiled = torch.compile(session.model)
+                with torch.no_grad():
+                    compiled(*inputs)
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+            return {"compile_s": time.perf_counter() - started, "mode": "compile",
+                    "compile_cache": {key: count - before[key] for key, count in _graph_cache_counts().items()}}
+        finally:
+            apply_precision("fp32")
+            torch._dynamo.reset()
 
     def release(self, request: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.pop(request["eval_id"], None)

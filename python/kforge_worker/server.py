@@ -46,6 +46,7 @@ def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[
         "prepare": worker.prepare,
         "compare": worker.compare,
         "time_reference": worker.time_reference,
+        "compile_reference": worker.compile_reference,
         "release": worker.release,
     }
 

@@ -1,6 +1,7 @@
 """`kforge baseline` end to end through the real binary on the CPU: --missing times only what the
 workspace's store lacks, and each torch.compile timing says how many of its graphs Inductor found
-in the workspace's compile cache."""
+in the workspace's compile cache; --jobs compiles torch.compile ahead in workers that end before
+anything is timed."""
 from __future__ import annotations
 
 import json
@@ -41,3 +42,29 @@ def test_missing_times_only_what_is_not_stored_and_compiles_say_where_their_grap
     _, (remeasured,) = baseline(tmp_path, FIRST)
     assert "from_store" not in remeasured["modes"]["compile"]
     assert remeasured["modes"]["compile"]["compile_cache"] == {"hits": 1, "misses": 0}
+
+
+def test_jobs_compile_ahead_in_workers_that_end_before_the_timings(tmp_path):
+    third = os.path.join(REPO, "tasks", "level2", "01_linear_relu.py")
+    done, reports = baseline(tmp_path, "--jobs", "2", FIRST, SECOND)
+    log = done.stderr
+    assert "compiling torch.compile ahead, 2 task(s) at a time" in log, log[-3000:]
+    assert log.count("  compiled level1/") == 2, log[-3000:]
+    # Every compile ahead ends before the first timing begins.
+    assert log.rindex("  compiled level1/") < log.index("timing level1/"), log[-3000:]
+    assert [r["task"] for r in reports] == ["level1/21_hardtanh", "level1/20_softplus"]
+    for report in reports:
+        # Every graph the timing compiled came from the cache the workers filled.
+        assert report["modes"]["compile"]["compile_cache"] == {"hits": 1, "misses": 0}, report
+
+    # With --missing only the task the store lacks needs compiling: one task is not compiled ahead.
+    again, stored = baseline(tmp_path, "--missing", "--jobs", "2", FIRST, SECOND, third)
+    assert "compiling torch.compile ahead" not in again.stderr
+    assert again.stderr.count("timing ") == 2 and "timing level2/01_linear_relu (compile)" in again.stderr
+    assert all(r["modes"]["compile"].get("from_store") for r in stored[:2])
+
+
+def test_jobs_must_be_positive(tmp_path):
+    done = subprocess.run([BINARY, "--workspace", str(tmp_path / "ws"), "--device", "cpu", "baseline", "--jobs", "0", FIRST],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "--jobs must be at least 1 (got 0)" in done.stderr, done.stderr
