@@ -198,13 +198,13 @@ case "$what" in
     # from A's cache), fresh in workspace B. With KFORGE_CACHE_PARALLEL=N (KFORGE_CACHE_PASSES
     # picks and orders the passes) also `kforge baseline --jobs N` in a fresh workspace C: every
     # task compiled ahead, N at a time in workers that end before anything is timed, then timed
-    # one at a time from C's cache (c-jobs).
+    # one at a time from C's cache (c-jobs; any pass named *-jobs does the same in its workspace).
     tasks="${KFORGE_CACHE_TASKS:-kernelbench/level3/10_ResNet101.py kernelbench/level3/23_EfficientNetB1.py kernelbench/level3/15_DenseNet121.py}"
-    rm -rf /tmp/kforge-cache-a /tmp/kforge-cache-b /tmp/kforge-cache-c
+    rm -rf /tmp/kforge-cache-?
     passes="${KFORGE_CACHE_PASSES:-a-fresh:a a-cached:a b-fresh:b${KFORGE_CACHE_PARALLEL:+ c-jobs:c}}"
     for pass in $passes; do
       jobs=1
-      [ "${pass%%:*}" = c-jobs ] && jobs="${KFORGE_CACHE_PARALLEL:-4}"
+      case "${pass%%:*}" in *-jobs) jobs="${KFORGE_CACHE_PARALLEL:-4}" ;; esac
       started=$SECONDS
       timeout 250 "$kforge" --workspace "/tmp/kforge-cache-${pass#*:}" baseline --json --jobs "$jobs" $tasks \
         > "$out/cache-${pass%%:*}.json" 2> "$out/cache-${pass%%:*}.log"
