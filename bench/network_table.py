@@ -7,6 +7,9 @@ lacks keep that table's rows (their "run" says which table), so a level rerun in
 table of the whole level. --bench BENCH.json (a `kforge bench` summary whose run folder is gone)
 adds its tasks' rows where neither has them: timings and verdict, without the profile's columns.
 Each row keeps the GPU its report names ("gpu"); rows of several GPUs are listed after the table.
+A torch.compile timed from the workspace's compile cache ("compile_cached", e.g. compiled ahead by
+`kforge baseline --jobs`) is marked "(cached)", and such rows within 5% of kforge are named after
+the table, to be timed again fresh.
 --summary then prints the level's line as `kforge bench` computes it
 (accepted, fast_1 over eager and over torch.compile as shares of all tasks, geometric means over
 the accepted ones).
@@ -41,9 +44,18 @@ def row(report: dict[str, Any], name: str) -> dict[str, Any]:
         "call_ms": median(timing, "candidate_ms"),
         "eager_ms": median(timing, "reference_eager_ms"),
         "compile_ms": median(timing, "reference_compile_ms"),
+        "compile_cached": compiled_from_cache(timing.get("reference_compile_cache")),
         "gpu": report.get("gpu"),
     }
     return with_speedups(entry)
+
+
+def compiled_from_cache(graphs: dict[str, int] | None) -> bool | None:
+    """Whether torch.compile's timed program came from the workspace's compile cache (compiled
+    ahead by `kforge baseline --jobs`, or by an earlier timing), None where the report does not say."""
+    if not graphs:
+        return None
+    return graphs.get("hits", 0) > 0 and graphs.get("misses", 0) == 0
 
 
 def bench_row(task: dict[str, Any]) -> dict[str, Any]:
@@ -100,12 +112,18 @@ def main() -> int:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(f"| {r['task']} | {r['verdict']} | {cell(r['graph_replay'])} | {cell(r['launches'])} | {cell(r['kernels_ms'], ' ms')} | "
-              f"{cell(r['call_ms'], ' ms')} | {cell(r['eager_ms'], ' ms')} | {cell(r['compile_ms'], ' ms')} | "
+              f"{cell(r['call_ms'], ' ms')} | {cell(r['eager_ms'], ' ms')} | {cell(r['compile_ms'], ' ms')}"
+              f"{' (cached)' if r.get('compile_cached') else ''} | "
               f"{cell(r['vs_eager'], 'x')} | {cell(r['vs_compile'], 'x')} |")
     cards = sorted({r.get("gpu") for r in rows if r.get("gpu")})
     if len(cards) > 1:  # a run folder resumed on another card, or a base table of another
         print("rows from several GPUs: " + "; ".join(f"{c}: {', '.join(r['task'] for r in rows if r.get('gpu') == c)}"
                                                       for c in cards))
+    # A torch.compile compiled from the cache timed up to 2.6% slower than a fresh compile on one
+    # network of three (bench/RESULTS.md, thirty-fourth session): rows that close deserve a fresh one.
+    close = [r["task"] for r in rows if r.get("compile_cached") and r["vs_compile"] and r["vs_compile"] < 1.05]
+    if close:
+        print("torch.compile from the compile cache within 5% of kforge (time these fresh: `kforge baseline`): " + ", ".join(close))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

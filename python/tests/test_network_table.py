@@ -61,3 +61,25 @@ def test_rows_of_several_gpus_are_named(tmp_path):
     (run / "31_VisionAttention" / "report.json").write_text(json.dumps(dict(report(1.0, 2.0, 2.0), gpu="NVIDIA H100 80GB HBM3")))
     printed = subprocess.run([sys.executable, SCRIPT, str(run)], check=True, capture_output=True, text=True).stdout
     assert "several GPUs" not in printed
+
+
+def test_torch_compile_timed_from_the_cache_is_marked_and_close_rows_are_named(tmp_path):
+    run = tmp_path / "run"
+    cases = {"43_MinGPTCausalAttention": ((1.0, 2.0, 1.02), {"hits": 1, "misses": 0}),  # cached and close
+             "5_AlexNet": ((1.0, 2.0, 1.02), {"hits": 0, "misses": 1}),                  # close, compiled fresh
+             "9_ResNet18": ((1.0, 2.0, 3.0), {"hits": 2, "misses": 0}),                  # cached, far ahead
+             "10_ResNet101": ((1.0, 2.0, 1.5), None)}                                     # an older report: unknown
+    for name, (timings, graphs) in cases.items():
+        (run / name).mkdir(parents=True)
+        made = report(*timings)
+        if graphs:
+            made["evaluation"]["evidence"]["timing"]["reference_compile_cache"] = graphs
+        (run / name / "report.json").write_text(json.dumps(made))
+    out = tmp_path / "table.json"
+    printed = subprocess.run([sys.executable, SCRIPT, str(run), "--json", str(out)], check=True, capture_output=True,
+                             text=True).stdout
+    assert {r["task"]: r["compile_cached"] for r in json.loads(out.read_text())} == {
+        "5_AlexNet": False, "9_ResNet18": True, "10_ResNet101": None, "43_MinGPTCausalAttention": True}
+    assert "| 3.000 ms (cached) |" in printed and "| 1.020 ms (cached) |" in printed
+    assert printed.count("(cached)") == 2
+    assert printed.strip().endswith("within 5% of kforge (time these fresh: `kforge baseline`): 43_MinGPTCausalAttention")
