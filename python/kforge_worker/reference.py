@@ -104,11 +104,11 @@ def _count_flops(model: torch.nn.Module, inputs: list) -> int:
 
 
 def _graph_cache_counts() -> dict[str, int]:
-    """The graphs Inductor has compiled in this process so far, found in its compile cache
-    ("hits") and compiled anew ("misses")."""
+    """The graphs torch.compile has compiled in this process so far: taken whole from Inductor's
+    graph cache ("hits"), and compiled anew ("misses", with the cache consulted or not)."""
     from torch._dynamo.utils import counters
-    inductor = counters["inductor"]
-    return {"hits": inductor["fxgraph_cache_hit"], "misses": inductor["fxgraph_cache_miss"]}
+    hits = counters["inductor"]["fxgraph_cache_hit"]
+    return {"hits": hits, "misses": counters["stats"]["unique_graphs"] - hits}
 
 
 def _under_bf16_autocast(model: Any, device_type: str) -> Any:
@@ -418,7 +418,12 @@ class ReferenceWorker:
             before = _graph_cache_counts()
             started = time.perf_counter()
             model = torch.compile(session.model, mode="max-autotune" if mode == "compile_max_autotune" else None)
-            with torch.no_grad():
+            # The timed program is compiled anew and tuned here, never taken whole from Inductor's
+            # graph cache or its kernels' tuning from an earlier process: on an H100 ShuffleNet's
+            # torch.compile loaded from that cache ran 4-7% slower than compiled fresh, every time
+            # (bench/RESULTS.md, thirty-fourth session). Its kernels' binaries may come from
+            # Triton's cache: the same source compiles to the same binary.
+            with torch._inductor.config.patch(fx_graph_cache=False, autotune_local_cache=False), torch.no_grad():
                 model(*inputs)
             compile_s = time.perf_counter() - started
             graphs = {key: count - before[key] for key, count in _graph_cache_counts().items()}
