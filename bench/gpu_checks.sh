@@ -4,7 +4,7 @@
 # GPU-only checks, and baselines. Logs and JSON go to $OUT. Usage:
 #   bench/gpu_checks.sh [smoke|ipc|speed|corpus|service|baseline|compile-cache|compiler|tuning|graphs|kernels|probe|counters|strategies|all]
 # (compiler: KFORGE_BENCH_SUITE, KFORGE_BENCH_TASKS, KFORGE_BENCH_MODE, KFORGE_BENCH_RUNS, KFORGE_BENCH_GPUS,
-#  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT, KFORGE_BENCH_BASELINES, KFORGE_BENCH_BASELINE_JOBS)
+#  KFORGE_BENCH_SHARD, KFORGE_BENCH_LIMIT, KFORGE_BENCH_TIMEOUT, KFORGE_BENCH_BASELINES)
 set -uo pipefail
 what="${1:-all}"
 out="${OUT:-$PWD/gpu-out}"
@@ -71,13 +71,11 @@ case "$what" in
     # timings alone (`kforge baseline --missing`: those the run's store lacks), then benches in
     # what is left of KFORGE_BENCH_LIMIT: the evaluator times the reference after the candidate,
     # so a network whose torch.compile takes minutes (16_DenseNet201) is otherwise cut by the
-    # call's limit before either is stored. KFORGE_BENCH_BASELINE_JOBS=N compiles their
-    # torch.compile ahead N at a time first (`baseline --jobs N`: the workers end before any timing).
+    # call's limit before either is stored.
     limit="${KFORGE_BENCH_LIMIT:-540}"
     deadline=$((SECONDS + limit))
     if [ -n "${KFORGE_BENCH_BASELINES:-}" ]; then
-      timeout "$limit" "$kforge" --workspace "$runs/workspace" baseline --missing --jobs "${KFORGE_BENCH_BASELINE_JOBS:-1}" \
-        "$suite"/*.py >"$out/baselines.log" 2>&1
+      timeout "$limit" "$kforge" --workspace "$runs/workspace" baseline --missing "$suite"/*.py >"$out/baselines.log" 2>&1
       echo "baselines: exit $? after ${SECONDS} s"
     fi
     bench_shard() {  # GPU index, shard (I/N or empty), log
@@ -195,21 +193,15 @@ case "$what" in
     # Does a torch.compile compiled from Inductor's cache run as fast as one compiled fresh? The
     # same networks' baselines (KFORGE_CACHE_TASKS, default three level-3 networks of a carried
     # kernelbench/ copy) timed one process at a time: fresh in workspace A, again in A (every graph
-    # from A's cache), fresh in workspace B. With KFORGE_CACHE_PARALLEL=N (KFORGE_CACHE_PASSES
-    # picks and orders the passes) also `kforge baseline --jobs N` in a fresh workspace C: every
-    # task compiled ahead, N at a time in workers that end before anything is timed, then timed
-    # one at a time from C's cache (c-jobs; any pass named *-jobs does the same in its workspace).
+    # from A's cache), fresh in workspace B. KFORGE_CACHE_PASSES ("NAME:WORKSPACE ...", workspaces
+    # named by one letter and emptied first) picks and orders the passes.
     tasks="${KFORGE_CACHE_TASKS:-kernelbench/level3/10_ResNet101.py kernelbench/level3/23_EfficientNetB1.py kernelbench/level3/15_DenseNet121.py}"
     rm -rf /tmp/kforge-cache-?
-    passes="${KFORGE_CACHE_PASSES:-a-fresh:a a-cached:a b-fresh:b${KFORGE_CACHE_PARALLEL:+ c-jobs:c}}"
-    for pass in $passes; do
-      jobs=1
-      case "${pass%%:*}" in *-jobs) jobs="${KFORGE_CACHE_PARALLEL:-4}" ;; esac
+    for pass in ${KFORGE_CACHE_PASSES:-a-fresh:a a-cached:a b-fresh:b}; do
       started=$SECONDS
-      timeout 250 "$kforge" --workspace "/tmp/kforge-cache-${pass#*:}" baseline --json --jobs "$jobs" $tasks \
+      timeout 250 "$kforge" --workspace "/tmp/kforge-cache-${pass#*:}" baseline --json $tasks \
         > "$out/cache-${pass%%:*}.json" 2> "$out/cache-${pass%%:*}.log"
       echo "== ${pass%%:*}: exit $? after $((SECONDS - started)) s"
-      grep -E "compil(ed|ing)" "$out/cache-${pass%%:*}.log" | cut -c1-200
       python3 -c "import json,sys,statistics as st
 for line in open(sys.argv[1]):
     e = json.loads(line) if line.startswith('{') else None

@@ -7,9 +7,9 @@ lacks keep that table's rows (their "run" says which table), so a level rerun in
 table of the whole level. --bench BENCH.json (a `kforge bench` summary whose run folder is gone)
 adds its tasks' rows where neither has them: timings and verdict, without the profile's columns.
 Each row keeps the GPU its report names ("gpu"); rows of several GPUs are listed after the table.
-A torch.compile whose graphs came whole from the workspace's compile cache ("compile_cached": a
-record stored before timings compiled anew) is marked "(cached)", and such rows within 5% of
-kforge are named after the table, to be timed again fresh.
+A torch.compile whose graphs came from the workspace's compile cache ("compile_cached": timed again
+in a workspace that had compiled it before) is marked "(cached)", and such rows within 5% of
+kforge are named after the table, to be timed again in a new workspace.
 --summary then prints the level's line as `kforge bench` computes it
 (accepted, fast_1 over eager and over torch.compile as shares of all tasks, geometric means over
 the accepted ones).
@@ -51,8 +51,8 @@ def row(report: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def compiled_from_cache(graphs: dict[str, int] | None) -> bool | None:
-    """Whether torch.compile's timed program came whole from the workspace's compile cache, None
-    where the report does not say."""
+    """Whether torch.compile's timed program came from the workspace's compile cache, None where the
+    report does not say."""
     if not graphs:
         return None
     return graphs.get("hits", 0) > 0 and graphs.get("misses", 0) == 0
@@ -119,12 +119,11 @@ def main() -> int:
     if len(cards) > 1:  # a run folder resumed on another card, or a base table of another
         print("rows from several GPUs: " + "; ".join(f"{c}: {', '.join(r['task'] for r in rows if r.get('gpu') == c)}"
                                                       for c in cards))
-    # A torch.compile loaded from the cache timed 4-7% slower than a fresh compile on ShuffleNet
-    # (bench/RESULTS.md, thirty-fourth session; timings since compile anew): rows that close deserve
-    # a fresh one.
+    # A torch.compile loaded from the cache timed 3-7% slower than a fresh compile on ShuffleNet
+    # (bench/RESULTS.md, thirty-fourth session): rows that close deserve a fresh one.
     close = [r["task"] for r in rows if r.get("compile_cached") and r["vs_compile"] and r["vs_compile"] < 1.05]
     if close:
-        print("torch.compile from the compile cache within 5% of kforge (time these fresh: `kforge baseline`): " + ", ".join(close))
+        print("torch.compile from the compile cache within 5% of kforge (time these in a new workspace): " + ", ".join(close))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

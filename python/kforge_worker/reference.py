@@ -5,8 +5,7 @@ FLOPs, the buffers its forward mutates, whether it runs at a second size), plans
 memory against what is free, and opens the live session (evaluation_session.py) that feeds the
 candidate's process its inputs and judges its outputs as they come. `compare` collects what the
 session judged once the process is gone. `time_reference` times the reference (eager or
-torch.compile) with the candidates' method; `compile_reference` only compiles it (a compile ahead
-of timing, into the shared compile cache). `release` returns the worker to its memory before
+torch.compile) with the candidates' method. `release` returns the worker to its memory before
 the evaluation. Reference outputs never leave this process.
 """
 from __future__ import annotations
@@ -104,11 +103,11 @@ def _count_flops(model: torch.nn.Module, inputs: list) -> int:
 
 
 def _graph_cache_counts() -> dict[str, int]:
-    """The graphs torch.compile has compiled in this process so far: taken whole from Inductor's
-    graph cache ("hits"), and compiled anew ("misses", with the cache consulted or not)."""
+    """The graphs Inductor has compiled in this process so far, found in its compile cache
+    ("hits") and compiled anew ("misses")."""
     from torch._dynamo.utils import counters
-    hits = counters["inductor"]["fxgraph_cache_hit"]
-    return {"hits": hits, "misses": counters["stats"]["unique_graphs"] - hits}
+    inductor = counters["inductor"]
+    return {"hits": inductor["fxgraph_cache_hit"], "misses": inductor["fxgraph_cache_miss"]}
 
 
 def _under_bf16_autocast(model: Any, device_type: str) -> Any:
@@ -418,12 +417,7 @@ class ReferenceWorker:
             before = _graph_cache_counts()
             started = time.perf_counter()
             model = torch.compile(session.model, mode="max-autotune" if mode == "compile_max_autotune" else None)
-            # The timed program is compiled anew and tuned here, never taken whole from Inductor's
-            # graph cache or its kernels' tuning from an earlier process: on an H100 ShuffleNet's
-            # torch.compile loaded from that cache ran 4-7% slower than compiled fresh, every time
-            # (bench/RESULTS.md, thirty-fourth session). Its kernels' binaries may come from
-            # Triton's cache: the same source compiles to the same binary.
-            with torch._inductor.config.patch(fx_graph_cache=False, autotune_local_cache=False), torch.no_grad():
+            with torch.no_grad():
                 model(*inputs)
             compile_s = time.perf_counter() - started
             graphs = {key: count - before[key] for key, count in _graph_cache_counts().items()}
@@ -444,32 +438,6 @@ class ReferenceWorker:
             measured["compile_cache"] = graphs
         measured["mode"] = mode
         return measured
-
-    def compile_reference(self, request: dict[str, Any]) -> dict[str, Any]:
-        """torch.compile (default mode) of the prepared reference, run once on its timing inputs,
-        timing nothing: what it compiles lands in this worker's compile caches (the workspace's,
-        which its other trusted workers share), so a later `time_reference` of the task compiles
-        from them in seconds. Its kernels' autotuning results are not cached: other compiles may
-        share the GPU now, and the process that times the task tunes them alone."""
-        session = self._session(request)
-        if "timing" not in session.sets.specs:
-            raise ValueError("the evaluation was prepared without a timing input set")
-        apply_precision(session.precision)
-        inputs = session.sets.make("timing")
-        try:
-            before = _graph_cache_counts()
-            started = time.perf_counter()
-            with torch._inductor.config.patch(autotune_local_cache=False):
-                compiled = torch.compile(session.model)
-                with torch.no_grad():
-                    compiled(*inputs)
-                if self.device.type == "cuda":
-                    torch.cuda.synchronize(self.device)
-            return {"compile_s": time.perf_counter() - started, "mode": "compile",
-                    "compile_cache": {key: count - before[key] for key, count in _graph_cache_counts().items()}}
-        finally:
-            apply_precision("fp32")
-            torch._dynamo.reset()
 
     def release(self, request: dict[str, Any]) -> dict[str, Any]:
         session = self.sessions.pop(request["eval_id"], None)

@@ -46,7 +46,6 @@ def _trusted_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[
         "prepare": worker.prepare,
         "compare": worker.compare,
         "time_reference": worker.time_reference,
-        "compile_reference": worker.compile_reference,
         "release": worker.release,
     }
 

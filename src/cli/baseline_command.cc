@@ -1,12 +1,8 @@
 #include <cstdio>
 #include <memory>
 
-#include <fmt/format.h>
-
 #include "cli/commands.h"
-#include "core/log.h"
 #include "report/text_report.h"
-#include "search/reference_compiles.h"
 
 namespace kforge {
 namespace {
@@ -17,13 +13,11 @@ struct BaselineFlags {
   bool json = false;
   bool full_size = false;
   bool missing = false;
-  int jobs = 1;
 };
 
 int RunBaseline(const BaselineFlags& flags, const CommonOptions& common) {
   auto precision = ParsePrecision(common.precision);
   if (!precision) return UsageError("--precision must be fp32, tf32 or bf16");
-  if (flags.jobs < 1) return UsageError(fmt::format("--jobs must be at least 1 (got {})", flags.jobs));
   std::vector<TaskFile> tasks;
   for (const std::string& path : flags.tasks) {
     auto task = ReadTaskFile(path);
@@ -36,21 +30,6 @@ int RunBaseline(const BaselineFlags& flags, const CommonOptions& common) {
   options.precision = *precision;
   options.cpu_sizes = !flags.full_size;
   Evaluator evaluator((*workspace)->workers(), options);
-  CompileAhead(
-      tasks, evaluator, flags.jobs,
-      [&](int count) {
-        LogInfo("compiling torch.compile ahead, {} task(s) at a time; their workers end before anything is timed", count);
-        std::vector<std::unique_ptr<WorkerSource>> sets;
-        for (auto& set : (*workspace)->CompileWorkerSets(count)) sets.push_back(std::move(set));
-        return sets;
-      },
-      [](const ReferenceCompile& compiled) {
-        if (compiled.status.ok()) {
-          LogInfo("  compiled {} in {:.1f} s", compiled.task, compiled.compile_s);
-        } else {
-          LogInfo("  could not compile {} ahead ({}); its timing compiles it", compiled.task, compiled.status.message());
-        }
-      });
   for (const TaskFile& task : tasks) {
     auto baseline = evaluator.Baseline(task, flags.max_autotune);
     if (!baseline.ok()) return UsageError(baseline.status().message());
@@ -70,9 +49,6 @@ CommandRunner AttachBaseline(CLI::App& app, const CommonOptions& common) {
   app.add_flag("--full-size", flags->full_size, "on the CPU, keep the task's full sizes");
   app.add_flag("--missing", flags->missing,
                "time only what the workspace's store lacks for this machine; stored timings are printed as stored");
-  app.add_option("--jobs", flags->jobs,
-                 "compile the tasks' torch.compile this many at a time, each in its own worker, before timing them one "
-                 "at a time from the workspace's compile cache (default 1: each compiled as it is timed)");
   return [flags, &common] { return RunBaseline(*flags, common); };
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -217,18 +216,6 @@ Result<std::vector<DeviceWorkers*>> Workspace::EvaluatorSlots(int count) {
     slots.push_back(slot_workers_[slot].get());
   }
   return slots;
-}
-
-std::vector<std::unique_ptr<DeviceWorkers>> Workspace::CompileWorkerSets(int count) const {
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, count));
-  std::vector<std::unique_ptr<DeviceWorkers>> sets;
-  for (int i = 0; i < count; ++i) {
-    WorkerSpec spec = worker_spec_;
-    // Not part of torch.compile's cache key: what one compiles here, another finds.
-    SetVariable(spec.environment, "TORCHINDUCTOR_COMPILE_THREADS", std::to_string(threads));
-    sets.push_back(std::make_unique<DeviceWorkers>(spec, sandbox_settings_));
-  }
-  return sets;
 }
 
 Result<Json> Workspace::Fingerprint() {

@@ -44,10 +44,6 @@ class Workspace {
   // more, one set per GPU, each seeing only its GPU (CUDA_VISIBLE_DEVICES, candidates too), or on
   // the CPU that many independent sets. InvalidArgument when the machine has fewer GPUs.
   Result<std::vector<DeviceWorkers*>> EvaluatorSlots(int count);
-  // `count` new worker sets on this process's device, all sharing it, for work that times nothing
-  // (compiling ahead), each trusted worker with its share of the machine's cores for compiling and
-  // the workspace's compile caches. The caller owns them: dropping a set ends its processes.
-  std::vector<std::unique_ptr<DeviceWorkers>> CompileWorkerSets(int count) const;
   // The GPUs this process may use, as CUDA names them (none on the CPU; after OpenForDevice).
   std::vector<std::string> VisibleGpus() const;
   // `asked` worker slots, where 0 asks for one per visible GPU (one on the CPU).

@@ -540,22 +540,4 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
   return report;
 }
 
-bool Evaluator::HasStoredTiming(const TaskFile& task, const std::string& mode) const {
-  return FindStoredTiming(task, options_, mode).has_value();
-}
-
-Result<double> Evaluator::CompileReference(const TaskFile& task) {
-  double compile_s = 0;
-  RETURN_IF_ERROR(WithReferenceAlone(workers_, task, options_, "compile",
-                                     [&](WorkerClient& trusted, const std::string& eval_id, const PreparedReference&) -> Status {
-    ASSIGN_OR_RETURN(Json reply, trusted.Call("compile_reference", Json{{"eval_id", eval_id}}, ReferenceTimeout(options_) * 3));
-    if (!JsonField(reply, "compile_s").is_number()) {
-      return Status::Internal("the worker's compile reply has no compile_s: " + reply.dump());
-    }
-    compile_s = JsonField(reply, "compile_s").get<double>();
-    return Status::Ok();
-  }));
-  return compile_s;
-}
-
 }  // namespace kforge

@@ -73,16 +73,6 @@ class Evaluator {
   // from it ("from_store"), and a task with every mode found is not even prepared.
   Result<Json> Baseline(const TaskFile& task, bool max_autotune);
 
-  // Whether options().baselines finds the task's reference timed in `mode` (a source that reuses
-  // what it holds): Baseline would take it from there rather than measure it.
-  bool HasStoredTiming(const TaskFile& task, const std::string& mode) const;
-
-  // Compiles the task's reference with torch.compile (default mode) in the trusted worker and runs
-  // it once, timing nothing; returns the seconds it took. What it compiles lands in the worker's
-  // compile caches, so a Baseline on this machine later compiles from them (its kernels'
-  // autotuning excepted: the process that times tunes them alone).
-  Result<double> CompileReference(const TaskFile& task);
-
   const EvalOptions& options() const { return options_; }
 
  private:
