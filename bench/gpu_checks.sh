@@ -190,11 +190,12 @@ case "$what" in
 esac
 case "$what" in
   compile-cache)
-    # Does a torch.compile compiled from Inductor's cache run as fast as one compiled fresh? The
-    # same networks' baselines (KFORGE_CACHE_TASKS, default three level-3 networks of a carried
-    # kernelbench/ copy) timed one process at a time: fresh in workspace A, again in A (every graph
-    # from A's cache), fresh in workspace B. KFORGE_CACHE_PASSES ("NAME:WORKSPACE ...", workspaces
-    # named by one letter and emptied first) picks and orders the passes.
+    # Does the workspace's compile cache change torch.compile's timing? The same networks'
+    # baselines (KFORGE_CACHE_TASKS, default three level-3 networks of a carried kernelbench/ copy)
+    # timed one process at a time: in a new workspace A, again in A, in a new workspace B. Each
+    # timing compiles in caches of its own (reference.py), so all three should agree; before that,
+    # A's second pass loaded every graph from A's cache. KFORGE_CACHE_PASSES ("NAME:WORKSPACE ...",
+    # workspaces named by one letter and emptied first) picks and orders the passes.
     tasks="${KFORGE_CACHE_TASKS:-kernelbench/level3/10_ResNet101.py kernelbench/level3/23_EfficientNetB1.py kernelbench/level3/15_DenseNet121.py}"
     rm -rf /tmp/kforge-cache-?
     for pass in ${KFORGE_CACHE_PASSES:-a-fresh:a a-cached:a b-fresh:b}; do

@@ -7,9 +7,9 @@ lacks keep that table's rows (their "run" says which table), so a level rerun in
 table of the whole level. --bench BENCH.json (a `kforge bench` summary whose run folder is gone)
 adds its tasks' rows where neither has them: timings and verdict, without the profile's columns.
 Each row keeps the GPU its report names ("gpu"); rows of several GPUs are listed after the table.
-A torch.compile whose graphs came from the workspace's compile cache ("compile_cached": timed again
-in a workspace that had compiled it before) is marked "(cached)", and such rows within 5% of
-kforge are named after the table, to be timed again in a new workspace.
+A torch.compile whose graphs came from a compile cache ("compile_cached": a record from before each
+timing compiled in caches of its own) is marked "(cached)", and such rows within 5% of kforge are
+named after the table, to be timed again.
 --summary then prints the level's line as `kforge bench` computes it
 (accepted, fast_1 over eager and over torch.compile as shares of all tasks, geometric means over
 the accepted ones).
@@ -123,7 +123,7 @@ def main() -> int:
     # (bench/RESULTS.md, thirty-fourth session): rows that close deserve a fresh one.
     close = [r["task"] for r in rows if r.get("compile_cached") and r["vs_compile"] and r["vs_compile"] < 1.05]
     if close:
-        print("torch.compile from the compile cache within 5% of kforge (time these in a new workspace): " + ", ".join(close))
+        print("torch.compile from the compile cache within 5% of kforge (time these again): " + ", ".join(close))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(rows, handle, indent=1)

@@ -82,4 +82,4 @@ def test_torch_compile_timed_from_the_cache_is_marked_and_close_rows_are_named(t
         "5_AlexNet": False, "9_ResNet18": True, "10_ResNet101": None, "43_MinGPTCausalAttention": True}
     assert "| 3.000 ms (cached) |" in printed and "| 1.020 ms (cached) |" in printed
     assert printed.count("(cached)") == 2
-    assert printed.strip().endswith("within 5% of kforge (time these in a new workspace): 43_MinGPTCausalAttention")
+    assert printed.strip().endswith("within 5% of kforge (time these again): 43_MinGPTCausalAttention")
