@@ -2,7 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <functional>
 #include <optional>
 #include <random>
 #include <utility>
@@ -476,30 +475,6 @@ Json BaselineEntry(const ReferenceTiming& timing, const Json& record) {
   return entry;
 }
 
-// The task's reference prepared alone (no candidate, one input seed and a timing seed) in the
-// trusted worker for `use`, and its session released after, whatever `use` returned. A prepare
-// that fails says so as an evaluation's would (InvalidArgument for a broken task).
-Status WithReferenceAlone(WorkerSource& workers, const TaskFile& task, const EvalOptions& options, const std::string& purpose,
-                          const std::function<Status(WorkerClient&, const std::string&, const PreparedReference&)>& use) {
-  ASSIGN_OR_RETURN(WorkerClient * trusted, workers.Trusted());
-  ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options.exchange_root, fmt::format("{}-{}-", purpose, getpid())));
-  const std::string eval_id = exchange.filename().string();
-  std::vector<uint64_t> seeds = FreshSeeds(2);
-  Json request = PrepareRequest(task, eval_id, exchange, options, {seeds[0]}, seeds[1], /*distributions=*/false);
-  request["candidate"] = false;
-  auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options));
-  Status used = Status::Ok();
-  if (prepared.ok()) {
-    Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/false);
-    used = parsed.ok() ? use(*trusted, eval_id, *parsed) : parsed.status();
-    // The prepared session goes whether or not its reply could be read.
-    (void)trusted->Call("release", Json{{"eval_id", eval_id}}, 60);
-  }
-  RemoveTreeQuietly(exchange);
-  if (!prepared.ok()) return PrepareFailure(prepared.status(), options);
-  return used;
-}
-
 }  // namespace
 
 Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
@@ -520,23 +495,39 @@ Result<Json> Evaluator::Baseline(const TaskFile& task, bool max_autotune) {
     report["modes"][mode]["recorded_at"] = JsonField(stored->record, "recorded_at");
   }
   if (missing.empty()) return report;
-  RETURN_IF_ERROR(WithReferenceAlone(workers_, task, options_, "baseline",
-                                     [&](WorkerClient& trusted, const std::string& eval_id, const PreparedReference& prepared) {
-    report["flops"] = prepared.flops;
-    for (const std::string& mode : missing) {
-      LogInfo("timing {} ({})", task.name, mode);
-      // Kept as an evaluation keeps the timings it measures, so later evaluations and benches of
-      // the task on this machine reuse them.
-      auto measured = MeasureReference(trusted, eval_id, task, options_, mode, ReferenceTimeout(options_) * 3);
-      if (!measured.ok()) {
-        report["modes"][mode] = {{"error", measured.status().message()}};
-        continue;
+  ASSIGN_OR_RETURN(WorkerClient * trusted, workers_.Trusted());
+  ASSIGN_OR_RETURN(std::filesystem::path exchange, MakeTempDir(options_.exchange_root, fmt::format("baseline-{}-", getpid())));
+  std::string eval_id = exchange.filename().string();
+  std::vector<uint64_t> seeds = FreshSeeds(2);
+  Json request = PrepareRequest(task, eval_id, exchange, options_, {seeds[0]}, seeds[1], /*distributions=*/false);
+  request["candidate"] = false;
+  auto prepared = trusted->Call("prepare", request, ReferenceTimeout(options_));
+  Status unreadable = Status::Ok();
+  if (prepared.ok()) {
+    Result<PreparedReference> parsed = ParsePreparedReference(*prepared, /*candidate=*/false);
+    if (parsed.ok()) {
+      report["flops"] = parsed->flops;
+      for (const std::string& mode : missing) {
+        LogInfo("timing {} ({})", task.name, mode);
+        // Kept as an evaluation keeps the timings it measures, so later evaluations and benches of
+        // the task on this machine reuse them.
+        auto measured = MeasureReference(*trusted, eval_id, task, options_, mode, ReferenceTimeout(options_) * 3);
+        if (!measured.ok()) {
+          report["modes"][mode] = {{"error", measured.status().message()}};
+          continue;
+        }
+        report["modes"][mode] = BaselineEntry(measured->timing, measured->reply);
+        if (KeptBaselines(options_)) report["modes"][mode]["kept"] = true;
       }
-      report["modes"][mode] = BaselineEntry(measured->timing, measured->reply);
-      if (KeptBaselines(options_)) report["modes"][mode]["kept"] = true;
+    } else {
+      unreadable = parsed.status();
     }
-    return Status::Ok();
-  }));
+    // The prepared session goes whether or not its reply could be read.
+    (void)trusted->Call("release", Json{{"eval_id", eval_id}}, 60);
+  }
+  RemoveTreeQuietly(exchange);
+  if (!prepared.ok()) return PrepareFailure(prepared.status(), options_);
+  RETURN_IF_ERROR(unreadable);
   return report;
 }
 
