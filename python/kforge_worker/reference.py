@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -111,17 +111,17 @@ def _graph_cache_counts() -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def _empty_compile_caches() -> Iterable[None]:
+def _empty_compile_caches() -> Iterator[None]:
     """Inductor's and Triton's compile caches in a new empty folder while a torch.compile is
     compiled and timed, and the folder removed after. Each timing so compiles as a user's first
     torch.compile does, a cache miss with the cache on. A program loaded from the workspace's cache
     (kept between runs) can run slower: on an H100 ShuffleNet's took 11.21-11.77 ms from the cache
     against 10.69-11.17 ms compiled first (bench/RESULTS.md, thirty-fourth session)."""
-    names = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
-    saved = {name: os.environ.get(name) for name in names}
     folder = tempfile.mkdtemp(prefix="kforge-timed-compile-")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
-    os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+    fresh = {"TORCHINDUCTOR_CACHE_DIR": os.path.join(folder, "inductor"),
+             "TRITON_CACHE_DIR": os.path.join(folder, "triton")}
+    saved = {name: os.environ.get(name) for name in fresh}
+    os.environ.update(fresh)
     try:
         yield
     finally:
