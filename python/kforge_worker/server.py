@@ -1,7 +1,7 @@
 """A worker process's request loop: read a request from fd 3, answer on fd 4.
 
-Roles: `trusted` (tasks, references, comparisons, static checks) and `zygote` (forks candidate
-children). Each request is {"id", "op", ...}; each answer {"id", "ok", "result"} or
+Roles: `trusted` (tasks, references, comparisons, static checks), `zygote` (forks candidate
+children) and `tuner` (times the tiles of the compiler's CUDA kernels: cuda_tuner.py). Each request is {"id", "op", ...}; each answer {"id", "ok", "result"} or
 {"id", "ok": false, "error": {"kind": "user"|"internal", "message", "traceback"}}.
 """
 from __future__ import annotations
@@ -61,6 +61,17 @@ def _zygote_handlers(device: str) -> tuple[dict[str, Callable[[dict[str, Any]], 
     }, zygote.ensure_spare
 
 
+def _tuner_handlers(device: str) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+    import torch
+
+    from . import cuda_tuner
+
+    return {
+        "hello": lambda request: {"role": "tuner", "device": device},
+        "tune_cuda": lambda request: cuda_tuner.tune(request, torch.device(device)),
+    }
+
+
 def serve(role: str, device: str) -> int:
     from .errors import UserError
     from .protocol import read_message, write_message
@@ -68,6 +79,8 @@ def serve(role: str, device: str) -> int:
     after_reply: Callable[[], None] = lambda: None
     if role == "trusted":
         handlers = _trusted_handlers(device)
+    elif role == "tuner":
+        handlers = _tuner_handlers(device)
     else:
         handlers, after_reply = _zygote_handlers(device)
     while True:
@@ -145,7 +158,7 @@ def confine(role: str) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="kforge worker (started by kforge; speaks on fds 3 and 4)")
-    parser.add_argument("--role", choices=("trusted", "zygote"), required=True)
+    parser.add_argument("--role", choices=("trusted", "zygote", "tuner"), required=True)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
     if args.device == "cpu":

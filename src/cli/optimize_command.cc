@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "report/text_report.h"
 #include "search/compiler_candidate.h"
+#include "search/cuda_tuning.h"
 #include "search/precision_ladder.h"
 
 namespace kforge {
@@ -119,6 +120,14 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   hooks.evaluate = evaluate;
   hooks.keep = [&](const std::string& candidate) { return WriteFile(folder / "model_new.py", candidate); };
   if (!common.quiet) hooks.log = [](const std::string& line) { LogInfo("{}", line); };
+  if (!on_cpu) {
+    hooks.tune_cuda = [&](const std::vector<codegen::CudaTuning>& jobs) -> Result<CudaTuningOutcome> {
+      ASSIGN_OR_RETURN(WorkerClient * tuner, workspace.workers().Tuner());
+      Result<CudaTuningOutcome> outcome = TuneCudaKernels(*tuner, jobs, kCudaTuningTimeoutS);
+      workspace.workers().ReleaseTuner();  // its context and memory go back before the candidate runs
+      return outcome;
+    };
+  }
   ASSIGN_OR_RETURN(CompilerCandidate chosen, ChooseCompilerCandidate(DotPrecisionLadder(*precision, on_cpu), workspace.store(),
                                                                      workspace.gpu_name(), hooks));
   const std::string& source = chosen.source;
@@ -126,6 +135,7 @@ Result<Json> OptimizeTask(Workspace& workspace, const TaskFile& task, const Opti
   compiled.summary["codegen_s"] = chosen.codegen_s;
   compiled.summary["left_to_pytorch"] = LeftToPyTorch(compiled, chosen.no_kernel);
   compiled.summary["tuning"] = chosen.tuning.ToJson();
+  if (!chosen.cuda_tuning.empty()) compiled.summary["cuda_tuning"] = chosen.cuda_tuning;
   compiled.summary["attempts"] = chosen.attempts;
   compiled.summary["graph_replay"] = source.find("self.kf_replay(") != std::string::npos;
   Json report = {{"task", task.name},          {"model_new", (folder / "model_new.py").string()},
@@ -177,8 +187,11 @@ void PrintPartial(const Json& partial) {
 // How the GEMM-shaped kernels got their tile configurations (nothing without any).
 void PrintTuning(const TuningSummary& tuning) {
   if (tuning.kernels == 0) return;
-  std::printf("tuning       %lld kernel(s): %lld from the store, %lld measured in %.1f s; %s\n", static_cast<long long>(tuning.kernels),
+  std::printf("tuning       %lld kernel(s): %lld from the store, %lld measured in %.1f s%s; %s\n", static_cast<long long>(tuning.kernels),
               static_cast<long long>(tuning.from_store), static_cast<long long>(tuning.measured), tuning.tuning_s,
+              tuning.cuda_measured > 0 ? fmt::format(", {} CUDA kernel(s) by the tuner in {:.1f} s", tuning.cuda_measured,
+                                                     tuning.cuda_tuning_s).c_str()
+                                       : "",
               tuning.baked ? "configurations baked into model_new.py" : "model_new.py still autotunes on its first call");
 }
 

@@ -25,6 +25,11 @@ Result<WorkerClient*> DeviceWorkers::Trusted() {
   return static_cast<WorkerClient*>(worker);
 }
 
+Result<WorkerClient*> DeviceWorkers::Tuner() {
+  ASSIGN_OR_RETURN(Worker * worker, Ensure(tuner_, "tuner"));
+  return static_cast<WorkerClient*>(worker);
+}
+
 Result<WorkerClient*> DeviceWorkers::Zygote() {
   bool fresh = !(zygote_ && zygote_->Running());
   ASSIGN_OR_RETURN(Worker * worker, Ensure(zygote_, "zygote"));

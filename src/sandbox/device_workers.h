@@ -1,6 +1,7 @@
-// The workers serving one device: a trusted worker (tasks, references, comparisons) and a
-// zygote (forks the sandboxed candidate processes). Each is started on first use and started
-// again when it has died. Not thread-safe: one evaluation at a time per device.
+// The workers serving one device: a trusted worker (tasks, references, comparisons), a zygote
+// (forks the sandboxed candidate processes) and, while the compiler tunes, a tuner. Each is
+// started on first use and started again when it has died. Not thread-safe: one evaluation at a
+// time per device.
 #pragma once
 
 #include <map>
@@ -28,6 +29,10 @@ class DeviceWorkers : public WorkerSource {
 
   Result<WorkerClient*> Trusted() override;
   Result<WorkerClient*> Zygote() override;
+  // A worker that times the tiles of the compiler's CUDA kernels (role "tuner"), started on first
+  // use; ReleaseTuner ends it, so its GPU memory and context go back before a candidate runs.
+  Result<WorkerClient*> Tuner();
+  void ReleaseTuner() { tuner_.reset(); }
   // The trusted worker's hello: the environment fingerprint.
   Result<Json> Fingerprint();
   const std::string& device() const { return base_.device; }
@@ -41,6 +46,7 @@ class DeviceWorkers : public WorkerSource {
   SandboxSettings sandbox_;
   std::unique_ptr<Worker> trusted_;
   std::unique_ptr<Worker> zygote_;
+  std::unique_ptr<Worker> tuner_;
   Json isolation_;
 };
 

@@ -16,7 +16,8 @@ bool UsesDot(const std::string& source) { return source.find("tl.dot(") != std::
 }  // namespace
 
 Json TuningSummary::ToJson() const {
-  return {{"kernels", kernels}, {"from_store", from_store}, {"measured", measured}, {"tuning_s", tuning_s}, {"baked", baked}};
+  return {{"kernels", kernels}, {"from_store", from_store}, {"measured", measured}, {"tuning_s", tuning_s}, {"baked", baked},
+          {"cuda_measured", cuda_measured}, {"cuda_tuning_s", cuda_tuning_s}};
 }
 
 TuningSummary TuningSummary::FromJson(const Json& json) {
@@ -26,6 +27,8 @@ TuningSummary TuningSummary::FromJson(const Json& json) {
   summary.measured = JsonGet<int64_t>(json, "measured", 0);
   summary.tuning_s = JsonGet<double>(json, "tuning_s", 0);
   summary.baked = JsonGet<bool>(json, "baked", false);
+  summary.cuda_measured = JsonGet<int64_t>(json, "cuda_measured", 0);
+  summary.cuda_tuning_s = JsonGet<double>(json, "cuda_tuning_s", 0);
   return summary;
 }
 
@@ -48,6 +51,29 @@ Status MeasureReplay(const CompilerCandidateHooks& hooks, const std::map<std::st
   chosen.source = std::move(replayed);
   evaluation = std::move(measured);
   return Status::Ok();
+}
+
+// The tiles of the CUDA kernels in `jobs` that `tuned` (the store's) lacks, measured by the tuner
+// and recorded: added to `tuned`, the tuner's answers to `answers`. Returns how many were chosen
+// and the tuner's seconds; a tuner that fails leaves the rules' tiles (logged, not an error).
+std::pair<int64_t, double> MeasureCudaTiles(const CompilerCandidateHooks& hooks, const std::vector<codegen::CudaTuning>& jobs, Store* store,
+                                           const std::string& gpu, std::map<std::string, codegen::TileChoice>& tuned, Json& answers) {
+  std::vector<codegen::CudaTuning> untuned;
+  for (const codegen::CudaTuning& job : jobs) {
+    if (!tuned.count(job.key)) untuned.push_back(job);
+  }
+  if (untuned.empty() || !hooks.tune_cuda) return {0, 0};
+  if (hooks.log) hooks.log(fmt::format("  timing the tiles of {} CUDA kernel(s) on the GPU", untuned.size()));
+  Result<CudaTuningOutcome> outcome = hooks.tune_cuda(untuned);
+  if (!outcome.ok()) {
+    if (hooks.log) hooks.log("  tuning the CUDA kernels failed; they keep the rules' tiles: " + outcome.status().ToString());
+    answers.push_back({{"error", outcome.status().ToString()}});
+    return {0, 0};
+  }
+  RecordTunings(store, gpu, outcome->chosen);
+  tuned.insert(outcome->chosen.begin(), outcome->chosen.end());
+  for (const Json& answer : outcome->kernels) answers.push_back(answer);
+  return {static_cast<int64_t>(outcome->chosen.size()), outcome->seconds};
 }
 
 }  // namespace
@@ -78,12 +104,14 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
     // Kernels measured earlier on this GPU get their configuration baked in: no tuning.
     const size_t autotuned = TuningKeys(source).size();
     std::map<std::string, codegen::TileChoice> tuned = StoredTunings(store, gpu, source);
+    const auto [cuda_measured, cuda_s] = MeasureCudaTiles(hooks, notes.cuda_tuning, store, gpu, tuned, chosen.cuda_tuning);
     if (!tuned.empty()) {
       ASSIGN_OR_RETURN(source, hooks.write(step, tuned, /*replay_undecided=*/false, nullptr));
     }
     chosen_tuned = tuned;
     chosen.codegen_s = clock.NowSeconds() - started;
-    chosen.tuning = {.kernels = static_cast<int64_t>(autotuned), .from_store = static_cast<int64_t>(tuned.size())};
+    chosen.tuning = {.kernels = static_cast<int64_t>(autotuned), .from_store = static_cast<int64_t>(tuned.size()) - cuda_measured,
+                     .cuda_measured = cuda_measured, .cuda_tuning_s = cuda_s};
     ASSIGN_OR_RETURN(evaluation, hooks.evaluate(source));
     // The kernels still autotuned were measured in that evaluation: bake in what they chose and
     // verify that source in turn, keeping the autotuned one if it does not pass.
@@ -111,7 +139,7 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
         }
       }
     }
-    chosen.tuning.baked = TuningKeys(source).empty() && autotuned > 0;
+    chosen.tuning.baked = source.find("@triton.autotune") == std::string::npos && autotuned > 0;
     const bool uses_dot = UsesDot(source);
     const std::string label = step.Label(codegen::HasAttentionKernel(source));
     chosen.attempts.push_back({{"dot_precision", uses_dot ? label : "none"}, {"verdict", ToString(evaluation->verdict.kind)}});

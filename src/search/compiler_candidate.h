@@ -1,6 +1,7 @@
 // Which of the compiler's candidates a task gets, chosen by measurement. For each step of the
 // dot-precision ladder (precision_ladder.h) the generated source, with the tile configurations
-// stored for this GPU baked in, is evaluated; the kernels it still autotunes are measured in that
+// stored for this GPU baked in (the CUDA kernels' tiles the store lacks measured by the tuner
+// first, cuda_tuning.h), is evaluated; the kernels it still autotunes are measured in that
 // evaluation, their configurations stored and baked in, and the baked source verified in turn
 // on other fresh inputs: wrong there, the step is judged wrong (the autotuned source passed by
 // luck); failing otherwise, the autotuned one is kept. The ladder goes on only while a candidate is
@@ -20,6 +21,7 @@
 #include "core/json.h"
 #include "core/status.h"
 #include "eval/evaluation.h"
+#include "search/cuda_tuning.h"
 #include "search/precision_ladder.h"
 #include "store/store.h"
 
@@ -36,6 +38,9 @@ struct CompilerCandidateHooks {
   std::function<Result<Evaluation>(const std::string& source)> evaluate;  // also stores it
   std::function<Status(const std::string& source)> keep;  // the source that stays when a baked one fails
   std::function<void(const std::string& line)> log;       // progress; may be empty
+  // Times the tiles of CUDA kernels the store has no configuration for (cuda_tuning.h); may be
+  // empty (the CPU, where no CUDA kernel is written): their rules' tiles run.
+  std::function<Result<CudaTuningOutcome>(const std::vector<codegen::CudaTuning>& jobs)> tune_cuda;
 };
 
 // How a candidate's autotuned kernels got their tile configurations; written to report.json's
@@ -45,7 +50,9 @@ struct TuningSummary {
   int64_t from_store = 0;  // configurations taken from the store (measured earlier on this GPU)
   int64_t measured = 0;    // configurations measured by this evaluation and stored
   double tuning_s = 0;     // the evaluation that measured them, less its timing of the reference
-  bool baked = false;      // the chosen source autotunes nothing
+  bool baked = false;      // the chosen source autotunes nothing in its own process (@triton.autotune)
+  int64_t cuda_measured = 0;  // CUDA kernels whose tiles the tuner measured (and stored)
+  double cuda_tuning_s = 0;   // the tuner's measuring
 
   Json ToJson() const;
   static TuningSummary FromJson(const Json& json);  // absent fields keep their defaults
@@ -61,6 +68,7 @@ struct CompilerCandidate {
   // "speedup", "kept"}], in the order they were judged.
   Json attempts = Json::array();
   TuningSummary tuning;
+  Json cuda_tuning = Json::array();  // the tuner's answers (CudaTuningOutcome::kernels), every step's
   double codegen_s = 0;  // writing the last step's source
 };
 

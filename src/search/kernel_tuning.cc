@@ -68,7 +68,8 @@ std::vector<codegen::TileChoice> OfferedTiles(const std::string& source, const s
   std::vector<codegen::TileChoice> offered;
   const size_t start = source.find("# Tuning key of " + name + ":");
   if (start == std::string::npos) return offered;
-  const size_t end = source.find("def " + name + "(", start);
+  // To its def; a CUDA kernel's key (no decorator, no def) offers nothing up to the next key.
+  const size_t end = std::min(source.find("def " + name + "(", start), source.find("# Tuning key of ", start + 1));
   const std::string decorator = source.substr(start, end == std::string::npos ? std::string::npos : end - start);
   static const std::regex kConfig(R"re(triton\.Config\(\{([^}]*)\}, num_warps=(\d{1,2}), num_stages=(\d{1,2})\))re");
   static const std::regex kMeta(R"re("(\w+)": (-?\d{1,9}))re");
@@ -122,12 +123,18 @@ std::map<std::string, codegen::TileChoice> MeasuredTunings(Store* store, const s
       continue;
     }
     measured[key] = *tile;
-    if (store == nullptr) continue;
-    if (Status recorded = store->RecordTuning(key, gpu, TileToJson(*tile)); !recorded.ok()) {
-      LogInfo("store: recording the tuning of {}: {}", name, recorded.ToString());
+  }
+  RecordTunings(store, gpu, measured);
+  return measured;
+}
+
+void RecordTunings(Store* store, const std::string& gpu, const std::map<std::string, codegen::TileChoice>& tunings) {
+  if (store == nullptr) return;
+  for (const auto& [key, tile] : tunings) {
+    if (Status recorded = store->RecordTuning(key, gpu, TileToJson(tile)); !recorded.ok()) {
+      LogInfo("store: recording the tuning under {}: {}", key, recorded.ToString());
     }
   }
-  return measured;
 }
 
 }  // namespace kforge

@@ -26,4 +26,8 @@ std::map<std::string, codegen::TileChoice> StoredTunings(Store* store, const std
 std::map<std::string, codegen::TileChoice> MeasuredTunings(Store* store, const std::string& gpu, const std::string& source,
                                                            const Json& tuning);
 
+// Records `tunings` (tuning key -> configuration, measured on `gpu`) in `store` (may be null); a
+// failure to record is logged, not returned: the configurations still serve this run.
+void RecordTunings(Store* store, const std::string& gpu, const std::map<std::string, codegen::TileChoice>& tunings);
+
 }  // namespace kforge

@@ -43,8 +43,28 @@ std::string Source(const DotPrecisionStep& step, const std::map<std::string, cod
                 "    ],\n)\n@triton.jit\ndef matmul_g1(a_ptr):\n";
 }
 
+// A CUDA kernel offered in two tiles (block_m 128, the rules', and 64) under kCudaKey.
+const std::string kCudaKey(64, 'c');
+const codegen::TileChoice kRulesTile{.block_m = 128, .block_n = 128, .block_k = 8, .warps = 8, .stages = 2};
+const codegen::TileChoice kOtherTile{.block_m = 64, .block_n = 64, .block_k = 16, .warps = 8, .stages = 2};
+
+std::string CudaSource(const std::map<std::string, codegen::TileChoice>& tuned) {
+  auto tuned_tile = tuned.find(kCudaKey);
+  if (tuned_tile == tuned.end()) return "# Tuning key of matmul_g2: " + kCudaKey + " (the tuner measures its 2 tiles).\ntile 128\n";
+  return "# matmul_g2: tile measured fastest of 2 on this GPU (tuning key " + kCudaKey + ").\ntile " +
+         std::to_string(tuned_tile->second.block_m) + "\n";
+}
+
+codegen::CudaTuning CudaJob() {
+  return codegen::CudaTuning{.kernel = "matmul_g2", .key = kCudaKey, .args = {{{64, 64}, {64, 1}}},
+                             .variants = {{.config = kRulesTile, .source = "tile 128"}, {.config = kOtherTile, .source = "tile 64"}}};
+}
+
 struct Recorder {
   std::vector<std::string> evaluated, kept;
+  bool cuda = false;                 // the source has the CUDA kernel above
+  std::optional<CudaTuningOutcome> tuner;  // what the tuner answers (an error when unset)
+  int tuner_calls = 0;
   std::vector<VerdictKind> verdicts;  // given in turn
   bool dot = true;
   bool attention = false;
@@ -58,8 +78,16 @@ struct Recorder {
       if (notes != nullptr) {
         notes->no_kernel["sort"] = "no kernel form";
         notes->replay_undecided = replay_undecided;
+        if (cuda && !tuned.count(kCudaKey)) notes->cuda_tuning.push_back(CudaJob());
       }
-      return Source(step, tuned, dot, attention) + (replay && replay_undecided ? "return self.kf_replay(self, x)\n" : "");
+      return Source(step, tuned, dot, attention) + (cuda ? CudaSource(tuned) : "") +
+             (replay && replay_undecided ? "return self.kf_replay(self, x)\n" : "");
+    };
+    hooks.tune_cuda = [this](const std::vector<codegen::CudaTuning>& jobs) -> Result<CudaTuningOutcome> {
+      ++tuner_calls;
+      EXPECT_EQ(jobs.size(), 1u);
+      if (!tuner) return Status::Unavailable("the tuner worker did not start");
+      return *tuner;
     };
     hooks.evaluate = [this](const std::string& source) -> Result<Evaluation> {
       evaluated.push_back(source);
@@ -110,6 +138,58 @@ TEST_F(CompilerCandidateTest, TheMeasuredConfigurationIsBakedInVerifiedAndStored
   EXPECT_EQ(second->tuning.from_store, 1);
   EXPECT_EQ(second->tuning.measured, 0);
   EXPECT_TRUE(second->tuning.baked);  // baked in from the store
+}
+
+// A CUDA kernel's tiles are measured by the tuner before the first evaluation, the fastest baked
+// in and stored: the next choice takes it from the store and asks the tuner nothing.
+TEST_F(CompilerCandidateTest, TheTunersTileIsBakedInBeforeEvaluatingAndStored) {
+  Recorder recorder;
+  recorder.cuda = true;
+  const Json answer = {{"kernel", "matmul_g2"}, {"key", kCudaKey}, {"chosen", 1},
+                       {"variants", {{{"tile", {128, 128, 8}}, {"ms", 2.0}}, {{"tile", {64, 64, 16}}, {"ms", 1.5}}}}};
+  recorder.tuner = CudaTuningOutcome{.chosen = {{kCudaKey, kOtherTile}}, .kernels = Json::array({answer}), .seconds = 3.0};
+  Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, store_.get(), "H200", recorder.Hooks());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(recorder.tuner_calls, 1);
+  ASSERT_FALSE(recorder.evaluated.empty());
+  EXPECT_NE(recorder.evaluated[0].find("tile measured fastest of 2 on this GPU (tuning key " + kCudaKey + ").\ntile 64"), std::string::npos)
+      << recorder.evaluated[0];
+  EXPECT_NE(chosen->source.find("\ntile 64\n"), std::string::npos);
+  EXPECT_EQ(chosen->tuning.cuda_measured, 1);
+  EXPECT_EQ(chosen->tuning.cuda_tuning_s, 3.0);
+  EXPECT_EQ(chosen->tuning.kernels, 2);     // the Triton kernel and the CUDA one
+  EXPECT_EQ(chosen->tuning.from_store, 0);  // the CUDA tile was measured, not stored before
+  EXPECT_EQ(chosen->cuda_tuning, Json::array({answer}));
+  EXPECT_EQ(TuningSummary::FromJson(chosen->tuning.ToJson()), chosen->tuning);
+
+  Recorder again;
+  again.cuda = true;
+  Result<CompilerCandidate> second = ChooseCompilerCandidate(ladder_, store_.get(), "H200", again.Hooks());
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(again.tuner_calls, 0);
+  EXPECT_NE(again.evaluated[0].find("\ntile 64\n"), std::string::npos);
+  EXPECT_EQ(second->tuning.from_store, 2);
+  // Stored for this GPU only.
+  Recorder elsewhere;
+  elsewhere.cuda = true;
+  elsewhere.tuner = CudaTuningOutcome{};  // chooses nothing
+  ASSERT_TRUE(ChooseCompilerCandidate(ladder_, store_.get(), "H100", elsewhere.Hooks()).ok());
+  EXPECT_EQ(elsewhere.tuner_calls, 1);
+  EXPECT_NE(elsewhere.evaluated[0].find("# Tuning key of matmul_g2"), std::string::npos);
+}
+
+// A tuner that fails costs the kernel its measurement, not the candidate: the rules' tile runs.
+TEST_F(CompilerCandidateTest, ATunerThatFailsLeavesTheRulesTile) {
+  Recorder recorder;
+  recorder.cuda = true;
+  Result<CompilerCandidate> chosen = ChooseCompilerCandidate(ladder_, store_.get(), "H200", recorder.Hooks());
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(recorder.tuner_calls, 1);
+  EXPECT_NE(chosen->source.find("# Tuning key of matmul_g2: " + kCudaKey + " (the tuner measures its 2 tiles).\ntile 128"), std::string::npos);
+  EXPECT_TRUE(chosen->evaluation.verdict.accepted());
+  EXPECT_EQ(chosen->tuning.cuda_measured, 0);
+  ASSERT_EQ(chosen->cuda_tuning.size(), 1u);
+  EXPECT_NE(chosen->cuda_tuning[0]["error"].get<std::string>().find("did not start"), std::string::npos);
 }
 
 // A baked source that fails leaves the autotuned one, written back by `keep`.

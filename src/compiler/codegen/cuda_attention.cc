@@ -81,15 +81,24 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
 
 }  // namespace
 
+CudaAttentionTile WideAttentionTile(const CudaAttention& a) {
+  return CudaAttentionTile{.bm = 128, .bn = std::max(a.d, a.dv) <= 64 ? 64 : 32, .min_blocks = 2};
+}
+
+bool WideAttentionFits(const CudaAttention& a) { return a.tq > 64 && std::max(a.d, a.dv) <= 96; }
+
 CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a) {
   // H100, bench/RESULTS.md (thirtieth session): 128 queries with two blocks an SM (128 registers a
   // thread) ran the vision attention (head dim 32) in 10.3 ms where one block took 13.0, and with
   // key steps of 32 minGPT's (head dim 96) in 2.77 ms where 64 queries took 3.00. Over 96 head
   // dims, or where 128 queries leave SMs idle, 64 queries.
-  const int64_t dims = std::max(a.d, a.dv);
-  const CudaAttentionTile wide{.bm = 128, .bn = dims <= 64 ? 64 : 32, .min_blocks = 2};
-  if (a.tq > 64 && dims <= 96 && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kCudaSms) return wide;
-  return CudaAttentionTile{.bm = 64, .bn = 64, .min_blocks = 1};
+  const CudaAttentionTile wide = WideAttentionTile(a);
+  if (WideAttentionFits(a) && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kCudaSms) return wide;
+  return kNarrowAttentionTile;
+}
+
+TileChoice CudaAttentionConfig(const CudaAttentionTile& tile) {
+  return TileChoice{.block_m = tile.bm, .block_n = tile.bn, .warps = kThreads / 32, .stages = 1};
 }
 
 int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t) {
@@ -296,7 +305,8 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
   return s;
 }
 
-std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
+std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group,
+                                                     const KernelOptions& options) {
   const auto& node = graph.value(group.nodes.back()).As<ir::OpNode>();
   Result<AttentionNode> read = ReadAttentionNode(graph, node);
   if (!read.ok()) return std::nullopt;
@@ -369,15 +379,29 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
                                         fmt::join(bias_args, ", ")));
     args.push_back(materialized);
   }
-  const CudaAttentionTile tile = ChooseCudaAttentionTile(a);
-  const int64_t shared = CudaAttentionSharedBytes(a, tile);
-  kernel.source = fmt::format("# %{}: a CUDA C++ flash-attention kernel of fp32 FMAs (IEEE scores, rounded as cuBLAS's bmm).\n", node.name) +
-                  bias_source + CudaKernelDefinition(kernel.name, kThreads, CudaAttentionSource(kernel.name, a, tile), shared);
-  kernel.helpers.insert(kCudaKernelHelper);
+  // The rules' tile first; without a bias (whose values, a mask's among them, decide which key
+  // blocks are skipped, and which the tuner's random operands would not have) the others too.
+  std::vector<CudaVariant> variants;
+  const CudaAttentionTile chosen = ChooseCudaAttentionTile(a);
+  std::vector<CudaAttentionTile> tiles = {chosen};
+  if (!a.bias) tiles = {chosen, WideAttentionTile(a), kNarrowAttentionTile};
+  for (const CudaAttentionTile& tile : tiles) {
+    if (tile.bm == 128 && !WideAttentionFits(a)) continue;
+    CudaVariant variant{.config = CudaAttentionConfig(tile), .source = CudaAttentionSource(kernel.name, a, tile), .threads = kThreads,
+                        .shared_bytes = CudaAttentionSharedBytes(a, tile), .grid = {(a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads}};
+    if (std::none_of(variants.begin(), variants.end(), [&](const CudaVariant& v) { return v.config == variant.config; })) {
+      variants.push_back(std::move(variant));
+    }
+  }
+  std::vector<CudaTensorArg> tensors = {{qt.shape, qt.stride}, {kt.shape, kt.stride}, {vt.shape, vt.stride}};
   const std::string result = VarName(graph, node.ref());
   kernel.launch.push_back(EmptyLike(result, ot));
   args.push_back(result);
-  kernel.launch.push_back(fmt::format("{}[({}, {})]({})", kernel.name, (a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads, fmt::join(args, ", ")));
+  tensors.push_back({ot.shape, ot.stride});
+  FinishCudaKernel(kernel,
+                   fmt::format("# %{}: a CUDA C++ flash-attention kernel of fp32 FMAs (IEEE scores, rounded as cuBLAS's bmm).\n", node.name) +
+                       bias_source,
+                   variants, std::move(tensors), args, options);
   return kernel;
 }
 

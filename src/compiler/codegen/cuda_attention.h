@@ -45,6 +45,13 @@ struct CudaAttentionTile {
 // 128 queries a block, two blocks an SM, for head dims up to 96 (key steps of 64 up to head dim
 // 64, else 32) while that leaves no SM idle; else 64 queries in steps of 64 keys.
 CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a);
+// The two tiles: 128 queries (where WideAttentionFits: more than 64 queries, head dims up to 96)
+// and 64. Without a bias the tuner measures both on the GPU.
+CudaAttentionTile WideAttentionTile(const CudaAttention& a);
+bool WideAttentionFits(const CudaAttention& a);
+inline constexpr CudaAttentionTile kNarrowAttentionTile{.bm = 64, .bn = 64, .min_blocks = 1};
+// A tile as the store keeps it (TileChoice's block_m and block_n; two blocks an SM at 128 queries).
+TileChoice CudaAttentionConfig(const CudaAttentionTile& tile);
 
 // The kernel's dynamic shared memory in bytes.
 int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t);
@@ -58,7 +65,8 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
 // shape in at most kMaxMaterializedBias elements). A bias is first written at its own shape (a
 // causal mask from a [1, 1, T, T] buffer: T * T elements) by a Triton kernel that computes it as
 // the Triton attention kernel would, then read by the CUDA kernel through its broadcast strides.
-std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group);
+std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group,
+                                                     const KernelOptions& options);
 constexpr int64_t kMaxMaterializedBias = int64_t{1} << 24;
 
 }  // namespace kforge::codegen

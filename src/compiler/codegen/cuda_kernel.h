@@ -5,8 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "compiler/codegen/emitted_kernel.h"
 #include "compiler/codegen/source_writer.h"
+#include "core/json.h"
 
 namespace kforge::codegen {
 
@@ -25,5 +28,22 @@ void EmitCudaKernelHelper(SourceWriter& out);
 // of `cuda_source`) launched with `threads` threads a block and `shared_bytes` of dynamic shared
 // memory.
 std::string CudaKernelDefinition(const std::string& name, int threads, const std::string& cuda_source, int64_t shared_bytes = 0);
+
+// The tuning key of CUDA kernel `name` offered in `variants`: the sha256 of their configurations
+// and sources with the kernel's name replaced, so the same kernel in another group or task (a layer
+// two networks share) finds the configuration measured for it.
+std::string CudaTuningKey(const std::string& name, const std::vector<CudaVariant>& variants);
+
+// A tuning job as the tuner worker reads it: {"kernel", "key", "args": [{"shape", "stride"}],
+// "variants": [{"tile": [block_m, block_n, block_k], "threads", "shared_bytes", "grid", "source"}]}.
+Json CudaTuningToJson(const CudaTuning& tuning);
+
+// Finishes `kernel` (named) as one of `variants` (the first is the rules' choice): its source is
+// `comment` and the variant's definition, and its launch `name[grid](args)` is appended. The
+// variant options.tuned holds for their key is taken, and a comment says so; else the first, under
+// a "# Tuning key of" comment, with kernel.cuda_tuning set (the tuner's job; `tensors` are the
+// launch's arguments as it allocates them) when options.autotune and there is more than one.
+void FinishCudaKernel(EmittedKernel& kernel, const std::string& comment, const std::vector<CudaVariant>& variants,
+                      std::vector<CudaTensorArg> tensors, const std::vector<std::string>& args, const KernelOptions& options);
 
 }  // namespace kforge::codegen

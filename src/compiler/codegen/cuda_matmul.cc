@@ -58,15 +58,19 @@ int64_t CudaGemm::batch() const {
   return total;
 }
 
+const CudaGemmTile kCudaGemmTiles[3] = {CudaGemmTile{},
+                                        CudaGemmTile{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2},
+                                        CudaGemmTile{.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4}};
+
 CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm) {
   // The largest tile whose grid still puts a block on about every SM (H100, bench/RESULTS.md:
   // 256 x 128 reached 0.69-0.84 of cuBLAS on minGPT's and the vision attention's products and a
   // 4096-cube, 128 x 128 0.67-0.81).
   const int64_t enough = kCudaSms * 9 / 10;
-  for (const CudaGemmTile tile : {CudaGemmTile{}, CudaGemmTile{.bm = 128, .bn = 128, .bk = 8, .tm = 8, .tn = 8, .warp_cols = 8, .min_blocks = 2}}) {
+  for (const CudaGemmTile& tile : {kCudaGemmTiles[0], kCudaGemmTiles[1]}) {
     if (Tiles(gemm.m, tile.bm) * Tiles(gemm.n, tile.bn) * gemm.batch() >= enough) return tile;
   }
-  return CudaGemmTile{.bm = 64, .bn = 64, .bk = 16, .tm = 4, .tn = 4, .warp_cols = 8, .min_blocks = 4};
+  return kCudaGemmTiles[2];
 }
 
 namespace {
@@ -304,7 +308,11 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
   return s;
 }
 
-std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group) {
+TileChoice CudaGemmConfig(const CudaGemmTile& tile) {
+  return TileChoice{.block_m = tile.bm, .block_n = tile.bn, .block_k = tile.bk, .warps = tile.threads() / 32, .stages = tile.stages};
+}
+
+std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
   const ir::Value& anchor_value = graph.value(group.nodes.front());
   if (!passes::IsFusableMatmul(graph, anchor_value)) return std::nullopt;
   const auto& anchor = anchor_value.As<ir::OpNode>();
@@ -345,23 +353,36 @@ std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const 
   gemm.c_m = c_type.stride[row];
   gemm.c_n = c_type.stride[r + 1];
 
-  const CudaGemmTile tile = ChooseCudaGemmTile(gemm);
-  const int64_t grid_x = Tiles(gemm.n, tile.bn), grid_y = Tiles(gemm.m, tile.bm), grid_z = gemm.batch();
-  if (grid_y > kMaxGridYz || grid_z > kMaxGridYz) return std::nullopt;
-
   EmittedKernel kernel;
   kernel.name = "matmul_" + group.name;
+  // The rules' tile first, then the others whose grid CUDA allows.
+  const CudaGemmTile chosen = ChooseCudaGemmTile(gemm);
+  std::vector<CudaVariant> variants;
+  for (const CudaGemmTile& tile : {chosen, kCudaGemmTiles[0], kCudaGemmTiles[1], kCudaGemmTiles[2]}) {
+    const int64_t grid_x = Tiles(gemm.n, tile.bn), grid_y = Tiles(gemm.m, tile.bm), grid_z = gemm.batch();
+    if (grid_y > kMaxGridYz || grid_z > kMaxGridYz) continue;
+    CudaVariant variant{.config = CudaGemmConfig(tile), .source = CudaGemmSource(kernel.name, gemm, tile), .threads = tile.threads(),
+                        .grid = {grid_x, grid_y, grid_z}};
+    if (std::none_of(variants.begin(), variants.end(), [&](const CudaVariant& v) { return v.config == variant.config; })) {
+      variants.push_back(std::move(variant));
+    }
+  }
+  if (variants.empty() || !(variants.front().config == CudaGemmConfig(chosen))) return std::nullopt;
+
   std::vector<std::string> nodes;
   for (const auto& node : group.nodes) nodes.push_back("%" + graph.value(node).name);
-  kernel.source = fmt::format("# {}: a CUDA C++ kernel of fp32 FMAs (IEEE products, rounded as cuBLAS's).\n", fmt::join(nodes, ", ")) +
-                  CudaKernelDefinition(kernel.name, tile.threads(), CudaGemmSource(kernel.name, gemm, tile));
-  kernel.helpers.insert(kCudaKernelHelper);
   std::vector<std::string> args = {VarName(graph, a), VarName(graph, b)};
-  if (bias) args.push_back(VarName(graph, *bias));
+  std::vector<CudaTensorArg> tensors = {{a_type.shape, a_type.stride}, {b_type.shape, b_type.stride}};
+  if (bias) {
+    args.push_back(VarName(graph, *bias));
+    tensors.push_back({graph.TypeOf(*bias)->shape, graph.TypeOf(*bias)->stride});
+  }
   const std::string out = VarName(graph, outputs.front());
   kernel.launch.push_back(EmptyLike(out, c_type));
   args.push_back(out);
-  kernel.launch.push_back(fmt::format("{}[({}, {}, {})]({})", kernel.name, grid_x, grid_y, grid_z, fmt::join(args, ", ")));
+  tensors.push_back({c_type.shape, c_type.stride});
+  FinishCudaKernel(kernel, fmt::format("# {}: a CUDA C++ kernel of fp32 FMAs (IEEE products, rounded as cuBLAS's).\n", fmt::join(nodes, ", ")),
+                   variants, std::move(tensors), args, options);
   return kernel;
 }
 

@@ -49,16 +49,26 @@ struct CudaGemm {
   int64_t batch() const;
 };
 
-// The tile a product of this shape runs in: 256 x 128, else 128 x 128, while that puts a block on
-// about every SM of the GPU, else 64 x 64.
+// The tiles a product may run in: 256 x 128 (16 x 8 a thread), 128 x 128 (8 x 8, two blocks an
+// SM) and 64 x 64 (BK 16, 4 x 4, four blocks an SM); the tuner measures them on the GPU.
+extern const CudaGemmTile kCudaGemmTiles[3];
+
+// The tile a product of this shape runs in without measurement: 256 x 128, else 128 x 128, while
+// that puts a block on about every SM of the GPU, else 64 x 64.
 CudaGemmTile ChooseCudaGemmTile(const CudaGemm& gemm);
+
+// A tile as the store keeps it (TileChoice: block_m, block_n, block_k, warps and stages; the
+// threads' sub-tiles follow from the tile).
+TileChoice CudaGemmConfig(const CudaGemmTile& tile);
 
 // The CUDA C++ source of kernel `name` (arguments a, b, [bias,] c).
 std::string CudaGemmSource(const std::string& name, const CudaGemm& gemm, const CudaGemmTile& tile);
 
 // The group as a CUDA kernel, or nullopt where it is not one this kernel takes: a product (mm,
 // bmm, matmul) of fp32 operands over more than kMaxFmaK K steps whose only epilogue is an added
-// bias along N, with one output, a grid within CUDA's limits.
-std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group);
+// bias along N, with one output, a grid within CUDA's limits. Its tiles are offered to the tuner
+// (FinishCudaKernel).
+std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const passes::FusionGroup& group,
+                                                  const KernelOptions& options);
 
 }  // namespace kforge::codegen

@@ -80,12 +80,43 @@ struct KernelOptions {
   std::map<std::string, TileChoice> tuned;
 };
 
+// A tensor argument of a CUDA kernel as the tuner allocates it: fp32, this shape and these
+// strides (a stride of 0 broadcasts).
+struct CudaTensorArg {
+  std::vector<int64_t> shape, stride;
+  bool operator==(const CudaTensorArg&) const = default;
+};
+
+// One tile of a CUDA kernel: its configuration (as the store keeps it: TileChoice's block_m,
+// block_n, block_k, warps and stages), source, block size, dynamic shared memory and grid.
+struct CudaVariant {
+  TileChoice config;
+  std::string source;
+  int threads = 256;
+  int64_t shared_bytes = 0;
+  std::vector<int64_t> grid;  // x, y, z
+};
+
+// A CUDA kernel offered in several tiles, for the tuner to time on the GPU before the candidate is
+// evaluated (cuda_kernel.h, search/cuda_tuning.h). The candidate's own process may not time
+// anything (the evaluator's static rules), so CUDA tiles are measured by kforge's tuner worker on
+// fresh operands of the kernel's layout, not inside the evaluation as @triton.autotune is.
+struct CudaTuning {
+  std::string kernel;  // its name in the source
+  std::string key;     // its tuning key: the configuration measured best is stored under it
+  std::vector<CudaTensorArg> args;
+  std::vector<CudaVariant> variants;  // the first is the one the rules choose
+};
+
 struct EmittedKernel {
   std::string name;                 // the @triton.jit function
   std::string source;               // its definition (and autotune decorator)
   std::vector<std::string> launch;  // forward lines: output allocations, then the launch
   int repeats = 1;                  // times its launch runs per forward (a scan: once per time step)
   std::set<std::string> helpers;    // helper functions it calls (see EmitPointwiseHelpers)
+  // A CUDA kernel emitted in the rules' tile whose other tiles the tuner may measure; unset when it
+  // has one tile, is baked (options.tuned) or is not autotuned (options.autotune off).
+  std::optional<CudaTuning> cuda_tuning;
 };
 
 // Sets the kernel's source from its `body` under autotuning over `configs` (each a

@@ -57,6 +57,8 @@ struct WriteNotes {
   // A forward whose graph replay the rule leaves to measurement (ReplayChoice::kMeasure): written
   // as options.replay_undecided says; the other form is worth evaluating too.
   bool replay_undecided = false;
+  // The CUDA kernels whose tiles the tuner may measure (EmittedKernel::cuda_tuning), one a key.
+  std::vector<CudaTuning> cuda_tuning;
 };
 
 // Fails (InvalidArgument) on a group it cannot translate unless `fallback_unsupported`,
@@ -73,11 +75,15 @@ struct GraphModule {
   std::set<std::string> helpers;  // written once per file by WriteFileHeader
   NoKernelReasons no_kernel;      // the groups left to ATen calls for want of a kernel
   bool replay_undecided = false;  // the rule left its graph replay to measurement
+  std::vector<CudaTuning> cuda_tuning;  // of the kernels it defines
   std::string definitions;
   std::string module_class;
 };
 Result<GraphModule> WriteGraphModule(const ir::Graph& graph, const passes::FusionPlan& plan, const std::string& class_name,
                                      const ModelWriterOptions& options);
+
+// Adds what `module` tells to `notes` (may be null).
+void AddNotes(const GraphModule& module, WriteNotes* notes);
 
 // The start of a generated file: `comments` (each a "# " line), the imports (torch and triton
 // only), BLOCK_SIZE and the pointwise helpers.

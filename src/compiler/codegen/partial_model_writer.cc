@@ -86,10 +86,7 @@ Result<std::string> WritePartialModelNew(const PartialModel& model, const ModelW
   std::vector<std::string> captured;
   for (const GeneratedClass& generated : classes) {
     helpers.insert(generated.module.helpers.begin(), generated.module.helpers.end());
-    if (notes != nullptr) {
-      notes->no_kernel.insert(generated.module.no_kernel.begin(), generated.module.no_kernel.end());
-      notes->replay_undecided = notes->replay_undecided || generated.module.replay_undecided;
-    }
+    AddNotes(generated.module, notes);
     captured.insert(captured.end(), generated.submodules.begin(), generated.submodules.end());
   }
   SourceWriter out;

@@ -234,7 +234,7 @@ class AttentionWriter {
 
 Result<EmittedKernel> EmitAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group, const KernelOptions& options) {
   if (options.cuda_ieee_kernels && options.attention_precision() == "ieee") {
-    if (std::optional<EmittedKernel> kernel = EmitCudaAttentionKernel(graph, group)) return *std::move(kernel);
+    if (std::optional<EmittedKernel> kernel = EmitCudaAttentionKernel(graph, group, options)) return *std::move(kernel);
   }
   const auto& node = graph.value(group.nodes.back()).As<ir::OpNode>();
   ASSIGN_OR_RETURN(AttentionNode a, ReadAttentionNode(graph, node));

@@ -153,7 +153,7 @@ Result<EmittedKernel> EmitMatmulKernel(const ir::Graph& graph, const passes::Fus
     return EmitImplicitGemmConvolution(graph, group, options);
   }
   if (options.cuda_ieee_kernels && options.dot_precision == "ieee") {
-    if (std::optional<EmittedKernel> kernel = EmitCudaMatmulKernel(graph, group)) return *std::move(kernel);
+    if (std::optional<EmittedKernel> kernel = EmitCudaMatmulKernel(graph, group, options)) return *std::move(kernel);
   }
   return EmitMm(graph, group, options);
 }

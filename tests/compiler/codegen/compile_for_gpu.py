@@ -9,7 +9,10 @@ then compiles each recorded launch to a cubin for the target through Triton's ow
 ptxas (both ship with the triton wheel; no driver is needed), and checks what the GPU would refuse
 at launch: shared memory beyond the target's limit, grid axes beyond CUDA's.
 
-Usage: compile_for_gpu.py TASK.py MODEL_NEW.py [--arch 90] [--jobs N]
+With --tuning FILE (a JSON list of the CUDA kernels whose tiles kforge's tuner measures, as the
+tuner reads them), every tile of each is compiled and checked as well.
+
+Usage: compile_for_gpu.py TASK.py MODEL_NEW.py [--arch 90] [--jobs N] [--tuning FILE]
 Prints one line per compile and a summary; exits 1 when any compile or check fails.
 """
 from __future__ import annotations
@@ -17,9 +20,11 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import importlib.util
+import json
 import re
 import sys
 import time
+import types
 from typing import Any
 
 import torch
@@ -128,6 +133,8 @@ def compile_cuda(kernel: Any, args: tuple, arch: int, problems: list[str]) -> st
 
     if not 0 < kernel.threads <= 1024:
         problems.append(f"{kernel.threads} threads a block (at most 1024)")
+    if getattr(kernel, "shared", 0) > SHARED_LIMIT.get(arch, SHARED_LIMIT[90]):
+        problems.append(f"{kernel.shared} bytes of shared memory (at most {SHARED_LIMIT.get(arch, SHARED_LIMIT[90])})")
     signature = re.search(r"void\s+" + re.escape(kernel.name) + r"\s*\(([^)]*)\)", kernel.source)
     parameters = len(signature.group(1).split(",")) if signature else -1
     if parameters != len(args) or not all(isinstance(x, torch.Tensor) for x in args):
@@ -145,6 +152,7 @@ def main() -> int:
     parser.add_argument("model_new")
     parser.add_argument("--arch", type=int, default=90, help="compute capability, e.g. 90 for Hopper")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--tuning", help="the tuner's jobs (JSON): every tile of each is compiled too")
     options = parser.parse_args()
 
     task = load("task", options.task)
@@ -176,6 +184,13 @@ def main() -> int:
             if key not in seen:
                 seen.add(key)
                 jobs.append(job)
+    for tuning in json.load(open(options.tuning)) if options.tuning else []:
+        operands = tuple(torch.empty(0) for _ in tuning["args"])
+        for variant in tuning["variants"]:
+            kernel = types.SimpleNamespace(name=tuning["kernel"], source=variant["source"], threads=variant["threads"],
+                                           shared=variant["shared_bytes"])
+            jobs.append((f"{tuning['kernel']} [CUDA C++ tile {variant['tile']}, for the tuner]", kernel, None, operands, None,
+                         tuple(variant["grid"]) + (1,) * (3 - len(variant["grid"]))))
     started = time.perf_counter()
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, options.jobs)) as pool:

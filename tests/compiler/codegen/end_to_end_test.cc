@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "compiler/codegen/cuda_kernel.h"
 #include "compiler/codegen/model_writer.h"
 #include "compiler/ir/import_graph.h"
 #include "compiler/passes/pipeline.h"
@@ -205,18 +206,24 @@ void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options
   Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath(name), *dir);
   ASSERT_TRUE(planned.ok()) << planned.status().ToString();
   options.kernel.autotune = true;
-  Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
+  WriteNotes notes;
+  Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options, &notes);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   for (const std::string& fragment : fragments) EXPECT_NE(model->find(fragment), std::string::npos) << fragment << "\n--- model_new.py ---\n" << *model;
   ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
+  // Every tile the tuner may measure compiles too.
+  Json tuning = Json::array();
+  for (const CudaTuning& job : notes.cuda_tuning) tuning.push_back(CudaTuningToJson(job));
+  ASSERT_TRUE(WriteFile(*dir / "tuning.json", tuning.dump()).ok());
   const fs::path script = fs::path(KFORGE_SOURCE_DIR) / "tests" / "compiler" / "codegen" / "compile_for_gpu.py";
   const std::string run = "cd '" + dir->string() + "' && " + kPython + " '" + script.string() + "' '" + TaskPath(name).string() +
-                          "' model_new.py --arch 90 > compile.log 2>&1";
+                          "' model_new.py --arch 90 --tuning tuning.json > compile.log 2>&1";
   const int rc = std::system(run.c_str());
   Result<std::string> logged = ReadFile(*dir / "compile.log");
   const std::string output = logged.ok() ? *logged : "";
   EXPECT_EQ(rc, 0) << output << "\n--- model_new.py ---\n" << *model;
   EXPECT_NE(output.find(" 0 failed"), std::string::npos) << output;
+  if (!notes.cuda_tuning.empty()) EXPECT_NE(output.find(", for the tuner]: ok"), std::string::npos) << output;
   if (static_checks) {
     const std::string check = "cd '" + dir->string() + "' && PYTHONPATH='" + std::string(KFORGE_SOURCE_DIR) + "/python' " + kPython +
                               " -c 'from kforge_worker.static_checks import analyze_candidate; "
@@ -555,7 +562,8 @@ TEST(CudaKernelsEndToEndTest, BiasOnlyProductsAreCudaKernels) {
   ExpectCompilesForHopper("codegen/cuda_products", options,
                           {"matmul_addmm_mm_addmm_out = KfCudaKernel(\"matmul_addmm_mm_addmm_out\", 256, r\"\"\"",
                            "const float* __restrict__ bias", "fmaf(fa[i], fb[j], acc[i][j])", "matmul_bmm_1 = KfCudaKernel(", "matmul_bmm_1[(1, 1, 2)](", "tl.dot(",
-                           "-> one CUDA C++ kernel", "kernel = torch.cuda._compile_kernel(self.source, self.name)"});
+                           "-> one CUDA C++ kernel", "kernel = torch.cuda._compile_kernel(self.source, self.name)",
+                           "# Tuning key of matmul_addmm_mm_addmm_out: "});
 }
 
 // A linear layer over a permuted view (matmul's bmm of 2 rows by a weight expanded over 24
