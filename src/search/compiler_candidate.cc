@@ -55,7 +55,8 @@ Status MeasureReplay(const CompilerCandidateHooks& hooks, const std::map<std::st
 
 // The tiles of the CUDA kernels in `jobs` that `tuned` (the store's) lacks, measured by the tuner
 // and recorded: added to `tuned`, the tuner's answers to `answers`. Returns how many were chosen
-// and the tuner's seconds; a tuner that fails leaves the rules' tiles (logged, not an error).
+// and the seconds it took, the tuner's start included; a tuner that fails leaves the rules' tiles
+// (logged, not an error).
 std::pair<int64_t, double> MeasureCudaTiles(const CompilerCandidateHooks& hooks, const std::vector<codegen::CudaTuning>& jobs, Store* store,
                                            const std::string& gpu, std::map<std::string, codegen::TileChoice>& tuned, Json& answers) {
   std::vector<codegen::CudaTuning> untuned;
@@ -64,16 +65,22 @@ std::pair<int64_t, double> MeasureCudaTiles(const CompilerCandidateHooks& hooks,
   }
   if (untuned.empty() || !hooks.tune_cuda) return {0, 0};
   if (hooks.log) hooks.log(fmt::format("  timing the tiles of {} CUDA kernel(s) on the GPU", untuned.size()));
+  const double started = RealClock().NowSeconds();
   Result<CudaTuningOutcome> outcome = hooks.tune_cuda(untuned);
+  const double seconds = RealClock().NowSeconds() - started;
   if (!outcome.ok()) {
     if (hooks.log) hooks.log("  tuning the CUDA kernels failed; they keep the rules' tiles: " + outcome.status().ToString());
     answers.push_back({{"error", outcome.status().ToString()}});
-    return {0, 0};
+    return {0, seconds};
+  }
+  if (hooks.log) {
+    hooks.log(fmt::format("  the tuner chose the tiles of {} of them, measuring for {:.1f} s of {:.1f}", outcome->chosen.size(),
+                          outcome->seconds, seconds));
   }
   RecordTunings(store, gpu, outcome->chosen);
   tuned.insert(outcome->chosen.begin(), outcome->chosen.end());
   for (const Json& answer : outcome->kernels) answers.push_back(answer);
-  return {static_cast<int64_t>(outcome->chosen.size()), outcome->seconds};
+  return {static_cast<int64_t>(outcome->chosen.size()), seconds};
 }
 
 }  // namespace
@@ -109,7 +116,7 @@ Result<CompilerCandidate> ChooseCompilerCandidate(const std::vector<DotPrecision
       ASSIGN_OR_RETURN(source, hooks.write(step, tuned, /*replay_undecided=*/false, nullptr));
     }
     chosen_tuned = tuned;
-    chosen.codegen_s = clock.NowSeconds() - started;
+    chosen.codegen_s = clock.NowSeconds() - started - cuda_s;
     chosen.tuning = {.kernels = static_cast<int64_t>(autotuned), .from_store = static_cast<int64_t>(tuned.size()) - cuda_measured,
                      .cuda_measured = cuda_measured, .cuda_tuning_s = cuda_s};
     ASSIGN_OR_RETURN(evaluation, hooks.evaluate(source));

@@ -52,7 +52,7 @@ struct TuningSummary {
   double tuning_s = 0;     // the evaluation that measured them, less its timing of the reference
   bool baked = false;      // the chosen source autotunes nothing in its own process (@triton.autotune)
   int64_t cuda_measured = 0;  // CUDA kernels whose tiles the tuner measured (and stored)
-  double cuda_tuning_s = 0;   // the tuner's measuring
+  double cuda_tuning_s = 0;   // the tuner's time, its start included (not in CompilerCandidate::codegen_s)
 
   Json ToJson() const;
   static TuningSummary FromJson(const Json& json);  // absent fields keep their defaults
