@@ -61,19 +61,21 @@ class CudaBackend:
         torch.cuda.synchronize()
 
 
+def extent(shape: list[int], stride: list[int]) -> int:
+    """The elements of storage a tensor of this layout spans (at least 1)."""
+    if not all(size > 0 for size in shape):
+        return 1
+    return 1 + sum((size - 1) * step for size, step in zip(shape, stride))
+
+
 def operand(shape: list[int], stride: list[int], device: torch.device, generator: torch.Generator) -> torch.Tensor:
     """An fp32 tensor of this layout over fresh standard-normal storage (a stride of 0 broadcasts)."""
-    extent = 1 + sum((size - 1) * step for size, step in zip(shape, stride)) if all(size > 0 for size in shape) else 1
-    storage = torch.randn(extent, generator=generator, device=device)
+    storage = torch.randn(extent(shape, stride), generator=generator, device=device)
     return storage.as_strided(shape, stride)
 
 
 def operand_bytes(job: dict[str, Any]) -> int:
-    total = 0
-    for arg in job["args"]:
-        if all(size > 0 for size in arg["shape"]):
-            total += 4 * (1 + sum((size - 1) * step for size, step in zip(arg["shape"], arg["stride"])))
-    return total
+    return sum(4 * extent(arg["shape"], arg["stride"]) for arg in job["args"])
 
 
 def tune_one(job: dict[str, Any], device: torch.device, backend: Any) -> dict[str, Any]:

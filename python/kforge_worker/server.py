@@ -1,7 +1,8 @@
 """A worker process's request loop: read a request from fd 3, answer on fd 4.
 
 Roles: `trusted` (tasks, references, comparisons, static checks), `zygote` (forks candidate
-children) and `tuner` (times the tiles of the compiler's CUDA kernels: cuda_tuner.py). Each request is {"id", "op", ...}; each answer {"id", "ok", "result"} or
+children) and `tuner` (times the tiles of the compiler's CUDA kernels: cuda_tuner.py). Each
+request is {"id", "op", ...}; each answer {"id", "ok", "result"} or
 {"id", "ok": false, "error": {"kind": "user"|"internal", "message", "traceback"}}.
 """
 from __future__ import annotations

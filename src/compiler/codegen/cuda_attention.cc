@@ -381,19 +381,20 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
   }
   // The rules' tile first; without a bias (whose values, a mask's among them, decide which key
   // blocks are skipped, and which the tuner's random operands would not have) the others too.
-  std::vector<CudaVariant> variants;
   const CudaAttentionTile chosen = ChooseCudaAttentionTile(a);
   std::vector<CudaAttentionTile> tiles = {chosen};
   if (!a.bias) tiles = {chosen, WideAttentionTile(a), kNarrowAttentionTile};
+  std::vector<CudaVariant> variants;
   for (const CudaAttentionTile& tile : tiles) {
     if (tile.bm == 128 && !WideAttentionFits(a)) continue;
-    CudaVariant variant{.config = CudaAttentionConfig(tile), .source = CudaAttentionSource(kernel.name, a, tile), .threads = kThreads,
-                        .shared_bytes = CudaAttentionSharedBytes(a, tile), .grid = {(a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads}};
-    if (std::none_of(variants.begin(), variants.end(), [&](const CudaVariant& v) { return v.config == variant.config; })) {
-      variants.push_back(std::move(variant));
-    }
+    variants.push_back({.config = CudaAttentionConfig(tile), .source = CudaAttentionSource(kernel.name, a, tile), .threads = kThreads,
+                        .shared_bytes = CudaAttentionSharedBytes(a, tile), .grid = {(a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads}});
   }
   std::vector<CudaTensorArg> tensors = {{qt.shape, qt.stride}, {kt.shape, kt.stride}, {vt.shape, vt.stride}};
+  if (bias) {
+    const ir::TensorType& bt = *graph.TypeOf(*bias);
+    tensors.push_back({bt.shape, ir::ContiguousStrides(bt.shape)});  // as materialized
+  }
   const std::string result = VarName(graph, node.ref());
   kernel.launch.push_back(EmptyLike(result, ot));
   args.push_back(result);

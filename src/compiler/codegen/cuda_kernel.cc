@@ -1,5 +1,6 @@
 #include "compiler/codegen/cuda_kernel.h"
 
+#include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
@@ -70,8 +71,13 @@ Json CudaTuningToJson(const CudaTuning& tuning) {
   return {{"kernel", tuning.kernel}, {"key", tuning.key}, {"args", args}, {"variants", variants}};
 }
 
-void FinishCudaKernel(EmittedKernel& kernel, const std::string& comment, const std::vector<CudaVariant>& variants,
+void FinishCudaKernel(EmittedKernel& kernel, const std::string& comment, const std::vector<CudaVariant>& offered,
                       std::vector<CudaTensorArg> tensors, const std::vector<std::string>& args, const KernelOptions& options) {
+  std::vector<CudaVariant> variants;
+  for (const CudaVariant& v : offered) {
+    const auto same = [&](const CudaVariant& kept) { return kept.config == v.config; };
+    if (std::none_of(variants.begin(), variants.end(), same)) variants.push_back(v);
+  }
   const std::string key = CudaTuningKey(kernel.name, variants);
   const CudaVariant* chosen = nullptr;
   if (auto tuned = options.tuned.find(key); tuned != options.tuned.end()) {

@@ -38,7 +38,8 @@ std::string CudaTuningKey(const std::string& name, const std::vector<CudaVariant
 // "variants": [{"tile": [block_m, block_n, block_k], "threads", "shared_bytes", "grid", "source"}]}.
 Json CudaTuningToJson(const CudaTuning& tuning);
 
-// Finishes `kernel` (named) as one of `variants` (the first is the rules' choice): its source is
+// Finishes `kernel` (named) as one of `variants` (the first is the rules' choice; a later one of the
+// same configuration is dropped): its source is
 // `comment` and the variant's definition, and its launch `name[grid](args)` is appended. The
 // variant options.tuned holds for their key is taken, and a comment says so; else the first, under
 // a "# Tuning key of" comment, with kernel.cuda_tuning set (the tuner's job; `tensors` are the

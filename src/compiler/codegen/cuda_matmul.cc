@@ -355,19 +355,16 @@ std::optional<EmittedKernel> EmitCudaMatmulKernel(const ir::Graph& graph, const 
 
   EmittedKernel kernel;
   kernel.name = "matmul_" + group.name;
-  // The rules' tile first, then the others whose grid CUDA allows.
+  // The rules' tile first (the kernel only where CUDA allows its grid), then the others it allows.
   const CudaGemmTile chosen = ChooseCudaGemmTile(gemm);
+  const auto grid_allowed = [&](const CudaGemmTile& tile) { return Tiles(gemm.m, tile.bm) <= kMaxGridYz && gemm.batch() <= kMaxGridYz; };
+  if (!grid_allowed(chosen)) return std::nullopt;
   std::vector<CudaVariant> variants;
   for (const CudaGemmTile& tile : {chosen, kCudaGemmTiles[0], kCudaGemmTiles[1], kCudaGemmTiles[2]}) {
-    const int64_t grid_x = Tiles(gemm.n, tile.bn), grid_y = Tiles(gemm.m, tile.bm), grid_z = gemm.batch();
-    if (grid_y > kMaxGridYz || grid_z > kMaxGridYz) continue;
-    CudaVariant variant{.config = CudaGemmConfig(tile), .source = CudaGemmSource(kernel.name, gemm, tile), .threads = tile.threads(),
-                        .grid = {grid_x, grid_y, grid_z}};
-    if (std::none_of(variants.begin(), variants.end(), [&](const CudaVariant& v) { return v.config == variant.config; })) {
-      variants.push_back(std::move(variant));
-    }
+    if (!grid_allowed(tile)) continue;
+    variants.push_back({.config = CudaGemmConfig(tile), .source = CudaGemmSource(kernel.name, gemm, tile), .threads = tile.threads(),
+                        .grid = {Tiles(gemm.n, tile.bn), Tiles(gemm.m, tile.bm), gemm.batch()}});
   }
-  if (variants.empty() || !(variants.front().config == CudaGemmConfig(chosen))) return std::nullopt;
 
   std::vector<std::string> nodes;
   for (const auto& node : group.nodes) nodes.push_back("%" + graph.value(node).name);

@@ -47,6 +47,19 @@ TEST(CudaKernelTest, TheRulesTileRunsAndEveryTileIsOfferedToTheTuner) {
   EXPECT_EQ(job["args"][0]["stride"], Json::array({256, 1}));
 }
 
+TEST(CudaKernelTest, ATileOfferedTwiceIsOfferedOnce) {
+  KernelOptions options;
+  options.autotune = true;
+  EmittedKernel kernel;
+  kernel.name = "matmul_g1";
+  std::vector<CudaVariant> offered = Variants("matmul_g1");
+  offered.insert(offered.begin() + 1, offered.front());  // the rules' tile again, as an emitter lists every tile after it
+  FinishCudaKernel(kernel, "", offered, {{{512, 256}, {256, 1}}}, {"out"}, options);
+  ASSERT_TRUE(kernel.cuda_tuning.has_value());
+  ASSERT_EQ(kernel.cuda_tuning->variants.size(), 2u);
+  EXPECT_EQ(kernel.cuda_tuning->key, CudaTuningKey("matmul_g1", Variants("matmul_g1")));
+}
+
 TEST(CudaKernelTest, AMeasuredTileIsBakedInAndNotOfferedAgain) {
   KernelOptions options;
   options.autotune = true;
