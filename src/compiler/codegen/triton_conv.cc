@@ -1,6 +1,7 @@
 #include "compiler/codegen/triton_conv.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -37,6 +38,20 @@ ConvLoop ChooseConvLoop(int64_t ci_g, int64_t taps, bool transposed) {
   if (ci_g <= kMaxChannelsForUnrolledTaps) return taps <= kMaxUnrolledTaps ? ConvLoop::kUnrolledTaps : ConvLoop::kFlatK;
   return ConvLoop::kFlatTaps;
 }
+
+// Strides of `shape` ([images, channels, spatial...]) stored channels-last: [images, spatial..., channels].
+std::vector<int64_t> ChannelsLastStrides(const ir::Shape& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t inner = shape[1];
+  strides[1] = 1;
+  for (size_t d = shape.size(); d-- > 2;) {
+    strides[d] = inner;
+    inner *= shape[d];
+  }
+  strides[0] = inner;
+  return strides;
+}
+
 // Where a convolution's operands are read from.
 enum class ConvLayout {
   kAsGiven,       // the input and weight in place (NCHW: a tap's channel slice is strided)
@@ -45,29 +60,11 @@ enum class ConvLayout {
   kSubpixel,      // an undilated transposed convolution: the input channels-last, one GEMM per
                   // output phase over only the taps that reach it (the in-place form masks
                   // stride^d - 1 of every d-dimensional tap set away)
+  kPaddedRows,    // fewer than kMinChannelsForTapLoop channels (an image's 3): the input rewritten
+                  // channels-last with its padding written out and its channels padded to a
+                  // multiple of 4, the weight [out, taps, channels padded]; a kernel row's taps x
+                  // channels are then one contiguous, 16-byte-aligned span of both
 };
-
-ConvLayout ChooseConvLayout(const ConvolutionNode& conv, double flops, const KernelOptions& options) {
-  // The relayout kernels read the input's positions densely and the weight contiguously.
-  const ir::TensorType &x = *conv.x_type, &w = *conv.w_type;
-  int64_t dense = 1;
-  for (size_t d = conv.spatial; d-- > 0;) {
-    if (x.shape[2 + d] != 1 && x.stride[2 + d] != dense) return ConvLayout::kAsGiven;
-    dense *= x.shape[2 + d];
-  }
-  if (conv.ci_g < kMinChannelsForTapLoop || flops < options.relayout_min_flops) return ConvLayout::kAsGiven;
-  if (conv.transposed) {
-    // The subpixel grid's axis 1 walks phases, not groups. With a stride of 1 there is one phase,
-    // and the form is the in-place one with the input channels-last (level2/10: 36.9 ms in place).
-    if (conv.groups != 1) return ConvLayout::kAsGiven;
-    const bool dilated = std::any_of(conv.dilation.begin(), conv.dilation.end(), [](int64_t d) { return d != 1; });
-    return dilated ? ConvLayout::kAsGiven : ConvLayout::kSubpixel;
-  }
-  // Unrolled taps in place were as fast (32 channels x 9 taps, 9.4 GFLOP, on the H200) and launch
-  // no relayout kernels.
-  if (ChooseConvLoop(conv.ci_g, conv.taps, false) == ConvLoop::kUnrolledTaps) return ConvLayout::kAsGiven;
-  return w.stride == ir::ContiguousStrides(w.shape) ? ConvLayout::kChannelsLast : ConvLayout::kAsGiven;
-}
 
 // How a convolution kernel computes its accumulator: tl.dot over K slices, one fp32 FMA per input
 // channel and tap (direct), or either, the tuner choosing by DIRECT.
@@ -90,6 +87,71 @@ ConvForms ChooseConvForms(const ConvolutionNode& conv, bool direct_only, ConvLay
   return {.dot = true, .direct = offered};
 }
 
+// The padded rows' geometry (ConvLayout::kPaddedRows): the buffer's channels and dims, its strides
+// by the input's dims ([images, channels, spatial...]), and the kernel rows a K loop walks.
+struct PaddedRows {
+  int64_t channels = 4;          // the input channels rounded up to a multiple of 4
+  std::vector<int64_t> dims;     // each spatial dim with its padding on both sides
+  std::vector<int64_t> strides;  // of the buffer [images, dims..., channels], by [images, channels, dims...]
+  int64_t span = 1;              // a kernel row's elements: the last dim's taps x channels
+  int64_t rows = 1;              // kernel rows: the taps of every other spatial dim
+};
+
+PaddedRows PaddedRowsOf(const ConvolutionNode& conv) {
+  PaddedRows p;
+  p.channels = (conv.ci_g + 3) / 4 * 4;
+  ir::Shape shape = {conv.images, p.channels};
+  for (size_t d = 0; d < conv.spatial; ++d) {
+    p.dims.push_back(conv.x_type->shape[2 + d] + 2 * conv.padding[d]);
+    shape.push_back(p.dims.back());
+  }
+  p.strides = ChannelsLastStrides(shape);
+  const ir::Shape& kernel = conv.w_type->shape;
+  p.span = kernel.back() * p.channels;
+  p.rows = conv.taps / kernel.back();
+  return p;
+}
+
+// Whether the padded rows serve a convolution of few input channels: a plain one of one group, its
+// last dim undilated (its taps are then adjacent), its weight contiguous, not one the direct form
+// is offered to (which reads the input in place), and its buffer indexable in int32 as the input
+// is (the kernel's offsets are int32 products).
+bool PaddedRowsFit(const ConvolutionNode& conv, const KernelOptions& options) {
+  if (conv.transposed || conv.groups != 1 || conv.dilation.back() != 1 ||
+      conv.w_type->stride != ir::ContiguousStrides(conv.w_type->shape)) {
+    return false;
+  }
+  const PaddedRows rows = PaddedRowsOf(conv);
+  if (conv.images * rows.strides[0] > std::numeric_limits<int32_t>::max()) return false;
+  return !ChooseConvForms(conv, false, ConvLayout::kAsGiven, conv.images * conv.positions, options).direct;
+}
+
+ConvLayout ChooseConvLayout(const ConvolutionNode& conv, double flops, const KernelOptions& options) {
+  // The relayout kernels read the input's positions densely and the weight contiguously.
+  const ir::TensorType &x = *conv.x_type, &w = *conv.w_type;
+  int64_t dense = 1;
+  for (size_t d = conv.spatial; d-- > 0;) {
+    if (x.shape[2 + d] != 1 && x.stride[2 + d] != dense) return ConvLayout::kAsGiven;
+    dense *= x.shape[2 + d];
+  }
+  if (flops < options.relayout_min_flops) return ConvLayout::kAsGiven;
+  // An image's 3 channels gathered in place run at a fifth of the channels-last convolutions'
+  // speed (AlexNet's and SqueezeNet's first layers at 11-13 TFLOP/s on the H100, against 75 for
+  // their others): every K element a 4-byte copy from an offset divided out of its index.
+  if (conv.ci_g < kMinChannelsForTapLoop) return PaddedRowsFit(conv, options) ? ConvLayout::kPaddedRows : ConvLayout::kAsGiven;
+  if (conv.transposed) {
+    // The subpixel grid's axis 1 walks phases, not groups. With a stride of 1 there is one phase,
+    // and the form is the in-place one with the input channels-last (level2/10: 36.9 ms in place).
+    if (conv.groups != 1) return ConvLayout::kAsGiven;
+    const bool dilated = std::any_of(conv.dilation.begin(), conv.dilation.end(), [](int64_t d) { return d != 1; });
+    return dilated ? ConvLayout::kAsGiven : ConvLayout::kSubpixel;
+  }
+  // Unrolled taps in place were as fast (32 channels x 9 taps, 9.4 GFLOP, on the H200) and launch
+  // no relayout kernels.
+  if (ChooseConvLoop(conv.ci_g, conv.taps, false) == ConvLoop::kUnrolledTaps) return ConvLayout::kAsGiven;
+  return w.stride == ir::ContiguousStrides(w.shape) ? ConvLayout::kChannelsLast : ConvLayout::kAsGiven;
+}
+
 // The direct form's configurations: the whole group's output channels (a power of two) per
 // program; BLOCK_K and the stages are unused.
 std::vector<TileChoice> DirectTileConfigs(int64_t co_g, bool only) {
@@ -103,19 +165,6 @@ std::vector<TileChoice> DirectTileConfigs(int64_t co_g, bool only) {
   const int block_m = columns <= 8 ? 256 : 128;
   if (only) return {direct(block_m, 4), direct(2 * block_m, 8)};
   return {direct(block_m, 4), direct(2 * block_m, 8), direct(block_m / 2, 4)};
-}
-
-// Strides of `shape` ([images, channels, spatial...]) stored channels-last: [images, spatial..., channels].
-std::vector<int64_t> ChannelsLastStrides(const ir::Shape& shape) {
-  std::vector<int64_t> strides(shape.size());
-  int64_t inner = shape[1];
-  strides[1] = 1;
-  for (size_t d = shape.size(); d-- > 2;) {
-    strides[d] = inner;
-    inner *= shape[d];
-  }
-  strides[0] = inner;
-  return strides;
 }
 
 // Whether the weight is rewritten [out, taps, in] too: always for kChannelsLast (which requires a
@@ -138,6 +187,23 @@ std::vector<int64_t> RelayoutWeightStrides(const ConvolutionNode& conv) {
   return strides;
 }
 
+// A forward line that rewrites a contiguous weight [out, in, taps] (or a transposed [in, out,
+// taps] one) [out, taps, `channels`] into a buffer named after the kernel: the input channels
+// innermost, zero past the weight's own; the buffer's name.
+std::string EmitTapsOutside(EmittedKernel& kernel, const ir::Graph& graph, const ConvolutionNode& conv, int64_t channels) {
+  const ir::TensorType& w_type = *conv.w_type;
+  const int64_t co = w_type.shape[conv.transposed ? 1 : 0], ci = w_type.shape[conv.transposed ? 0 : 1];
+  const int64_t taps = w_type.numel() / (co * ci), total = co * taps * channels;
+  const int64_t stride_co = conv.transposed ? taps : ci * taps, stride_ci = conv.transposed ? co * taps : taps;
+  const std::string w_taps = kernel.name + "_w";
+  kernel.helpers.insert("_kf_taps_outside");
+  kernel.launch.push_back(fmt::format("{} = torch.empty(({},), dtype={}, device=device)", w_taps, total,
+                                      TorchDType(w_type.dtype)));
+  kernel.launch.push_back(fmt::format("_kf_taps_outside[(triton.cdiv({}, 1024),)]({}, {}, {}, {}, {}, {}, {}, {}, BLOCK=1024)", total,
+                                      VarName(graph, conv.w), w_taps, co, ci, channels, taps, stride_co, stride_ci));
+  return w_taps;
+}
+
 // Forward lines that rewrite the input channels-last (and, where RelayoutWeight, the weight
 // [out, taps, in]) into buffers named after the kernel; the buffers the kernel then reads.
 std::pair<std::string, std::string> EmitRelayout(EmittedKernel& kernel, const ir::Graph& graph, const ConvolutionNode& conv,
@@ -155,17 +221,29 @@ std::pair<std::string, std::string> EmitRelayout(EmittedKernel& kernel, const ir
                                       "BLOCK_P=64, BLOCK_C=32)", positions, channels, images, x_name, x_cl, x_type.stride[0],
                                       x_type.stride[1]));
   if (!RelayoutWeight(conv, layout)) return {x_cl, VarName(graph, w)};
-  // A contiguous [out, in, taps] weight, or a transposed [in, out, taps] one.
-  const int64_t co = w_type.shape[conv.transposed ? 1 : 0], ci = w_type.shape[conv.transposed ? 0 : 1];
-  const int64_t total = w_type.numel(), taps = total / (co * ci);
-  const int64_t stride_co = conv.transposed ? taps : ci * taps, stride_ci = conv.transposed ? co * taps : taps;
-  const std::string w_taps = kernel.name + "_w";
-  kernel.helpers.insert("_kf_taps_outside");
-  kernel.launch.push_back(fmt::format("{} = torch.empty(({},), dtype={}, device=device)", w_taps, total,
-                                      TorchDType(w_type.dtype)));
-  kernel.launch.push_back(fmt::format("_kf_taps_outside[(triton.cdiv({}, 1024),)]({}, {}, {}, {}, {}, {}, {}, BLOCK=1024)", total,
-                                      VarName(graph, w), w_taps, co, ci, taps, stride_co, stride_ci));
-  return {x_cl, w_taps};
+  return {x_cl, EmitTapsOutside(kernel, graph, conv, w_type.shape[conv.transposed ? 0 : 1])};
+}
+
+// Forward lines that rewrite the input into the padded rows' buffer and the weight [out, taps,
+// channels padded]; the buffers the kernel then reads.
+std::pair<std::string, std::string> EmitPaddedRows(EmittedKernel& kernel, const ir::Graph& graph, const ConvolutionNode& conv,
+                                                   const PaddedRows& rows) {
+  const ir::TensorType& x_type = *conv.x_type;
+  // The spatial dims as three (depth, height, width), missing leading ones of size 1 and no padding.
+  std::vector<int64_t> dims(3, 1), pads(3, 0);
+  for (size_t d = 0; d < conv.spatial; ++d) {
+    dims[3 - conv.spatial + d] = x_type.shape[2 + d];
+    pads[3 - conv.spatial + d] = conv.padding[d];
+  }
+  int64_t total = conv.images * rows.channels;
+  for (int64_t size : rows.dims) total *= size;
+  const std::string x_rows = kernel.name + "_x";
+  kernel.helpers.insert("_kf_padded_channels_last");
+  kernel.launch.push_back(fmt::format("{} = torch.empty(({},), dtype={}, device=device)", x_rows, total, TorchDType(x_type.dtype)));
+  kernel.launch.push_back(fmt::format("_kf_padded_channels_last[(triton.cdiv({}, 1024),)]({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "
+                                      "{}, BLOCK=1024)", total, VarName(graph, conv.x), x_rows, x_type.stride[0], x_type.stride[1],
+                                      conv.ci_g, rows.channels, dims[0], dims[1], dims[2], pads[0], pads[1], pads[2], conv.images));
+  return {x_rows, EmitTapsOutside(kernel, graph, conv, rows.channels)};
 }
 
 }  // namespace
@@ -195,9 +273,20 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   for (int64_t size : tile_dims) tile_positions *= size;
   const int64_t m = images * tile_positions, n = co_g, k = ci_g * taps;
   const ConvForms forms = ChooseConvForms(conv, direct_only, layout, m, options);
+  const PaddedRows rows = PaddedRowsOf(conv);  // read where layout is kPaddedRows
   const ConvLoop loop = layout == ConvLayout::kAsGiven ? ChooseConvLoop(ci_g, taps, transposed) : ConvLoop::kFlatTaps;
   std::vector<TileChoice> space;
   if (forms.dot) space = n <= kMaxNarrowN ? kNarrowTileConfigs : kTileConfigs;
+  if (layout == ConvLayout::kPaddedRows && (rows.span + 15) / 16 * 16 < (rows.span + 31) / 32 * 32) {
+    // Each row's span is rounded up to BLOCK_K: a 3x3 kernel's 12 to 16 rather than 32 (and
+    // AlexNet's 44 to 48 rather than 64) with K slices of 16, offered beside the space's 32s.
+    const std::vector<TileChoice> wide(space);
+    for (TileChoice c : wide) {
+      if (c.block_k != 32 || c.block_m < 128) continue;
+      c.block_k = 16;
+      if (std::find(space.begin(), space.end(), c) == space.end()) space.push_back(c);
+    }
+  }
   if (forms.direct) {
     const std::vector<TileChoice> direct = DirectTileConfigs(co_g, !forms.dot);
     // The direct form first: it is also the one run without autotuning (the interpreter computes
@@ -207,6 +296,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
     // A K loop of one flat range may be split over programs.
     space = WithSplitK(std::move(space), m, n, groups,
                        [&](int block_k) {
+                         if (layout == ConvLayout::kPaddedRows) return rows.rows * ((rows.span + block_k - 1) / block_k);
                          return loop == ConvLoop::kFlatK ? (k + block_k - 1) / block_k : taps * ((ci_g + block_k - 1) / block_k);
                        },
                        options);
@@ -214,7 +304,9 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   const TileParameters parameters{.direct = forms.dot && forms.direct, .split_k = HasSplitK(space)};
   const bool split = parameters.split_k;
   // The strides the kernel reads its operands with: in place, or those of the relayout buffers.
-  const std::vector<int64_t> sx = layout == ConvLayout::kAsGiven ? x_type.stride : ChannelsLastStrides(x_type.shape);
+  const std::vector<int64_t> sx = layout == ConvLayout::kAsGiven      ? x_type.stride
+                                  : layout == ConvLayout::kPaddedRows ? rows.strides
+                                                                      : ChannelsLastStrides(x_type.shape);
   const std::vector<int64_t> sw = RelayoutWeight(conv, layout) ? RelayoutWeightStrides(conv) : w_type.stride;
   const int64_t sw_co = transposed ? sw[1] : sw[0], sw_ci = transposed ? sw[0] : sw[1];
   // The weight's output-channel term: a plain convolution's weight is [out, in per group, taps], a
@@ -237,6 +329,10 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   }
   if (layout == ConvLayout::kChannelsLast) {
     out.Line("# The input is read channels-last and the weight [out, taps, in]: each K slice is contiguous.");
+  } else if (layout == ConvLayout::kPaddedRows) {
+    out.Line(fmt::format("# Padded rows: the input is read channels-last, padded in space and to {} channels, and the weight "
+                         "[out, taps, {}]: each of the {} kernel rows is one contiguous span of {} taps x channels.",
+                         rows.channels, rows.channels, rows.rows, rows.span));
   } else if (layout == ConvLayout::kSubpixel) {
     out.Line(fmt::format("# Subpixel form: axis 1 is the output phase (position modulo the stride, {} of them); the input "
                          "is read channels-last.", phases));
@@ -282,7 +378,36 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   };
   // The accumulator by tl.dot over K slices.
   auto dot_loop = [&] {
-    if (layout == ConvLayout::kSubpixel) {
+    if (layout == ConvLayout::kPaddedRows) {
+      // The window corner of each position in the padded buffer, then one loop over (kernel row,
+      // span block): a row's span starts at the corner moved by the row's taps, and no element
+      // needs a bounds check (the padding is in the buffer; the span's tail is masked, as the
+      // weight's is, so that what lies past it, a neighbour's values, never enters a product).
+      std::vector<std::string> corner = {Term("kf_img", sx[0])};
+      for (size_t d = 0; d < spatial; ++d) corner.push_back(Term(fmt::format("kf_o{}", d), stride[d] * sx[2 + d]));
+      out.Line(fmt::format("kf_x_rows = kf_x_ptr + {}", Sum(corner)));
+      out.Line(fmt::format("kf_span_blocks = ({} + BLOCK_K - 1) // BLOCK_K", rows.span));
+      const auto [lo, hi] = EmitStepRange(out, fmt::format("{} * kf_span_blocks", rows.rows), split);
+      out.Open(fmt::format("for kf_kk in range({}, {}):", lo, hi));
+      out.Line("kf_row = kf_kk // kf_span_blocks");
+      out.Line("kf_j = (kf_kk % kf_span_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
+      std::vector<std::string> row_terms;
+      if (spatial > 1) {
+        out.Line("kf_trem = kf_row");
+        for (size_t d = spatial - 1; d-- > 0;) {
+          out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
+          if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
+          row_terms.push_back(Term(fmt::format("kf_t{}", d), dilation[d] * sx[2 + d]));
+        }
+      }
+      row_terms.push_back("kf_j");
+      out.Line(fmt::format("kf_a_tile = tl.load(kf_x_rows[:, None] + ({})[None, :], mask=(kf_m[:, None] < {}) & (kf_j[None, :] < {}), "
+                           "other=0.0)", Sum(row_terms), m, rows.span));
+      out.Line(fmt::format("kf_b_tile = tl.load(kf_w_ptr + {} + {} + kf_j[:, None], mask=(kf_j[:, None] < {}) & (kf_n[None, :] < {}), "
+                           "other=0.0)", Term("kf_co[None, :]", rows.rows * rows.span), Term("kf_row", rows.span), rows.span, n));
+      out.Line(fmt::format("kf_acc = tl.dot(kf_a_tile, kf_b_tile, kf_acc, input_precision=\"{}\")", options.dot_precision));
+      out.Close();
+    } else if (layout == ConvLayout::kSubpixel) {
       // One loop over (tap reaching the phase, channel block).
       out.Line(fmt::format("kf_ci_blocks = ({} + BLOCK_K - 1) // BLOCK_K", ci_g));
       out.Open(fmt::format("for kf_kk in range(0, {} * kf_ci_blocks):", phase_of.taps));
@@ -434,8 +559,9 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
   const std::optional<TileChoice> config =
       FinishGemmKernel(kernel, out.text(), space, options, parameters, forms.direct ? space.front() : kFixedTile);
 
-  auto [x_arg, w_arg] = layout == ConvLayout::kAsGiven ? std::pair(VarName(graph, conv.x), VarName(graph, conv.w))
-                                                       : EmitRelayout(kernel, graph, conv, layout);
+  auto [x_arg, w_arg] = layout == ConvLayout::kAsGiven      ? std::pair(VarName(graph, conv.x), VarName(graph, conv.w))
+                        : layout == ConvLayout::kPaddedRows ? EmitPaddedRows(kernel, graph, conv, rows)
+                                                            : EmitRelayout(kernel, graph, conv, layout);
   EmitGemmLaunch(kernel, graph, ConvolutionArgs(graph, conv, x_arg, w_arg), conv.outputs, config, m, n,
                  layout == ConvLayout::kSubpixel ? phases : groups, parameters, space);
   return kernel;
@@ -458,18 +584,39 @@ void EmitLayoutHelpers(const std::set<std::string>& helpers, SourceWriter& out) 
     out.Blank();
     out.Blank();
   }
+  if (helpers.count("_kf_padded_channels_last")) {
+    out.Line("@triton.jit");
+    out.Open("def _kf_padded_channels_last(x_ptr, y_ptr, stride_image, stride_channel, C: tl.constexpr, CP: tl.constexpr, "
+             "D: tl.constexpr, H: tl.constexpr, W: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, "
+             "N: tl.constexpr, BLOCK: tl.constexpr):");
+    out.Line("# y[image, d, h, w, c] = x[image, c, d - PD, h - PH, w - PW] (positions dense in x), 0 in the padding");
+    out.Line("# and for channels C up to CP.");
+    out.Line("i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)");
+    out.Line("mask = i < N * (D + 2 * PD) * (H + 2 * PH) * (W + 2 * PW) * CP");
+    out.Line("c = i % CP");
+    out.Line("w = (i // CP) % (W + 2 * PW) - PW");
+    out.Line("h = (i // (CP * (W + 2 * PW))) % (H + 2 * PH) - PH");
+    out.Line("d = (i // (CP * (W + 2 * PW) * (H + 2 * PH))) % (D + 2 * PD) - PD");
+    out.Line("image = i // (CP * (W + 2 * PW) * (H + 2 * PH) * (D + 2 * PD))");
+    out.Line("inside = (c < C) & (d >= 0) & (d < D) & (h >= 0) & (h < H) & (w >= 0) & (w < W)");
+    out.Line("value = tl.load(x_ptr + image * stride_image + c * stride_channel + (d * H + h) * W + w, mask=mask & inside, other=0.0)");
+    out.Line("tl.store(y_ptr + i, value, mask=mask)");
+    out.Close();
+    out.Blank();
+    out.Blank();
+  }
   if (helpers.count("_kf_taps_outside")) {
     out.Line("@triton.jit");
-    out.Open("def _kf_taps_outside(w_ptr, y_ptr, CO: tl.constexpr, C: tl.constexpr, T: tl.constexpr, STRIDE_CO: tl.constexpr, "
-             "STRIDE_C: tl.constexpr, BLOCK: tl.constexpr):");
-    out.Line("# y[co, t, c] = w[co * STRIDE_CO + c * STRIDE_C + t] (taps contiguous in w): each tap's input channels");
-    out.Line("# become contiguous.");
+    out.Open("def _kf_taps_outside(w_ptr, y_ptr, CO: tl.constexpr, C: tl.constexpr, CP: tl.constexpr, T: tl.constexpr, "
+             "STRIDE_CO: tl.constexpr, STRIDE_C: tl.constexpr, BLOCK: tl.constexpr):");
+    out.Line("# y[co, t, c] = w[co * STRIDE_CO + c * STRIDE_C + t] (taps contiguous in w) for c < C, 0 up to CP: each");
+    out.Line("# tap's input channels become contiguous.");
     out.Line("i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)");
-    out.Line("mask = i < CO * C * T");
-    out.Line("c = i % C");
-    out.Line("t = (i // C) % T");
-    out.Line("co = i // (C * T)");
-    out.Line("tl.store(y_ptr + i, tl.load(w_ptr + co * STRIDE_CO + c * STRIDE_C + t, mask=mask), mask=mask)");
+    out.Line("mask = i < CO * CP * T");
+    out.Line("c = i % CP");
+    out.Line("t = (i // CP) % T");
+    out.Line("co = i // (CP * T)");
+    out.Line("tl.store(y_ptr + i, tl.load(w_ptr + co * STRIDE_CO + c * STRIDE_C + t, mask=mask & (c < C), other=0.0), mask=mask)");
     out.Close();
     out.Blank();
     out.Blank();

@@ -19,7 +19,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
                                                   const KernelOptions& options);
 
 // The relayout kernels convolutions launch before their GEMM (_kf_channels_last,
-// _kf_taps_outside), those of `helpers` only.
+// _kf_padded_channels_last, _kf_taps_outside), those of `helpers` only.
 void EmitLayoutHelpers(const std::set<std::string>& helpers, SourceWriter& out);
 
 }  // namespace kforge::codegen

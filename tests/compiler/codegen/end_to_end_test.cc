@@ -315,6 +315,23 @@ TEST(RelayoutEndToEndTest, StridedGroupedAndTransposedConvolutions) {
   ExpectMatchesPyTorch("codegen/conv_relayout", RelayoutAlways(), {"_kf_channels_last[", "_kf_taps_outside[", "Subpixel form"});
 }
 
+// Few input channels: the input rewritten channels-last with its padding written out and its
+// channels padded to 4 (or 8, 12), each kernel row one contiguous span; a convolution dilated
+// along its last dim stays in place (its flat K loop).
+TEST(RelayoutEndToEndTest, FewChannelsReadAsPaddedRows) {
+  ExpectMatchesPyTorch("codegen/conv_padded_rows", RelayoutAlways(),
+                       {"_kf_padded_channels_last[", "# Padded rows: the input is read channels-last, padded in space and to 4 channels",
+                        "to 8 channels", "to 12 channels", "each of the 7 kernel rows is one contiguous span of 28",
+                        "each of the 11 kernel rows is one contiguous span of 44", "Implicit GEMM: 2178 x 48 x 27"});
+}
+
+// Every padded-rows configuration compiles for Hopper, and a span that 16-wide K slices cover
+// with less rounding (AlexNet's 44, a 3x3 kernel's 12) is offered them beside the 32s.
+TEST(RelayoutEndToEndTest, PaddedRowsCompileForHopperWithSixteenWideSlicesForShortSpans) {
+  ExpectCompilesForHopper("codegen/conv_padded_rows", RelayoutAlways(),
+                          {"\"BLOCK_M\": 128, \"BLOCK_N\": 128, \"BLOCK_K\": 16, \"GROUP_M\": 8}, num_warps=8, num_stages=3"});
+}
+
 TEST(RelayoutEndToEndTest, ConvolutionWithAnEpilogue) {
   ExpectMatchesPyTorch("codegen/conv_flat_taps", RelayoutAlways(), {"_kf_channels_last[", "_kf_taps_outside["});
 }
