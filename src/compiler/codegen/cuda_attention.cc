@@ -18,7 +18,6 @@ namespace {
 
 constexpr int kPad = 4, kThreads = 256;
 constexpr int64_t kMaxHeadDim = 128;
-constexpr int64_t kMaxGridY = 65535;
 
 // A float constant as CUDA source: the value rounded to fp32 (as PyTorch rounds a Python scalar
 // that multiplies an fp32 tensor), written with the digits that give that float back.
@@ -329,7 +328,7 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
   a.d = n.d;
   a.tk = n.tk;
   a.dv = n.dv;
-  if (a.d > kMaxHeadDim || a.dv > kMaxHeadDim || a.batch * a.heads > kMaxGridY) return std::nullopt;
+  if (a.d > kMaxHeadDim || a.dv > kMaxHeadDim || a.batch * a.heads > kMaxGridYz) return std::nullopt;
   auto strides = [rank](const ir::TensorType& t, int64_t out[4]) {
     out[0] = t.stride[0];
     out[1] = rank == 4 ? t.stride[1] : 0;

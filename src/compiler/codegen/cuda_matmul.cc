@@ -14,9 +14,6 @@
 namespace kforge::codegen {
 namespace {
 
-// CUDA's limit on a grid's y and z dims (M tiles along y, batches along z).
-constexpr int64_t kMaxGridYz = 65535;
-
 int64_t Tiles(int64_t extent, int block) { return (extent + block - 1) / block; }
 
 // The source's offset of batch `z` in one operand: the batch index split into its dims, each

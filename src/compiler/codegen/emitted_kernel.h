@@ -23,6 +23,9 @@ constexpr int64_t NextPowerOfTwo(int64_t value, int64_t floor = 1) {
   return power;
 }
 
+// CUDA's limit on a grid's axes 1 and 2 (y and z); axis 0 takes up to 2^31 - 1.
+constexpr int64_t kMaxGridYz = 65535;
+
 // One configuration of an autotuned kernel: a GEMM-shaped kernel's tile (a matmul, an
 // implicit-GEMM convolution, attention), or a folded reduction's block (r_block set).
 struct TileChoice {

@@ -257,6 +257,15 @@ TEST_P(EndToEndTest, MatchesPyTorchUnderTheInterpreter) {
   ExpectMatchesPyTorch(GetParam().task, ModelWriterOptions{}, {}, GetParam().tolerance);
 }
 
+// Depthwise convolutions, each program one (image, channel) plane with its channel's weights as
+// scalars: strided with a bias and a per-channel epilogue, dilated and asymmetric with a residual,
+// and planes smaller than a program.
+TEST(DepthwisePlanesEndToEndTest, MatchesPyTorchUnderTheInterpreter) {
+  ExpectMatchesPyTorch("codegen/depthwise_planes", ModelWriterOptions{},
+                       {"kf_c0 = tl.program_id(1)", "(triton.cdiv(42, 64), 6, 3)", "(triton.cdiv(6, 32), 6, 3)",
+                        "kf_acc += tl.load(kf_bias_ptr + kf_c0)"});
+}
+
 // The channels-last and subpixel convolution layouts, which only large convolutions take: forced
 // on with a zero FLOP threshold (the tasks' CPU sizes of level2/07 have too few channels).
 // Small convolutions in direct form, beside one that stays an implicit GEMM.
@@ -563,7 +572,7 @@ TEST_P(HopperCompileTest, EveryKernelInEveryConfigurationCompiles) {
 
 INSTANTIATE_TEST_SUITE_P(Forms, HopperCompileTest,
                          ::testing::Values("level2/06_gemm_groupnorm_swish", "level3/03_resnet_basic_block", "level1/16_conv_transpose2d",
-                                           "codegen/conv_fma_or_dot", "codegen/attention_relpos_clamp",
+                                           "codegen/conv_fma_or_dot", "codegen/depthwise_planes", "codegen/attention_relpos_clamp",
                                            "codegen/attention_head_parts", "codegen/short_k_products", "codegen/scans",
                                            "codegen/split_norm", "codegen/split_column_norm", "codegen/product_epilogues",
                                            "codegen/recurrent_layers", "codegen/recurrent_stacks", "codegen/group_norm_tail",
