@@ -376,6 +376,13 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
     for (size_t d = 0; d < spatial; ++d) w_terms.push_back(Term(fmt::format("kf_t{}", d), sw[2 + d]));
     out.Line(fmt::format("kf_w_tap = kf_w_ptr + {}", Sum(w_terms)));
   };
+  // The taps kf_t0 .. kf_t<dims - 1> of the flat tap index in kf_trem (row-major over the kernel's dims).
+  auto split_taps = [&](size_t dims) {
+    for (size_t d = dims; d-- > 0;) {
+      out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
+      if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
+    }
+  };
   // The accumulator by tl.dot over K slices.
   auto dot_loop = [&] {
     if (layout == ConvLayout::kPaddedRows) {
@@ -394,12 +401,9 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
       std::vector<std::string> row_terms;
       if (spatial > 1) {
         out.Line("kf_trem = kf_row");
-        for (size_t d = spatial - 1; d-- > 0;) {
-          out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
-          if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
-          row_terms.push_back(Term(fmt::format("kf_t{}", d), dilation[d] * sx[2 + d]));
-        }
+        split_taps(spatial - 1);
       }
+      for (size_t d = spatial - 1; d-- > 0;) row_terms.push_back(Term(fmt::format("kf_t{}", d), dilation[d] * sx[2 + d]));
       row_terms.push_back("kf_j");
       out.Line(fmt::format("kf_a_tile = tl.load(kf_x_rows[:, None] + ({})[None, :], mask=(kf_m[:, None] < {}) & (kf_j[None, :] < {}), "
                            "other=0.0)", Sum(row_terms), m, rows.span));
@@ -461,10 +465,7 @@ Result<EmittedKernel> EmitImplicitGemmConvolution(const ir::Graph& graph, const 
         out.Open(fmt::format("for kf_kk in range({}, {}):", lo, hi));
         out.Line("kf_trem = kf_kk // kf_ci_blocks");
         out.Line("kf_ci = (kf_kk % kf_ci_blocks) * BLOCK_K + tl.arange(0, BLOCK_K)");
-        for (size_t d = spatial; d-- > 0;) {
-          out.Line(fmt::format("kf_t{} = kf_trem % {}", d, w_type.shape[2 + d]));
-          if (d > 0) out.Line(fmt::format("kf_trem = kf_trem // {}", w_type.shape[2 + d]));
-        }
+        split_taps(spatial);
         tap_operands();
         channel_block("");
         out.Close();

@@ -207,24 +207,13 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   const bool whole_windows = uniform || (!adaptive && padding == ir::IntList{0, 0});
   const int64_t divisor = !is_max && !depthwise && whole_windows ? window_h * window_w : 0;
   if (!is_max && !depthwise && divisor == 0) out.Line("kf_count = tl.zeros([BLOCK_SIZE], tl.float32)");
-  if (planes) {
+  if (depthwise) {
+    // Under planes the channel is the program's (kf_c0): its weight for a tap is one scalar load.
     const std::vector<int64_t>& sw = graph.TypeOf(*weight)->stride;
-    // Row by row: a row's validity and start once, then each tap's column.
-    out.Open(fmt::format("for kf_i in tl.static_range({}):", window_h));
-    out.Line(fmt::format("kf_h = kf_h0 + kf_i * {}", dilation[0]));
-    out.Line(fmt::format("kf_row_in = kf_mask & (kf_h >= 0) & (kf_h < {})", in_h));
-    out.Line(fmt::format("kf_x_row = kf_x_ptr + kf_base + kf_h * {}", sx[2]));
-    out.Open(fmt::format("for kf_j in tl.static_range({}):", window_w));
-    out.Line(fmt::format("kf_w = kf_w0 + kf_j * {}", dilation[1]));
-    out.Line(fmt::format("kf_v = tl.load(kf_x_row + kf_w * {}, mask=kf_row_in & (kf_w >= 0) & (kf_w < {}), other=0.0)", sx[3], in_w));
-    out.Line(fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c0 * {} + kf_i * {} + kf_j * {})", sw[0], sw[2], sw[3]));
-    out.Close();
-    out.Close();
-  } else if (depthwise) {
-    const std::vector<int64_t>& sw = graph.TypeOf(*weight)->stride;
-    EmitTaps(out, window_h, window_w, dilation, in_h, in_w, sx, "0.0",
-             fmt::format("kf_acc += kf_v * tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
-                         sw[0], sw[2], sw[3]));
+    const std::string tap_weight = planes ? fmt::format("tl.load(kf_w_ptr + kf_c0 * {} + kf_i * {} + kf_j * {})", sw[0], sw[2], sw[3])
+                                          : fmt::format("tl.load(kf_w_ptr + kf_c * {} + kf_i * {} + kf_j * {}, mask=kf_mask, other=0.0)",
+                                                        sw[0], sw[2], sw[3]);
+    EmitTaps(out, window_h, window_w, dilation, in_h, in_w, sx, "0.0", "kf_acc += kf_v * " + tap_weight);
   } else if (is_max) {
     // Tap by tap, NaN propagating like ATen's. Measured on an H200 (bench/pool_probe.py, 3x3 stride
     // 2): 84% of the memory roofline, against 65% for the [outputs, taps] row tile, whose taps
@@ -256,21 +245,17 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
   }
   // An average-pooling program holds a [outputs, taps] tile: as many elements as a pointwise block.
   // Tap-by-tap programs (max pooling, depthwise convolution) hold one element per output: max
-  // pooling measured best at 256 outputs over 4 warps (bench/pool_probe.py).
-  const int64_t outputs_per_program = depthwise ? block_size
-                                      : is_max  ? std::min<int64_t>(256, block_size)
-                                                : std::max<int64_t>(32, block_size / NextPowerOfTwo(window_w));
-  if (planes) {
-    // A plane's positions, in one program where they fit (EfficientNet's 7 x 7 planes: 64 lanes).
-    const int64_t per_plane = std::min<int64_t>(block_size, std::max<int64_t>(32, NextPowerOfTwo(out_h * out_w)));
-    args.push_back(fmt::format("BLOCK_SIZE={}", per_plane));
-    kernel.launch.push_back(fmt::format("{}[(triton.cdiv({}, {}), {}, {})]({})", kernel.name, out_h * out_w, per_plane, out_shape[1],
-                                        out_shape[0], fmt::join(args, ", ")));
-    return kernel;
-  }
+  // pooling measured best at 256 outputs over 4 warps (bench/pool_probe.py). A depthwise program by
+  // plane holds the plane's positions where they fit (EfficientNet's 7 x 7 planes: 64 lanes).
+  const int64_t outputs_per_program = planes    ? std::min<int64_t>(block_size, std::max<int64_t>(32, NextPowerOfTwo(out_h * out_w)))
+                                      : depthwise ? block_size
+                                      : is_max    ? std::min<int64_t>(256, block_size)
+                                                  : std::max<int64_t>(32, block_size / NextPowerOfTwo(window_w));
+  // A plane's positions along axis 0, its channel and image along axes 1 and 2; else every output.
+  const std::string grid = planes ? fmt::format("triton.cdiv({}, {}), {}, {}", out_h * out_w, outputs_per_program, out_shape[1], out_shape[0])
+                                  : fmt::format("triton.cdiv({}, {}),", numel, outputs_per_program);
   args.push_back(fmt::format("BLOCK_SIZE={}", outputs_per_program));
-  kernel.launch.push_back(
-      fmt::format("{}[(triton.cdiv({}, {}),)]({})", kernel.name, numel, outputs_per_program, fmt::join(args, ", ")));
+  kernel.launch.push_back(fmt::format("{}[({})]({})", kernel.name, grid, fmt::join(args, ", ")));
   return kernel;
 }
 
