@@ -78,7 +78,245 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
   return out.text();
 }
 
+// A row stride (in floats) of at least `cols` that is 4 past a multiple of 32: float4 reads of
+// consecutive rows then fall in distinct banks.
+int64_t BankStride(int64_t cols) { return cols + ((4 - cols) % 32 + 32) % 32; }
+
+// The operand pointers of one (batch, head) block, and whether k's and v's quads along their last
+// dim can be read (or copied) as float4s: that dim contiguous, every other stride a multiple of 4,
+// and (checked when the kernel runs) the base pointer 16-byte aligned.
+std::string BlockPointers(const CudaAttention& a) {
+  auto quads = [](const int64_t strides[4], int64_t dim) {
+    return strides[3] == 1 && dim % 4 == 0 && strides[0] % 4 == 0 && strides[1] % 4 == 0 && strides[2] % 4 == 0;
+  };
+  std::string s;
+  s += fmt::format("  const float* qb = q + b * {}LL + h * {}LL;\n", a.q[0], a.q[1]);
+  s += fmt::format("  const float* kb = k + b * {}LL + h * {}LL;\n", a.k[0], a.k[1]);
+  s += fmt::format("  const float* vb = v + b * {}LL + h * {}LL;\n", a.v[0], a.v[1]);
+  s += fmt::format("  float* ob = o + b * {}LL + h * {}LL;\n", a.o[0], a.o[1]);
+  if (a.bias) s += fmt::format("  const float* bb = bias + b * {}LL + h * {}LL;\n", a.bias_strides[0], a.bias_strides[1]);
+  s += fmt::format("  const bool k_vec = {} && reinterpret_cast<unsigned long long>(kb) % 16 == 0;\n", quads(a.k, a.d) ? "true" : "false");
+  s += fmt::format("  const bool v_vec = {} && reinterpret_cast<unsigned long long>(vb) % 16 == 0;\n", quads(a.v, a.dv) ? "true" : "false");
+  return s;
+}
+
+// The first lines of the kernel: what it computes and its signature.
+std::string KernelHead(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t, const std::string& how) {
+  std::string s;
+  s += fmt::format("// softmax({} @ k^T * {}{}) @ v for {} x {} heads of {} queries and {} keys, head dims {} and {}{}:\n",
+                   a.q_scale != 1.0 ? "(q * " + FloatConstant(a.q_scale) + ")" : "q", FloatConstant(a.scale), a.bias ? " + bias" : "",
+                   a.batch, a.heads, a.tq, a.tk, a.d, a.dv, a.causal ? fmt::format(", causal (key j kept for query i when j - i <= {})", *a.causal) : "");
+  s += fmt::format("// fp32 FMAs, each score one chain along the head dim in order; online softmax over key blocks; {} queries a block{}.\n", t.bm,
+                   how);
+  s += fmt::format("extern \"C\" __global__ __launch_bounds__({}, {}) void {}(const float* __restrict__ q, const float* __restrict__ k, "
+                   "const float* __restrict__ v, {}float* __restrict__ o) {{\n",
+                   CudaAttentionThreads(t), t.min_blocks, name, a.bias ? "const float* __restrict__ bias, " : "");
+  s += fmt::format("  constexpr long long TQ = {}, TK = {}, HEADS = {};\n  constexpr int D = {}, DV = {};\n", a.tq, a.tk, a.heads, a.d, a.dv);
+  s += fmt::format("  constexpr float SCALE = {};\n", FloatConstant(a.scale));
+  s += "  const float NEG_INF = -__int_as_float(0x7f800000);\n";
+  return s;
+}
+
+// The last key (exclusive) a block of queries from m0 can keep.
+std::string KeysEnd(const CudaAttention& a) {
+  if (a.causal) return fmt::format("  const long long keys_end = min(TK, max(m0 + BM + {}LL, 0LL));  // keys past the block's last diagonal\n", *a.causal);
+  return "  const long long keys_end = TK;\n";
+}
+
+// The register-blocked form (CudaAttentionTile::rows == 8).
+std::string BlockedAttentionSource(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t) {
+  std::string s = kCudaAsyncCopies;
+  s += KernelHead(name, a, t, fmt::format(", 8 rows x {} keys a thread, key and value blocks copied by cp.async", t.bn / 8));
+  s += fmt::format("  constexpr int BM = {}, BN = {}, KT = BN / 8, QS = {}, PS = BM + 4, BS = BN + 8, OQ = {}, DVP = OQ * 32;\n", t.bm, t.bn,
+                   BankStride(a.d), (a.dv + 31) / 32);
+  s += R"CU(  static_assert(BM == 128 && BN % 8 == 0 && D % 4 == 0 && DV % 4 == 0, "128 queries, whole quads of head dims");
+  extern __shared__ float4 kf_smem4[];
+  float* qs = reinterpret_cast<float*>(kf_smem4);  // [BM][QS]: the query block, row by row
+  float* ks = qs + BM * QS;                        // [BN][QS]: a key block, row by row
+  float* vs = ks + BN * QS;                        // [BN][DVP]: a value block
+  float* ps = vs + BN * DVP;                       // [BN][PS]: exp(scores - max), a thread's 8 rows side by side from ty * 8
+  float* bs = ps + BN * PS;                        // [BM][BS]: the bias of the queries and a key block, where there is one
+  // A thread's rows are ty + 16 * i, its keys in a block tx + 8 * j and its output columns
+  // g * 32 + tx * 4 + c: a row's 8 threads are neighbours in one warp, and a warp's float4 reads
+  // of q (4 rows) and of a key block (8 rows) fall in distinct banks.
+  const int tid = threadIdx.x, tx = tid % 8, ty = tid / 8;
+  const long long m0 = (long long)blockIdx.x * BM, b = blockIdx.y / HEADS, h = blockIdx.y % HEADS;
+)CU";
+  s += BlockPointers(a);
+  if (a.bias) {
+    const bool quads = a.bias_strides[3] == 1 && a.bias_strides[0] % 4 == 0 && a.bias_strides[1] % 4 == 0 && a.bias_strides[2] % 4 == 0;
+    s += fmt::format("  const bool b_vec = {} && reinterpret_cast<unsigned long long>(bb) % 16 == 0;\n", quads ? "true" : "false");
+  }
+  s += "  for (int e = tid; e < BM * (D / 4); e += 128) {\n    const int r = e / (D / 4), dd = (e % (D / 4)) * 4;\n    const long long m = m0 + r;\n";
+  s += "    float x[4];\n#pragma unroll\n";
+  s += fmt::format("    for (int j = 0; j < 4; ++j) x[j] = m < TQ ? qb[m * {}LL + (dd + j) * {}LL]{} : 0.0f;\n", a.q[2], a.q[3],
+                   a.q_scale != 1.0 ? " * " + FloatConstant(a.q_scale) : "");
+  s += "    *reinterpret_cast<float4*>(&qs[r * QS + dd]) = make_float4(x[0], x[1], x[2], x[3]);\n  }\n";
+  // The copies of a key block and a value block, zeros past the last key (and past Dv).
+  s += "  auto copy_k = [&](long long n0) {\n    for (int e = tid; e < BN * (D / 4); e += 128) {\n";
+  s += "      const int key = e / (D / 4), dd = (e % (D / 4)) * 4;\n      const long long n = n0 + key;\n";
+  s += fmt::format("      const float* p = n < TK ? kb + n * {}LL + dd * {}LL : kb;\n", a.k[2], a.k[3]);
+  s += "      if (k_vec) {\n        kf_copy16z(&ks[key * QS + dd], p, n < TK);\n      } else {\n#pragma unroll\n";
+  s += fmt::format("        for (int j = 0; j < 4; ++j) kf_copy4(&ks[key * QS + dd + j], n < TK ? p + j * {}LL : kb, n < TK);\n", a.k[3]);
+  s += "      }\n    }\n";
+  if (a.bias) {
+    // The bias of the block's queries and these keys, with the key block (one group).
+    s += "    for (int e = tid; e < BM * (BN / 4); e += 128) {\n      const int r = e / (BN / 4), key = (e % (BN / 4)) * 4;\n";
+    s += "      const long long m = m0 + r, n = n0 + key;\n";
+    s += fmt::format("      const float* p = bb + m * {}LL + n * {}LL;\n", a.bias_strides[2], a.bias_strides[3]);
+    s += "      if (b_vec && m < TQ && n + 3 < TK) {\n        kf_copy16(&bs[r * BS + key], p);\n      } else {\n#pragma unroll\n";
+    s += fmt::format("        for (int j = 0; j < 4; ++j) kf_copy4(&bs[r * BS + key + j], m < TQ && n + j < TK ? p + j * {}LL : bb, m < TQ && n + j < TK);\n",
+                     a.bias_strides[3]);
+    s += "      }\n    }\n";
+  }
+  s += "    kf_commit();\n  };\n";
+  s += "  auto copy_v = [&](long long n0) {\n    for (int e = tid; e < BN * (DVP / 4); e += 128) {\n";
+  s += "      const int key = e / (DVP / 4), col = (e % (DVP / 4)) * 4;\n      const long long n = n0 + key;\n      const bool in = n < TK && col < DV;\n";
+  s += fmt::format("      const float* p = in ? vb + n * {}LL + col * {}LL : vb;\n", a.v[2], a.v[3]);
+  s += "      if (v_vec) {\n        kf_copy16z(&vs[key * DVP + col], p, in);\n      } else {\n#pragma unroll\n";
+  s += fmt::format("        for (int j = 0; j < 4; ++j) kf_copy4(&vs[key * DVP + col + j], in && col + j < DV ? p + j * {}LL : vb, in && col + j < DV);\n",
+                   a.v[3]);
+  s += "      }\n    }\n    kf_commit();\n  };\n";
+  // Which of a thread's scores in the key block from n0 are kept, one bit each.
+  s += "  auto kept_from = [&](long long n0) {\n    unsigned long long kept = 0;\n#pragma unroll\n    for (int i = 0; i < 8; ++i)\n#pragma unroll\n";
+  s += "      for (int j = 0; j < KT; ++j) {\n        const long long m = m0 + ty + 16 * i, n = n0 + tx + 8 * j;\n        bool keep = n < TK && m < TQ;\n";
+  if (a.causal) s += fmt::format("        keep = keep && n - m <= {}LL;\n", *a.causal);
+  if (a.bias) s += "        keep = keep && bs[(ty + 16 * i) * BS + tx + 8 * j] != NEG_INF;\n";
+  s += "        kept |= (keep ? 1ull : 0ull) << (i * KT + j);\n      }\n    return kept;\n  };\n";
+  s += KeysEnd(a);
+  // Every key block up to keys_end is copied (a bias, which says which scores are kept, comes with
+  // its key block); one whose every score is masked changes nothing and is not computed.
+  s += R"CU(  float row_max[8], row_sum[8], acc[8][OQ * 4];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    row_max[i] = NEG_INF;
+    row_sum[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < OQ * 4; ++c) acc[i][c] = 0.0f;
+  }
+  if (keys_end > 0) {
+    copy_k(0);
+    copy_v(0);
+  }
+  for (long long n0 = 0; n0 < keys_end; n0 += BN) {
+    kf_wait<1>();  // this key block (its value block may still be on the way)
+    __syncthreads();
+    const unsigned long long kept = kept_from(n0);
+    const bool any = __syncthreads_or(kept != 0);
+    if (any) {
+    float sc[8][KT], (&s)[8][KT] = sc;  // the scores, then in place their softmax numerators
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+#pragma unroll
+      for (int j = 0; j < KT; ++j) sc[i][j] = 0.0f;
+)CU";
+  // Two head-dim steps a loop turn for 4 keys a thread; one for 8, whose 64 scores, 8 + 8 float4
+  // reads and the outputs leave ptxas no registers for a second.
+  s += fmt::format("#pragma unroll {}\n", t.bn / 8 <= 4 ? 2 : 1);
+  s += R"CU(    for (int dd = 0; dd < D; dd += 4) {
+      float4 qa[8], kq[KT];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) qa[i] = *reinterpret_cast<const float4*>(&qs[(ty + 16 * i) * QS + dd]);
+#pragma unroll
+      for (int j = 0; j < KT; ++j) kq[j] = *reinterpret_cast<const float4*>(&ks[(tx + 8 * j) * QS + dd]);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int j = 0; j < KT; ++j) {
+          sc[i][j] = fmaf(qa[i].x, kq[j].x, sc[i][j]);
+          sc[i][j] = fmaf(qa[i].y, kq[j].y, sc[i][j]);
+          sc[i][j] = fmaf(qa[i].z, kq[j].z, sc[i][j]);
+          sc[i][j] = fmaf(qa[i].w, kq[j].w, sc[i][j]);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      float block_max = NEG_INF;
+#pragma unroll
+      for (int j = 0; j < KT; ++j) {
+)CU";
+  if (a.bias) {
+    s += "        s[i][j] = (kept >> (i * KT + j) & 1ull) ? sc[i][j] * SCALE + bs[(ty + 16 * i) * BS + tx + 8 * j] : NEG_INF;\n";
+  } else {
+    s += "        s[i][j] = (kept >> (i * KT + j) & 1ull) ? sc[i][j] * SCALE : NEG_INF;\n";
+  }
+  s += R"CU(        block_max = fmaxf(block_max, s[i][j]);
+      }
+#pragma unroll
+      for (int lane = 4; lane > 0; lane /= 2) block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, lane));
+      const float new_max = fmaxf(row_max[i], block_max);
+      const float shift = new_max == NEG_INF ? 0.0f : new_max;  // a row masked so far gives 0, not NaN
+      float block_sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < KT; ++j) {
+        s[i][j] = expf(s[i][j] - shift);
+        block_sum += s[i][j];
+      }
+#pragma unroll
+      for (int lane = 4; lane > 0; lane /= 2) block_sum += __shfl_xor_sync(0xffffffffu, block_sum, lane);
+      const float rescale = expf(row_max[i] - shift);
+      row_sum[i] = row_sum[i] * rescale + block_sum;
+#pragma unroll
+      for (int c = 0; c < OQ * 4; ++c) acc[i][c] *= rescale;
+      row_max[i] = new_max;
+    }
+#pragma unroll
+    for (int j = 0; j < KT; ++j) {
+      float* row = &ps[(tx + 8 * j) * PS + ty * 8];
+      *reinterpret_cast<float4*>(row) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
+      *reinterpret_cast<float4*>(row + 4) = make_float4(s[4][j], s[5][j], s[6][j], s[7][j]);
+    }
+    }
+    kf_wait<0>();  // this value block
+    __syncthreads();
+    // The key block is read: the next one is copied while p @ v runs.
+    if (n0 + BN < keys_end) copy_k(n0 + BN);
+    if (any) {
+#pragma unroll 2
+    for (int key = 0; key < BN; ++key) {
+      const float4 p0 = *reinterpret_cast<const float4*>(&ps[key * PS + ty * 8]);
+      const float4 p1 = *reinterpret_cast<const float4*>(&ps[key * PS + ty * 8 + 4]);
+      const float p[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+      for (int g = 0; g < OQ; ++g) {
+        const float4 x4 = *reinterpret_cast<const float4*>(&vs[key * DVP + g * 32 + tx * 4]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          acc[i][g * 4 + 0] = fmaf(p[i], x4.x, acc[i][g * 4 + 0]);
+          acc[i][g * 4 + 1] = fmaf(p[i], x4.y, acc[i][g * 4 + 1]);
+          acc[i][g * 4 + 2] = fmaf(p[i], x4.z, acc[i][g * 4 + 2]);
+          acc[i][g * 4 + 3] = fmaf(p[i], x4.w, acc[i][g * 4 + 3]);
+        }
+      }
+    }
+    }
+    __syncthreads();  // the value block and the numerators are read
+    if (n0 + BN < keys_end) copy_v(n0 + BN);
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const long long m = m0 + ty + 16 * i;
+    if (m >= TQ) continue;
+#pragma unroll
+    for (int c = 0; c < OQ * 4; ++c) {
+      const long long col = (c / 4) * 32 + tx * 4 + c % 4;
+)CU";
+  s += fmt::format("      if (col < DV) ob[m * {}LL + col * {}LL] = {}acc[i][c] / row_sum[i];\n", a.o[2], a.o[3],
+                   a.zero_empty_rows ? "row_max[i] == NEG_INF ? 0.0f : " : "");
+  s += "    }\n  }\n}\n";
+  return s;
+}
+
 }  // namespace
+
+int CudaAttentionThreads(const CudaAttentionTile& tile) { return tile.rows == 8 ? 128 : kThreads; }
+
+std::vector<CudaAttentionTile> BlockedAttentionTiles(const CudaAttention& a) {
+  if (a.d % 4 != 0 || a.dv % 4 != 0 || a.d > kMaxHeadDim || a.dv > 96 || a.tq <= 64) return {};
+  std::vector<CudaAttentionTile> tiles = {{.bm = 128, .bn = 32, .min_blocks = 2, .rows = 8}};
+  if (std::max(a.d, a.dv) <= 64) tiles.push_back({.bm = 128, .bn = 64, .min_blocks = 2, .rows = 8});
+  return tiles;
+}
 
 CudaAttentionTile WideAttentionTile(const CudaAttention& a) {
   return CudaAttentionTile{.bm = 128, .bn = std::max(a.d, a.dv) <= 64 ? 64 : 32, .min_blocks = 2};
@@ -91,43 +329,39 @@ CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a) {
   // thread) ran the vision attention (head dim 32) in 10.3 ms where one block took 13.0, and with
   // key steps of 32 minGPT's (head dim 96) in 2.77 ms where 64 queries took 3.00. Over 96 head
   // dims, or where 128 queries leave SMs idle, 64 queries.
+  // H100, thirty-eighth session: the register-blocked form ran minGPT's attention (its mask a
+  // bias) in 2.64 ms against 2.72 for 128 queries in steps of 32, and the vision attention in
+  // steps of 64 keys in 9.63 against 10.31: where it fits and fills the SMs, its widest key step.
+  const bool fills = (a.tq + 127) / 128 * a.batch * a.heads >= kCudaSms;
+  const std::vector<CudaAttentionTile> blocked = BlockedAttentionTiles(a);
+  if (!blocked.empty() && fills) return blocked.back();
   const CudaAttentionTile wide = WideAttentionTile(a);
-  if (WideAttentionFits(a) && (a.tq + wide.bm - 1) / wide.bm * a.batch * a.heads >= kCudaSms) return wide;
+  if (WideAttentionFits(a) && fills) return wide;
   return kNarrowAttentionTile;
 }
 
 TileChoice CudaAttentionConfig(const CudaAttentionTile& tile) {
-  return TileChoice{.block_m = tile.bm, .block_n = tile.bn, .warps = kThreads / 32, .stages = 1};
+  return TileChoice{.block_m = tile.bm, .block_n = tile.bn, .warps = CudaAttentionThreads(tile) / 32, .stages = 1};
 }
 
 int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t) {
+  if (t.rows == 8) {
+    const int64_t dvp = (a.dv + 31) / 32 * 32;
+    return 4 * (t.bm * BankStride(a.d) + t.bn * BankStride(a.d) + t.bn * dvp + t.bn * (t.bm + 4) + (a.bias ? t.bm * (t.bn + 8) : 0));
+  }
   const int64_t floats = a.d * (t.bm + kPad) + a.d * (t.bn + kPad) + t.bn * OutputQuads(a.dv, t) * 4 * ColumnGroups(t) + t.bn * (t.bm + kPad);
   return floats * 4;
 }
 
 std::string CudaAttentionSource(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t) {
+  if (t.rows == 8) return BlockedAttentionSource(name, a, t);
   const bool skips = a.causal.has_value() || a.bias;
-  // Quads of 4 along the head dim are float4 reads where that dim is contiguous and every other
-  // stride keeps them 16-byte aligned (the base pointer is checked when the kernel runs).
-  auto quads = [](const int64_t strides[4], int64_t dim) {
-    return strides[3] == 1 && dim % 4 == 0 && strides[0] % 4 == 0 && strides[1] % 4 == 0 && strides[2] % 4 == 0;
-  };
-  std::string s;
-  s += fmt::format("// softmax({} @ k^T * {}{}) @ v for {} x {} heads of {} queries and {} keys, head dims {} and {}{}:\n",
-                   a.q_scale != 1.0 ? "(q * " + FloatConstant(a.q_scale) + ")" : "q", FloatConstant(a.scale), a.bias ? " + bias" : "",
-                   a.batch, a.heads, a.tq, a.tk, a.d, a.dv, a.causal ? fmt::format(", causal (key j kept for query i when j - i <= {})", *a.causal) : "");
-  s += fmt::format("// fp32 FMAs, each score one chain along the head dim in order; online softmax over key blocks; {} queries a block.\n", t.bm);
-  s += fmt::format("extern \"C\" __global__ __launch_bounds__({}, {}) void {}(const float* __restrict__ q, const float* __restrict__ k, "
-                   "const float* __restrict__ v, {}float* __restrict__ o) {{\n",
-                   kThreads, t.min_blocks, name, a.bias ? "const float* __restrict__ bias, " : "");
+  std::string s = KernelHead(name, a, t, "");
   s += fmt::format("  constexpr int BM = {}, BN = {}, PAD = {}, THREADS = {};\n", t.bm, t.bn, kPad, kThreads);
   s += "  constexpr int CG = THREADS * 4 / BM, KQ = BN / (4 * CG), KT = KQ * 4;  // column groups; a thread's key quads, keys\n";
   s += "  static_assert(KQ >= 1 && KQ * 4 * CG == BN, \"a key block is whole quads for each column group\");\n";
-  s += fmt::format("  constexpr long long TQ = {}, TK = {}, HEADS = {};\n  constexpr int D = {}, DV = {};\n", a.tq, a.tk, a.heads, a.d, a.dv);
   s += fmt::format("  constexpr int OQ = {};  // output quads a thread: columns g * 4 * CG + tx * 4\n", OutputQuads(a.dv, t));
   s += "  constexpr int DVP = OQ * 4 * CG;\n";
-  s += fmt::format("  constexpr float SCALE = {};\n", FloatConstant(a.scale));
-  s += "  const float NEG_INF = -__int_as_float(0x7f800000);\n";
   s += R"CU(  extern __shared__ float4 kf_smem4[];
   float* qs = reinterpret_cast<float*>(kf_smem4);  // [D][BM + PAD]: the query block, transposed
   float* ks = qs + D * (BM + PAD);                 // [D][BN + PAD]: a key block, transposed
@@ -139,13 +373,7 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
   const auto key_of = [=](int j) { return (j / 4) * 4 * CG + tx * 4 + j % 4; };  // a thread's j-th key in a block
   const long long m0 = (long long)blockIdx.x * BM, b = blockIdx.y / HEADS, h = blockIdx.y % HEADS;
 )CU";
-  s += fmt::format("  const float* qb = q + b * {}LL + h * {}LL;\n", a.q[0], a.q[1]);
-  s += fmt::format("  const float* kb = k + b * {}LL + h * {}LL;\n", a.k[0], a.k[1]);
-  s += fmt::format("  const float* vb = v + b * {}LL + h * {}LL;\n", a.v[0], a.v[1]);
-  s += fmt::format("  float* ob = o + b * {}LL + h * {}LL;\n", a.o[0], a.o[1]);
-  if (a.bias) s += fmt::format("  const float* bb = bias + b * {}LL + h * {}LL;\n", a.bias_strides[0], a.bias_strides[1]);
-  s += fmt::format("  const bool k_vec = {} && reinterpret_cast<unsigned long long>(kb) % 16 == 0;\n", quads(a.k, a.d) ? "true" : "false");
-  s += fmt::format("  const bool v_vec = {} && reinterpret_cast<unsigned long long>(vb) % 16 == 0;\n", quads(a.v, a.dv) ? "true" : "false");
+  s += BlockPointers(a);
   s += "  for (int e = tid; e < BM * D; e += THREADS) {\n    const int r = e / D, dd = e % D;\n    const long long m = m0 + r;\n";
   s += fmt::format("    qs[dd * (BM + PAD) + r] = m < TQ ? qb[m * {}LL + dd * {}LL]{} : 0.0f;\n  }}\n", a.q[2], a.q[3],
                    a.q_scale != 1.0 ? " * " + FloatConstant(a.q_scale) : "");
@@ -158,11 +386,7 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
     for (int c = 0; c < OQ * 4; ++c) acc[i][c] = 0.0f;
   }
 )CU";
-  if (a.causal) {
-    s += fmt::format("  const long long keys_end = min(TK, max(m0 + BM + {}LL, 0LL));  // keys past the block's last diagonal\n", *a.causal);
-  } else {
-    s += "  const long long keys_end = TK;\n";
-  }
+  s += KeysEnd(a);
   s += "  for (long long n0 = 0; n0 < keys_end; n0 += BN) {\n";
   // Which of this thread's scores are kept, one bit each (the bias, where there is one, is read
   // again once the scores are made, so that it holds no registers through the products).
@@ -378,16 +602,18 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
                                         fmt::join(bias_args, ", ")));
     args.push_back(materialized);
   }
-  // The rules' tile first; without a bias (whose values, a mask's among them, decide which key
-  // blocks are skipped, and which the tuner's random operands would not have) the others too.
+  // The rules' tile first, then the others for the tuner. Its random operands make a bias of no
+  // -inf, so it times every tile over all key blocks, where a mask (a causal one materialized as a
+  // bias) would skip some: a comparison of the tiles' work per score.
   const CudaAttentionTile chosen = ChooseCudaAttentionTile(a);
-  std::vector<CudaAttentionTile> tiles = {chosen};
-  if (!a.bias) tiles = {chosen, WideAttentionTile(a), kNarrowAttentionTile};
+  std::vector<CudaAttentionTile> tiles = {chosen, WideAttentionTile(a), kNarrowAttentionTile};
+  for (const CudaAttentionTile& tile : BlockedAttentionTiles(a)) tiles.push_back(tile);
   std::vector<CudaVariant> variants;
   for (const CudaAttentionTile& tile : tiles) {
-    if (tile.bm == 128 && !WideAttentionFits(a)) continue;
-    variants.push_back({.config = CudaAttentionConfig(tile), .source = CudaAttentionSource(kernel.name, a, tile), .threads = kThreads,
-                        .shared_bytes = CudaAttentionSharedBytes(a, tile), .grid = {(a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads}});
+    if (tile.rows == 4 && tile.bm == 128 && !WideAttentionFits(a)) continue;
+    variants.push_back({.config = CudaAttentionConfig(tile), .source = CudaAttentionSource(kernel.name, a, tile),
+                        .threads = CudaAttentionThreads(tile), .shared_bytes = CudaAttentionSharedBytes(a, tile),
+                        .grid = {(a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads}});
   }
   std::vector<CudaTensorArg> tensors = {{qt.shape, qt.stride}, {kt.shape, kt.stride}, {vt.shape, vt.stride}};
   if (bias) {

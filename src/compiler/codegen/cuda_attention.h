@@ -8,12 +8,14 @@
 // shuffles, the accumulator rescaled when the max grows); p @ v into each thread's 4 rows x
 // quads of 4 columns, read from shared memory as float4s (4 x 4 FMAs for two reads). The scores
 // never reach memory. A key block whose every score is masked (causal band, or a bias of -inf)
-// is skipped.
+// is skipped. The register-blocked form (CudaAttentionTile::rows) gives each of 128 threads 8 rows,
+// for twice the FMAs a shared-memory read.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/codegen/emitted_kernel.h"
 #include "compiler/ir/graph.h"
@@ -37,19 +39,33 @@ struct CudaAttention {
 // 256 threads are bm / 4 row groups of 4 queries by 1024 / bm column groups; each thread holds
 // its rows' scores for bn * bm / 1024 keys and their outputs for ceil(Dv / (4096 / bm)) quads of
 // 4 columns. min_blocks is the blocks an SM should hold (__launch_bounds__, capping registers).
+//
+// rows = 8 is the register-blocked form: 128 threads of 8 queries each (bm 128; rows ty + 16 * i)
+// by 8 column groups, bn / 8 keys a thread (tx + 8 * j); q and each key block kept row by row, so
+// that a thread's 8 x bn / 8 scores take 8 + bn / 8 float4 reads per 4 head-dim steps and its
+// 8 x 4 * ceil(Dv / 32) outputs 2 + ceil(Dv / 32) per key; the key and value blocks copied by
+// cp.async, the next key block while p @ v runs and the next value block while q @ k^T runs; a
+// bias comes into shared memory with its key block, so no score waits on a global read. Every key
+// block up to the causal band's end is copied, and one whose scores are all masked is not
+// computed. For head dims that are whole quads, up to 128 (d) and 96 (dv), and over 64 queries.
 struct CudaAttentionTile {
-  int bm = 128, bn = 64, min_blocks = 1;
+  int bm = 128, bn = 64, min_blocks = 1, rows = 4;
   bool operator==(const CudaAttentionTile&) const = default;
 };
 
-// 128 queries a block, two blocks an SM, for head dims up to 96 (key steps of 64 up to head dim
-// 64, else 32) while that leaves no SM idle; else 64 queries in steps of 64 keys.
+// 128 queries a block, two blocks an SM, while that leaves no SM idle: the register-blocked form
+// where it fits (its widest key step), else 4 rows a thread for head dims up to 96 (key steps of 64
+// up to head dim 64, else 32); otherwise 64 queries in steps of 64 keys.
 CudaAttentionTile ChooseCudaAttentionTile(const CudaAttention& a);
 // The two tiles: 128 queries (where WideAttentionFits: more than 64 queries, head dims up to 96)
 // and 64. Without a bias the tuner measures both on the GPU.
 CudaAttentionTile WideAttentionTile(const CudaAttention& a);
 bool WideAttentionFits(const CudaAttention& a);
 inline constexpr CudaAttentionTile kNarrowAttentionTile{.bm = 64, .bn = 64, .min_blocks = 1};
+// The register-blocked tiles that fit the attention (rows = 8; bn 32, and 64 up to head dims of 64).
+std::vector<CudaAttentionTile> BlockedAttentionTiles(const CudaAttention& a);
+// Threads a block: 128 in the register-blocked form, else 256.
+int CudaAttentionThreads(const CudaAttentionTile& tile);
 // A tile as the store keeps it (TileChoice's block_m and block_n; two blocks an SM at 128 queries).
 TileChoice CudaAttentionConfig(const CudaAttentionTile& tile);
 
@@ -57,7 +73,7 @@ TileChoice CudaAttentionConfig(const CudaAttentionTile& tile);
 int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t);
 
 // The CUDA C++ source of kernel `name` (arguments q, k, v, [bias,] o), launched over
-// (ceil(Tq / bm), batch * heads) blocks of 256 threads.
+// (ceil(Tq / bm), batch * heads) blocks of CudaAttentionThreads(t) threads.
 std::string CudaAttentionSource(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t);
 
 // The group (a kforge.attention node and its bias's producers) as CUDA kernels, or nullopt where

@@ -145,23 +145,6 @@ std::string AsyncStaging(char x, char rows, int64_t extent, int64_t rs, int64_t 
   return s;
 }
 
-// cp.async as device functions: a 4-byte copy (zeros where `in` is false), a 16-byte one, and
-// the group commit and wait. The CPU emulation of the tests defines its own.
-constexpr const char* kAsyncCopies = R"CU(#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-__device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool in) {
-  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(at), "l"(src), "r"(in ? 4 : 0));
-}
-__device__ __forceinline__ void kf_copy16(float* dst, const float* src) {
-  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src));
-}
-__device__ __forceinline__ void kf_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void kf_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-#endif
-)CU";
-
 // Whether an operand's quads along its contiguous dim can be float4 reads, given a 16-byte
 // aligned base: unit stride there, every other stride a multiple of 4.
 bool QuadsAligned(int64_t rs, int64_t ks, const std::vector<int64_t>& batch) {
@@ -183,7 +166,7 @@ std::string CudaGemmSource(const std::string& name, const CudaGemm& g, const Cud
   s += fmt::format("// each output one FMA chain along K in order; {}.\n",
                    t.stages > 2 ? fmt::format("{} shared-memory stages filled by cp.async", t.stages)
                                 : "the next slice read into registers while this one is multiplied");
-  if (t.stages > 2) s += kAsyncCopies;
+  if (t.stages > 2) s += kCudaAsyncCopies;
   s += fmt::format("extern \"C\" __global__ __launch_bounds__({}, {}) void {}(const float* __restrict__ a, const float* __restrict__ b, {}float* __restrict__ c) {{\n",
                    threads, t.min_blocks, name, g.bias ? "const float* __restrict__ bias, " : "");
   s += fmt::format("  constexpr int BM = {}, BN = {}, BK = {}, TM = {}, TN = {}, PAD = 4, THREADS = {}, WX = {}, STAGES = {};\n", t.bm, t.bn, t.bk,

@@ -4,6 +4,7 @@
 // strided operands as a projection's split leaves them, a broadcast mask bias that empties whole
 // rows (NaN as softmax gives, or zeros as SDPA's fix-up does) and rank-3 attention are covered.
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -34,8 +35,8 @@ std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const st
       const float r = next();
 )CC";
   p += fmt::format("      bias[i * TK + j] = ({}) ? -INFINITY : r;\n    }}\n", mask);
-  p += fmt::format("  Launch({{{}, {}, 1}}, 256, [&] {{ kernel(q.data(), k.data(), v.data(), {}o.data()); }});\n", (a.tq + t.bm - 1) / t.bm,
-                   a.batch * a.heads, a.bias ? "bias.data(), " : "");
+  p += fmt::format("  Launch({{{}, {}, 1}}, {}, [&] {{ kernel(q.data(), k.data(), v.data(), {}o.data()); }});\n", (a.tq + t.bm - 1) / t.bm,
+                   a.batch * a.heads, CudaAttentionThreads(t), a.bias ? "bias.data(), " : "");
   p += "  long long wrong = 0;\n  for (long long b = 0; b < B; ++b)\n    for (long long h = 0; h < H; ++h)\n      for (long long i = 0; i < TQ; ++i) {\n";
   p += "        std::vector<double> s(TK);\n        double top = -INFINITY;\n        for (long long j = 0; j < TK; ++j) {\n";
   p += "          double dot = 0.0;\n";
@@ -60,14 +61,17 @@ std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const st
   return p;
 }
 
-// The tiles: 128 queries a block (8 threads a row) over 64 or 32 keys a step, and 64 queries
-// (16 threads a row).
+// The tiles: 128 queries a block (8 threads a row) over 64 or 32 keys a step, 64 queries (16
+// threads a row), and the register-blocked tiles where the attention takes them.
 void ExpectMatches(const CudaAttention& a, const std::string& mask = "false") {
-  for (const CudaAttentionTile tile : {CudaAttentionTile{}, CudaAttentionTile{.bm = 128, .bn = 32}, CudaAttentionTile{.bm = 64}}) {
+  std::vector<CudaAttentionTile> tiles = {CudaAttentionTile{}, CudaAttentionTile{.bm = 128, .bn = 32}, CudaAttentionTile{.bm = 64}};
+  for (const CudaAttentionTile& tile : BlockedAttentionTiles(a)) tiles.push_back(tile);
+  for (const CudaAttentionTile& tile : tiles) {
     const std::string source = CudaAttentionSource("kernel", a, tile);
     ASSERT_LE(CudaAttentionSharedBytes(a, tile), int64_t{16} << 16);  // the emulation's kf_smem4
     const EmulatedRun run = RunUnderEmulation("#define __shared__\n" + source + Program(a, tile, mask));
-    EXPECT_TRUE(run.ok) << "tile of " << tile.bm << " queries\n" << run.log << "\n--- source ---\n" << source;
+    EXPECT_TRUE(run.ok) << "tile of " << tile.bm << " queries, " << tile.bn << " keys, " << tile.rows << " rows a thread\n"
+                        << run.log << "\n--- source ---\n" << source;
   }
 }
 
@@ -101,16 +105,33 @@ TEST(CudaAttentionTest, TailsOfQueriesKeysAndHeadDimsWithBothScales) {
 TEST(CudaAttentionTest, TheTileFillsTheSmsOrShrinks) {
   CudaAttention vision;  // 8 heads of 16384 queries: 1024 blocks of 128, two an SM
   vision.batch = 2, vision.heads = 4, vision.tq = 16384, vision.d = 32, vision.dv = 32;
-  EXPECT_EQ(ChooseCudaAttentionTile(vision), (CudaAttentionTile{.bm = 128, .bn = 64, .min_blocks = 2}));
+  EXPECT_EQ(ChooseCudaAttentionTile(vision), (CudaAttentionTile{.bm = 128, .bn = 64, .min_blocks = 2, .rows = 8}));
   CudaAttention gpt = vision;  // head dim 96: key steps of 32
   gpt.d = gpt.dv = 96;
-  EXPECT_EQ(ChooseCudaAttentionTile(gpt), (CudaAttentionTile{.bm = 128, .bn = 32, .min_blocks = 2}));
+  EXPECT_EQ(ChooseCudaAttentionTile(gpt), (CudaAttentionTile{.bm = 128, .bn = 32, .min_blocks = 2, .rows = 8}));
+  CudaAttention odd = gpt;  // head dim 94, not whole quads: 4 rows a thread
+  odd.d = odd.dv = 94;
+  EXPECT_EQ(ChooseCudaAttentionTile(odd), (CudaAttentionTile{.bm = 128, .bn = 32, .min_blocks = 2}));
   CudaAttention wide = vision;  // head dim 128: 64 queries
   wide.dv = 128;
   EXPECT_EQ(ChooseCudaAttentionTile(wide), (CudaAttentionTile{.bm = 64, .bn = 64, .min_blocks = 1}));
   CudaAttention few;  // 16 heads of 256 queries: 32 blocks of 128
   few.batch = 2, few.heads = 8, few.tq = 256;
   EXPECT_EQ(ChooseCudaAttentionTile(few).bm, 64);
+  // The register-blocked tiles: 32-key steps up to head dim 96 (with 64-key ones up to 64), none
+  // over 96 value columns, for head dims not whole quads, or for 64 queries or fewer.
+  EXPECT_EQ(BlockedAttentionTiles(gpt), (std::vector<CudaAttentionTile>{{.bm = 128, .bn = 32, .min_blocks = 2, .rows = 8}}));
+  EXPECT_EQ(BlockedAttentionTiles(vision).size(), 2u);
+  EXPECT_TRUE(BlockedAttentionTiles(wide).empty());
+  CudaAttention quarter = gpt;
+  quarter.d = 94;
+  EXPECT_TRUE(BlockedAttentionTiles(quarter).empty());
+  CudaAttention short_rows = gpt;
+  short_rows.tq = 64;
+  EXPECT_TRUE(BlockedAttentionTiles(short_rows).empty());
+  // Its shared memory for minGPT: q 128 x 100, keys 32 x 100, values 32 x 96, numerators 32 x 132.
+  EXPECT_EQ(CudaAttentionSharedBytes(gpt, BlockedAttentionTiles(gpt)[0]), 4 * (128 * 100 + 32 * 100 + 32 * 96 + 32 * 132));
+  EXPECT_EQ(CudaAttentionConfig(BlockedAttentionTiles(gpt)[0]).warps, 4);
 }
 
 TEST(CudaAttentionTest, CausalOverTheViewsOfASplitProjection) {
@@ -152,6 +173,35 @@ TEST(CudaAttentionTest, ABroadcastMaskBiasEmptiesRowsToNanOrZeros) {
   ExpectMatches(a, mask);
   a.zero_empty_rows = true;
   ExpectMatches(a, mask);
+}
+
+TEST(CudaAttentionTest, TheRegisterBlockedFormSkipsMaskedKeyBlocksAndCopiesUnalignedRowsByElement) {
+  // Head dim 96 as minGPT's, rows 100 floats apart in one buffer (quads, copied 16 bytes at a
+  // time); keys 32-95 masked for every query, so the blocked form copies two key blocks of 32 (the
+  // bias with them) that it does not compute.
+  CudaAttention a;
+  a.batch = 1, a.heads = 2, a.tq = 130, a.tk = 150, a.d = 96, a.dv = 96;
+  a.scale = 0.125;
+  for (int64_t* s : {a.q, a.k, a.v, a.o}) {
+    s[0] = 2 * 150 * 100;
+    s[1] = 150 * 100;
+    s[2] = 100;
+    s[3] = 1;
+  }
+  a.bias = true;
+  a.bias_strides[2] = 150;
+  a.bias_strides[3] = 1;
+  ASSERT_EQ(BlockedAttentionTiles(a).size(), 1u);
+  ExpectMatches(a, "j >= 32 && j < 96");
+  // Rows 101 floats apart: no quad is 16-byte aligned, every element a 4-byte copy.
+  for (int64_t* s : {a.q, a.k, a.v, a.o}) {
+    s[0] = 2 * 150 * 101;
+    s[1] = 150 * 101;
+    s[2] = 101;
+  }
+  a.bias = false;
+  a.causal = 3;
+  ExpectMatches(a);
 }
 
 TEST(CudaAttentionTest, RankThreeWithAFiniteBias) {

@@ -3,7 +3,7 @@
 // std::threads; __syncthreads is a std::barrier; __syncthreads_or and __shfl_xor_sync exchange
 // through slots between two barriers (so every thread of the block must reach them, as the
 // kernels' uniform control flow ensures); dynamic shared memory is the global kf_smem4; cp.async
-// copies (kf_copy4, kf_copy16) are done when issued. The
+// copies (kf_copy4, kf_copy16, kf_copy16z) land when a kf_wait lets them. The
 // program after the source launches the grid block by block and checks the outputs.
 #pragma once
 
@@ -56,12 +56,29 @@ float __int_as_float(int bits) { float value; std::memcpy(&value, &bits, sizeof 
 struct alignas(16) float4 { float x, y, z, w; };
 float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 alignas(16) float4 kf_smem4[1 << 16];
-// cp.async, done at once: the copies have landed when issued.
-void kf_copy4(float* dst, const float* src, bool in) { *dst = in ? *src : 0.0f; }
-void kf_copy16(float* dst, const float* src) { std::memcpy(dst, src, 16); }
-void kf_commit() {}
+// cp.async as the hardware orders it: a thread's copies land only when a kf_wait<N> leaves at
+// most N of its committed groups pending, so a kernel that reads shared memory before waiting for
+// the copy reads what was there before.
+struct KfCopy { float* dst; const float* src; int bytes; bool in; };
+thread_local std::vector<KfCopy> kf_issued;
+thread_local std::vector<std::vector<KfCopy>> kf_groups;
+void kf_copy4(float* dst, const float* src, bool in) { kf_issued.push_back({dst, src, 4, in}); }
+void kf_copy16(float* dst, const float* src) { kf_issued.push_back({dst, src, 16, true}); }
+void kf_copy16z(float* dst, const float* src, bool in) { kf_issued.push_back({dst, src, 16, in}); }
+void kf_commit() {
+  kf_groups.push_back(std::move(kf_issued));
+  kf_issued.clear();
+}
 template <int N>
-void kf_wait() {}
+void kf_wait() {
+  while (kf_groups.size() > static_cast<size_t>(N)) {
+    for (const KfCopy& c : kf_groups.front()) {
+      if (c.in) std::memcpy(c.dst, c.src, c.bytes);
+      else std::memset(c.dst, 0, c.bytes);
+    }
+    kf_groups.erase(kf_groups.begin());
+  }
+}
 #define __global__
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))

@@ -56,11 +56,12 @@ nlohmann::json AttentionVariants() {
   for (int64_t* s : {vision.q, vision.k, vision.v, vision.o}) s[0] = 32, s[1] = 0, s[2] = 256, s[3] = 1;
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [shape, a] : {std::pair{"minGPT attention", gpt}, std::pair{"ViT attention", vision}}) {
-    const std::vector<CudaAttentionTile> tiles = {
+    std::vector<CudaAttentionTile> tiles = {
         {.bm = 128, .bn = 64, .min_blocks = 1}, {.bm = 128, .bn = 64, .min_blocks = 2}, {.bm = 128, .bn = 32, .min_blocks = 1},
         {.bm = 128, .bn = 32, .min_blocks = 2}, {.bm = 64, .bn = 64, .min_blocks = 1},  {.bm = 64, .bn = 64, .min_blocks = 2},
         {.bm = 64, .bn = 128, .min_blocks = 1},
     };
+    for (const CudaAttentionTile& t : BlockedAttentionTiles(a)) tiles.push_back(t);
     for (const CudaAttentionTile& t : tiles) {
       out.push_back({{"shape", shape},
                      {"batch", a.batch},
@@ -70,8 +71,8 @@ nlohmann::json AttentionVariants() {
                      {"causal_mask", a.bias},
                      {"q_scale", a.q_scale},
                      {"scale", a.scale},
-                     {"tile", fmt::format("{} queries x {} keys mb{}", t.bm, t.bn, t.min_blocks)},
-                     {"threads", 256},
+                     {"tile", fmt::format("{} queries x {} keys mb{}{}", t.bm, t.bn, t.min_blocks, t.rows == 8 ? " r8" : "")},
+                     {"threads", CudaAttentionThreads(t)},
                      {"grid", {(a.tq + t.bm - 1) / t.bm, a.batch * a.heads, 1}},
                      {"shared", kforge::codegen::CudaAttentionSharedBytes(a, t)},
                      {"name", "attention"},
