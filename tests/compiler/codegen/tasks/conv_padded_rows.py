@@ -6,7 +6,8 @@ class Model(nn.Module):
     """Convolutions of few input channels in the padded-rows layout (forced on by the test): an
     image's stem (7x7, stride 2, padded, with an epilogue), AlexNet's first layer in small (11x11,
     stride 4), 5 channels padded to 8 in 1-D, 12 channels in 2-D, and a 3-D one dilated and padded
-    along its outer dims; and one dilated along its last dim, which stays in place."""
+    along its outer dims; and two that stay in place: one dilated along its last dim, and a 3-D one
+    with a single tap along its last dim (a row of one quad, as level1/59's 3 x 3 x 1 kernel)."""
 
     def __init__(self):
         super().__init__()
@@ -16,10 +17,11 @@ class Model(nn.Module):
         self.twelve = nn.Conv2d(12, 40, 3, padding=1, bias=False)
         self.cube = nn.Conv3d(3, 33, (2, 3, 3), stride=(1, 2, 2), padding=(1, 1, 0), dilation=(2, 1, 1))
         self.wide = nn.Conv2d(3, 48, 3, dilation=(1, 2))
+        self.column = nn.Conv3d(3, 20, (3, 3, 1))
 
     def forward(self, x, s, t, v):
         stem = torch.relu(self.stem(x)) * 0.5
-        return stem, self.alex(x), self.line(s), self.twelve(t), self.cube(v), self.wide(x)
+        return stem, self.alex(x), self.line(s), self.twelve(t), self.cube(v), self.wide(x), self.column(v)
 
 
 def get_inputs():
