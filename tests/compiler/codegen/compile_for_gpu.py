@@ -6,7 +6,9 @@ constexpr condition it cannot fold, a dot of an unsupported shape) and knows not
 memory or grid limits. This runs the model's forward once with every kernel replaced by a recorder
 (the launches' arguments, constexprs and grids; tensors no kernel wrote hold whatever they held),
 then compiles each recorded launch to a cubin for the target through Triton's own compiler and
-ptxas (both ship with the triton wheel; no driver is needed), and checks what the GPU would refuse
+ptxas (both ship with the triton wheel; no driver is needed), specialized as a launch specializes
+it (16-byte aligned tensors and integers that are multiples of 16 marked divisible by 16, an
+integer 1 a constant), and checks what the GPU would refuse
 at launch: shared memory beyond the target's limit, grid axes beyond CUDA's.
 
 With --tuning FILE (a JSON list of the CUDA kernels whose tiles kforge's tuner measures, as the
@@ -63,18 +65,6 @@ def python_function(kernel: Any):
     return kernel
 
 
-def argument_type(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        return "*" + POINTER_TYPES[value.dtype]
-    if isinstance(value, bool):
-        return "i1"
-    if isinstance(value, int):
-        return "i32" if -2**31 <= value < 2**31 else "i64"
-    if isinstance(value, float):
-        return "fp32"
-    raise TypeError(f"an argument of type {type(value).__name__}")
-
-
 def compile_jobs(name: str, kernel: Any, grid: Any, args: tuple, kwargs: dict) -> list[tuple]:
     """(label, function, signature, constexprs, options, grid) for each configuration of a launch
     (a CUDA kernel's: (label, kernel, None, launch arguments, None, grid))."""
@@ -90,17 +80,38 @@ def compile_jobs(name: str, kernel: Any, grid: Any, args: tuple, kwargs: dict) -
         given.update({k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS})
         given.update(meta)
         options = {**{k: v for k, v in kwargs.items() if k in LAUNCH_OPTIONS}, **options}
-        signature, constexprs = {}, {}
-        for param in function.params:
+        signature, constexprs, attrs = {}, {}, {}
+        for index, param in enumerate(function.params):
             value = given[param.name] if param.name in given else param.default
             if param.is_constexpr or value is None:
                 signature[param.name], constexprs[param.name] = "constexpr", value
-            else:
-                signature[param.name] = argument_type(value)
+                continue
+            kind, key = specialization(param, value)
+            if kind == "constexpr":  # an integer 1, which a launch compiles as a constant
+                signature[param.name], constexprs[param.name] = "constexpr", key
+                continue
+            signature[param.name] = kind
+            if key == "D":
+                attrs[(index,)] = [["tt.divisibility", 16]]
         label = " ".join(f"{k}={v}" for k, v in sorted({**meta, **constexprs}.items()) if k.isupper()) or "-"
         shape = grid(constexprs) if callable(grid) else grid
-        jobs.append((f"{name} [{label} {options}]", function, signature, constexprs, options, tuple(shape)))
+        jobs.append((f"{name} [{label} {options}]", function, signature, (constexprs, attrs), options, tuple(shape)))
     return jobs
+
+
+def specialization(param: Any, value: Any) -> tuple[str, Any]:
+    """How a launch specializes an argument (Triton's own rule, as its JIT calls it): its type, and
+    "D" for a tensor whose address or an integer that is a multiple of 16 (compiled with that
+    divisibility, which decides how wide its loads and stores are), or ("constexpr", 1) for an
+    integer 1."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    if isinstance(value, torch.Tensor) and value.dtype not in POINTER_TYPES:
+        raise TypeError(f"a tensor of {value.dtype}")
+    kind, key = native_specialize_impl(BaseBackend, value, False, not param.do_not_specialize,
+                                       not param.do_not_specialize_on_alignment)
+    return kind, key
 
 
 def compile_one(job: tuple, arch: int) -> tuple[str, str]:
@@ -108,22 +119,29 @@ def compile_one(job: tuple, arch: int) -> tuple[str, str]:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    label, function, signature, constexprs, options, grid = job
+    label, function, signature, constants, options, grid = job
     problems = []
     for axis, (size, limit) in enumerate(zip(grid, GRID_LIMITS)):
         if not 0 <= size <= limit:
             problems.append(f"grid axis {axis} of {size} (at most {limit})")
     if signature is None:
-        return label, compile_cuda(function, constexprs, arch, problems)
+        return label, compile_cuda(function, constants, arch, problems)
+    constexprs, attrs = constants
     try:
-        compiled = triton.compile(ASTSource(function, signature, constexprs), target=GPUTarget("cuda", arch, 32),
+        compiled = triton.compile(ASTSource(function, signature, constexprs, attrs), target=GPUTarget("cuda", arch, 32),
                                   options=options)
     except Exception as error:  # the compiler's message is the finding
         return label, "FAILED " + " ".join(str(error).split())[:600]
     shared = compiled.metadata.shared
     if shared > SHARED_LIMIT.get(arch, SHARED_LIMIT[90]):
         problems.append(f"{shared} bytes of shared memory (at most {SHARED_LIMIT.get(arch, SHARED_LIMIT[90])})")
-    return label, ("FAILED " + "; ".join(problems)) if problems else f"ok (shared {shared} B)"
+    # The global reads 16 bytes wide (vector loads, and cp.async copies into shared memory), which
+    # the divisibility decides.
+    ptx = compiled.asm["ptx"]
+    wide = len(re.findall(r"ld\.global[.\w]*\.v4\.[bf]32", ptx)) + \
+        len(re.findall(r"cp\.async\.c[ag]\.shared\.global[^;]*,\s*(?:16|0x10)\s*[,;]", ptx))
+    return label, ("FAILED " + "; ".join(problems)) if problems else \
+        f"ok (shared {shared} B, {len(attrs)} arguments divisible by 16, {wide} 16-byte global reads)"
 
 
 def compile_cuda(kernel: Any, args: tuple, arch: int, problems: list[str]) -> str:

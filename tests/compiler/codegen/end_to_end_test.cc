@@ -197,7 +197,8 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
 // (compile_for_gpu.py): what the interpreter cannot tell.
 // With `static_checks`, the file must also pass the evaluator's static checks (no finding).
 void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options,
-                             const std::vector<std::string>& fragments = {}, bool static_checks = false) {
+                             const std::vector<std::string>& fragments = {}, bool static_checks = false,
+                             const std::string& log_pattern = "") {
   const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
   if (!fs::exists(binary)) GTEST_SKIP() << "no kforge binary at " << binary;
   if (!fs::exists(kPython)) GTEST_SKIP() << "no python at " << kPython;
@@ -224,6 +225,7 @@ void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options
   EXPECT_EQ(rc, 0) << output << "\n--- model_new.py ---\n" << *model;
   EXPECT_NE(output.find(" 0 failed"), std::string::npos) << output;
   if (!notes.cuda_tuning.empty()) EXPECT_NE(output.find(", for the tuner]: ok"), std::string::npos) << output;
+  if (!log_pattern.empty()) EXPECT_TRUE(std::regex_search(output, std::regex(log_pattern))) << log_pattern << "\n" << output;
   if (static_checks) {
     const std::string check = "cd '" + dir->string() + "' && PYTHONPATH='" + std::string(KFORGE_SOURCE_DIR) + "/python' " + kPython +
                               " -c 'from kforge_worker.static_checks import analyze_candidate; "
@@ -339,10 +341,14 @@ TEST(RelayoutEndToEndTest, FewChannelsReadAsPaddedRows) {
 }
 
 // Every padded-rows configuration compiles for Hopper, and a span that 16-wide K slices cover
-// with less rounding (AlexNet's 44, a 3x3 kernel's 12) is offered them beside the 32s.
+// with less rounding (AlexNet's 44, a 3x3 kernel's 12) is offered them beside the 32s. Compiled
+// as a launch specializes it (16-byte aligned pointers), the stem's kernel reads its operands
+// 16 bytes at a time, which is what the layout is for.
 TEST(RelayoutEndToEndTest, PaddedRowsCompileForHopperWithSixteenWideSlicesForShortSpans) {
   ExpectCompilesForHopper("codegen/conv_padded_rows", RelayoutAlways(),
-                          {"\"BLOCK_M\": 128, \"BLOCK_N\": 128, \"BLOCK_K\": 16, \"GROUP_M\": 8}, num_warps=8, num_stages=3"});
+                          {"\"BLOCK_M\": 128, \"BLOCK_N\": 128, \"BLOCK_K\": 16, \"GROUP_M\": 8}, num_warps=8, num_stages=3"},
+                          /*static_checks=*/false,
+                          R"(conv_convolution_relu_mul \[BLOCK_K=32 BLOCK_M=128 BLOCK_N=128[^\n]*: ok \([^\n]*, [1-9][0-9]* 16-byte global reads\))");
 }
 
 TEST(RelayoutEndToEndTest, ConvolutionWithAnEpilogue) {
