@@ -123,6 +123,78 @@ std::string KeysEnd(const CudaAttention& a) {
   return "  const long long keys_end = TK;\n";
 }
 
+// A thread's running row max, row sum and output accumulator for its `rows` rows, cleared.
+std::string RowState(int rows) {
+  return fmt::format(R"CU(  float row_max[{0}], row_sum[{0}], acc[{0}][OQ * 4];
+#pragma unroll
+  for (int i = 0; i < {0}; ++i) {{
+    row_max[i] = NEG_INF;
+    row_sum[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < OQ * 4; ++c) acc[i][c] = 0.0f;
+  }}
+)CU",
+                     rows);
+}
+
+// The online softmax of a thread's `rows` rows over a key block: each score made by `score` (a
+// statement setting s[i][j], masked to -inf), the row's max and sum reduced across its threads by
+// warp shuffles from lane offset `lanes` down, the scores made exp(s - max) in place, and the
+// accumulator rescaled where the max grew.
+std::string OnlineSoftmax(int rows, const std::string& lanes, const std::string& score) {
+  return fmt::format(R"CU(#pragma unroll
+    for (int i = 0; i < {1}; ++i) {{
+      float block_max = NEG_INF;
+#pragma unroll
+      for (int j = 0; j < KT; ++j) {{
+{2}        block_max = fmaxf(block_max, s[i][j]);
+      }}
+#pragma unroll
+      for (int lane = {0}; lane > 0; lane /= 2) block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, lane));
+      const float new_max = fmaxf(row_max[i], block_max);
+      const float shift = new_max == NEG_INF ? 0.0f : new_max;  // a row masked so far gives 0, not NaN
+      float block_sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < KT; ++j) {{
+        s[i][j] = expf(s[i][j] - shift);
+        block_sum += s[i][j];
+      }}
+#pragma unroll
+      for (int lane = {0}; lane > 0; lane /= 2) block_sum += __shfl_xor_sync(0xffffffffu, block_sum, lane);
+      const float rescale = expf(row_max[i] - shift);
+      row_sum[i] = row_sum[i] * rescale + block_sum;
+#pragma unroll
+      for (int c = 0; c < OQ * 4; ++c) acc[i][c] *= rescale;
+      row_max[i] = new_max;
+    }}
+)CU",
+                     lanes, rows, score);
+}
+
+// A tile [rows][cols] (cols whole quads) of an operand copied by a block's 128 threads into shared
+// memory `dst` (row pitch `pitch`) by cp.async: tile element (r, c) is the operand's (row, col),
+// read through its strides; a quad whose 4 elements are in and that `vec` allows is one 16-byte
+// copy, any other element a 4-byte one (zero outside). `col_in` is a condition on `col + {}`.
+struct TileCopy {
+  std::string dst, pitch, rows, cols, base, vec, row, col;
+  int64_t row_stride = 0, col_stride = 1;
+  std::string row_in, col_in;
+};
+
+std::string CopyTile(const TileCopy& t) {
+  auto col_in = [&](const std::string& j) { return fmt::format(fmt::runtime(t.col_in), j); };
+  std::string s;
+  s += fmt::format("    for (int e = tid; e < {0} * ({1} / 4); e += 128) {{\n      const int r = e / ({1} / 4), c = (e % ({1} / 4)) * 4;\n", t.rows, t.cols);
+  s += fmt::format("      const long long row = {}, col = {};\n      const bool row_in = {};\n", t.row, t.col, t.row_in);
+  s += fmt::format("      const float* p = {} + row * {}LL + col * {}LL;\n", t.base, t.row_stride, t.col_stride);
+  s += fmt::format("      if ({} && row_in && {}) {{\n        kf_copy16(&{}[r * {} + c], p);\n      }} else {{\n#pragma unroll\n", t.vec, col_in("3"),
+                   t.dst, t.pitch);
+  s += fmt::format("        for (int j = 0; j < 4; ++j) {{\n          const bool in = row_in && {};\n", col_in("j"));
+  s += fmt::format("          kf_copy4(&{}[r * {} + c + j], in ? p + j * {}LL : {}, in);\n        }}\n      }}\n    }}\n", t.dst, t.pitch,
+                   t.col_stride, t.base);
+  return s;
+}
+
 // The register-blocked form (CudaAttentionTile::rows == 8).
 std::string BlockedAttentionSource(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t) {
   std::string s = kCudaAsyncCopies;
@@ -152,31 +224,19 @@ std::string BlockedAttentionSource(const std::string& name, const CudaAttention&
   s += fmt::format("    for (int j = 0; j < 4; ++j) x[j] = m < TQ ? qb[m * {}LL + (dd + j) * {}LL]{} : 0.0f;\n", a.q[2], a.q[3],
                    a.q_scale != 1.0 ? " * " + FloatConstant(a.q_scale) : "");
   s += "    *reinterpret_cast<float4*>(&qs[r * QS + dd]) = make_float4(x[0], x[1], x[2], x[3]);\n  }\n";
-  // The copies of a key block and a value block, zeros past the last key (and past Dv).
-  s += "  auto copy_k = [&](long long n0) {\n    for (int e = tid; e < BN * (D / 4); e += 128) {\n";
-  s += "      const int key = e / (D / 4), dd = (e % (D / 4)) * 4;\n      const long long n = n0 + key;\n";
-  s += fmt::format("      const float* p = n < TK ? kb + n * {}LL + dd * {}LL : kb;\n", a.k[2], a.k[3]);
-  s += "      if (k_vec) {\n        kf_copy16z(&ks[key * QS + dd], p, n < TK);\n      } else {\n#pragma unroll\n";
-  s += fmt::format("        for (int j = 0; j < 4; ++j) kf_copy4(&ks[key * QS + dd + j], n < TK ? p + j * {}LL : kb, n < TK);\n", a.k[3]);
-  s += "      }\n    }\n";
+  // The copies of a key block (with the bias of the block's queries and those keys, one group)
+  // and of a value block, zeros outside the operands.
+  s += "  auto copy_k = [&](long long n0) {\n";
+  s += CopyTile({.dst = "ks", .pitch = "QS", .rows = "BN", .cols = "D", .base = "kb", .vec = "k_vec", .row = "n0 + r", .col = "c",
+                 .row_stride = a.k[2], .col_stride = a.k[3], .row_in = "row < TK", .col_in = "true"});
   if (a.bias) {
-    // The bias of the block's queries and these keys, with the key block (one group).
-    s += "    for (int e = tid; e < BM * (BN / 4); e += 128) {\n      const int r = e / (BN / 4), key = (e % (BN / 4)) * 4;\n";
-    s += "      const long long m = m0 + r, n = n0 + key;\n";
-    s += fmt::format("      const float* p = bb + m * {}LL + n * {}LL;\n", a.bias_strides[2], a.bias_strides[3]);
-    s += "      if (b_vec && m < TQ && n + 3 < TK) {\n        kf_copy16(&bs[r * BS + key], p);\n      } else {\n#pragma unroll\n";
-    s += fmt::format("        for (int j = 0; j < 4; ++j) kf_copy4(&bs[r * BS + key + j], m < TQ && n + j < TK ? p + j * {}LL : bb, m < TQ && n + j < TK);\n",
-                     a.bias_strides[3]);
-    s += "      }\n    }\n";
+    s += CopyTile({.dst = "bs", .pitch = "BS", .rows = "BM", .cols = "BN", .base = "bb", .vec = "b_vec", .row = "m0 + r", .col = "n0 + c",
+                   .row_stride = a.bias_strides[2], .col_stride = a.bias_strides[3], .row_in = "row < TQ", .col_in = "col + {} < TK"});
   }
+  s += "    kf_commit();\n  };\n  auto copy_v = [&](long long n0) {\n";
+  s += CopyTile({.dst = "vs", .pitch = "DVP", .rows = "BN", .cols = "DVP", .base = "vb", .vec = "v_vec", .row = "n0 + r", .col = "c",
+                 .row_stride = a.v[2], .col_stride = a.v[3], .row_in = "row < TK", .col_in = "col + {} < DV"});
   s += "    kf_commit();\n  };\n";
-  s += "  auto copy_v = [&](long long n0) {\n    for (int e = tid; e < BN * (DVP / 4); e += 128) {\n";
-  s += "      const int key = e / (DVP / 4), col = (e % (DVP / 4)) * 4;\n      const long long n = n0 + key;\n      const bool in = n < TK && col < DV;\n";
-  s += fmt::format("      const float* p = in ? vb + n * {}LL + col * {}LL : vb;\n", a.v[2], a.v[3]);
-  s += "      if (v_vec) {\n        kf_copy16z(&vs[key * DVP + col], p, in);\n      } else {\n#pragma unroll\n";
-  s += fmt::format("        for (int j = 0; j < 4; ++j) kf_copy4(&vs[key * DVP + col + j], in && col + j < DV ? p + j * {}LL : vb, in && col + j < DV);\n",
-                   a.v[3]);
-  s += "      }\n    }\n    kf_commit();\n  };\n";
   // Which of a thread's scores in the key block from n0 are kept, one bit each.
   s += "  auto kept_from = [&](long long n0) {\n    unsigned long long kept = 0;\n#pragma unroll\n    for (int i = 0; i < 8; ++i)\n#pragma unroll\n";
   s += "      for (int j = 0; j < KT; ++j) {\n        const long long m = m0 + ty + 16 * i, n = n0 + tx + 8 * j;\n        bool keep = n < TK && m < TQ;\n";
@@ -186,15 +246,8 @@ std::string BlockedAttentionSource(const std::string& name, const CudaAttention&
   s += KeysEnd(a);
   // Every key block up to keys_end is copied (a bias, which says which scores are kept, comes with
   // its key block); one whose every score is masked changes nothing and is not computed.
-  s += R"CU(  float row_max[8], row_sum[8], acc[8][OQ * 4];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    row_max[i] = NEG_INF;
-    row_sum[i] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < OQ * 4; ++c) acc[i][c] = 0.0f;
-  }
-  if (keys_end > 0) {
+  s += RowState(8);
+  s += R"CU(  if (keys_end > 0) {
     copy_k(0);
     copy_v(0);
   }
@@ -229,38 +282,10 @@ std::string BlockedAttentionSource(const std::string& name, const CudaAttention&
           sc[i][j] = fmaf(qa[i].w, kq[j].w, sc[i][j]);
         }
     }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      float block_max = NEG_INF;
-#pragma unroll
-      for (int j = 0; j < KT; ++j) {
 )CU";
-  if (a.bias) {
-    s += "        s[i][j] = (kept >> (i * KT + j) & 1ull) ? sc[i][j] * SCALE + bs[(ty + 16 * i) * BS + tx + 8 * j] : NEG_INF;\n";
-  } else {
-    s += "        s[i][j] = (kept >> (i * KT + j) & 1ull) ? sc[i][j] * SCALE : NEG_INF;\n";
-  }
-  s += R"CU(        block_max = fmaxf(block_max, s[i][j]);
-      }
-#pragma unroll
-      for (int lane = 4; lane > 0; lane /= 2) block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, lane));
-      const float new_max = fmaxf(row_max[i], block_max);
-      const float shift = new_max == NEG_INF ? 0.0f : new_max;  // a row masked so far gives 0, not NaN
-      float block_sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < KT; ++j) {
-        s[i][j] = expf(s[i][j] - shift);
-        block_sum += s[i][j];
-      }
-#pragma unroll
-      for (int lane = 4; lane > 0; lane /= 2) block_sum += __shfl_xor_sync(0xffffffffu, block_sum, lane);
-      const float rescale = expf(row_max[i] - shift);
-      row_sum[i] = row_sum[i] * rescale + block_sum;
-#pragma unroll
-      for (int c = 0; c < OQ * 4; ++c) acc[i][c] *= rescale;
-      row_max[i] = new_max;
-    }
-#pragma unroll
+  s += OnlineSoftmax(8, "4", fmt::format("        s[i][j] = (kept >> (i * KT + j) & 1ull) ? sc[i][j] * SCALE{} : NEG_INF;\n",
+                                       a.bias ? " + bs[(ty + 16 * i) * BS + tx + 8 * j]" : ""));
+  s += R"CU(#pragma unroll
     for (int j = 0; j < KT; ++j) {
       float* row = &ps[(tx + 8 * j) * PS + ty * 8];
       *reinterpret_cast<float4*>(row) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
@@ -377,15 +402,7 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
   s += "  for (int e = tid; e < BM * D; e += THREADS) {\n    const int r = e / D, dd = e % D;\n    const long long m = m0 + r;\n";
   s += fmt::format("    qs[dd * (BM + PAD) + r] = m < TQ ? qb[m * {}LL + dd * {}LL]{} : 0.0f;\n  }}\n", a.q[2], a.q[3],
                    a.q_scale != 1.0 ? " * " + FloatConstant(a.q_scale) : "");
-  s += R"CU(  float row_max[4], row_sum[4], acc[4][OQ * 4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    row_max[i] = NEG_INF;
-    row_sum[i] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < OQ * 4; ++c) acc[i][c] = 0.0f;
-  }
-)CU";
+  s += RowState(4);
   s += KeysEnd(a);
   s += "  for (long long n0 = 0; n0 < keys_end; n0 += BN) {\n";
   // Which of this thread's scores are kept, one bit each (the bias, where there is one, is read
@@ -459,40 +476,11 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
 #pragma unroll
         for (int j = 0; j < KT; ++j) sc[i][j] = fmaf(fa[i], fb[j], sc[i][j]);
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      float block_max = NEG_INF;
-#pragma unroll
-      for (int j = 0; j < KT; ++j) {
 )CU";
-  if (a.bias) {
-    s += "        const long long m = m0 + ty * 4 + i, n = n0 + key_of(j);\n";
-    s += fmt::format("        s[i][j] = (kept >> (i * KT + j) & 1u) ? sc[i][j] * SCALE + bb[m * {}LL + n * {}LL] : NEG_INF;\n", a.bias_strides[2],
-                     a.bias_strides[3]);
-  } else {
-    s += "        s[i][j] = (kept >> (i * KT + j) & 1u) ? sc[i][j] * SCALE : NEG_INF;\n";
-  }
-  s += R"CU(        block_max = fmaxf(block_max, s[i][j]);
-      }
-#pragma unroll
-      for (int lane = CG / 2; lane > 0; lane /= 2) block_max = fmaxf(block_max, __shfl_xor_sync(0xffffffffu, block_max, lane));
-      const float new_max = fmaxf(row_max[i], block_max);
-      const float shift = new_max == NEG_INF ? 0.0f : new_max;  // a row masked so far gives 0, not NaN
-      float block_sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < KT; ++j) {
-        s[i][j] = expf(s[i][j] - shift);
-        block_sum += s[i][j];
-      }
-#pragma unroll
-      for (int lane = CG / 2; lane > 0; lane /= 2) block_sum += __shfl_xor_sync(0xffffffffu, block_sum, lane);
-      const float rescale = expf(row_max[i] - shift);
-      row_sum[i] = row_sum[i] * rescale + block_sum;
-#pragma unroll
-      for (int c = 0; c < OQ * 4; ++c) acc[i][c] *= rescale;
-      row_max[i] = new_max;
-    }
-#pragma unroll
+  const std::string bias_term = fmt::format(" + bb[(m0 + ty * 4 + i) * {}LL + (n0 + key_of(j)) * {}LL]", a.bias_strides[2], a.bias_strides[3]);
+  s += OnlineSoftmax(4, "CG / 2", fmt::format("        s[i][j] = (kept >> (i * KT + j) & 1u) ? sc[i][j] * SCALE{} : NEG_INF;\n",
+                                              a.bias ? bias_term : ""));
+  s += R"CU(#pragma unroll
     for (int j = 0; j < KT; ++j) {
       *reinterpret_cast<float4*>(&ps[key_of(j) * (BM + PAD) + ty * 4]) = make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
     }

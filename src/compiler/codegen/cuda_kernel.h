@@ -19,9 +19,9 @@ inline constexpr int64_t kCudaSms = 132;
 // The helper name emitters record in EmittedKernel::helpers when they define a CUDA kernel.
 inline constexpr const char* kCudaKernelHelper = "KfCudaKernel";
 
-// cp.async as device functions, for a kernel's source to start with: a 4-byte copy and a 16-byte
-// one that write zeros where `in` is false (reading nothing), an unconditional 16-byte copy, and
-// the group commit and wait. The CPU emulation of the tests defines its own.
+// cp.async as device functions, for a kernel's source to start with: a 4-byte copy (zeros where
+// `in` is false, reading nothing), a 16-byte one, and the group commit and wait. The CPU
+// emulation of the tests defines its own.
 inline constexpr const char* kCudaAsyncCopies = R"CU(#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 __device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool in) {
   const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
@@ -30,10 +30,6 @@ __device__ __forceinline__ void kf_copy4(float* dst, const float* src, bool in) 
 __device__ __forceinline__ void kf_copy16(float* dst, const float* src) {
   const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(at), "l"(src));
-}
-__device__ __forceinline__ void kf_copy16z(float* dst, const float* src, bool in) {
-  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(at), "l"(src), "r"(in ? 16 : 0));
 }
 __device__ __forceinline__ void kf_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>

@@ -3,7 +3,7 @@
 // std::threads; __syncthreads is a std::barrier; __syncthreads_or and __shfl_xor_sync exchange
 // through slots between two barriers (so every thread of the block must reach them, as the
 // kernels' uniform control flow ensures); dynamic shared memory is the global kf_smem4; cp.async
-// copies (kf_copy4, kf_copy16, kf_copy16z) land when a kf_wait lets them. The
+// copies (kf_copy4, kf_copy16) land when a kf_wait lets them. The
 // program after the source launches the grid block by block and checks the outputs.
 #pragma once
 
@@ -64,7 +64,6 @@ thread_local std::vector<KfCopy> kf_issued;
 thread_local std::vector<std::vector<KfCopy>> kf_groups;
 void kf_copy4(float* dst, const float* src, bool in) { kf_issued.push_back({dst, src, 4, in}); }
 void kf_copy16(float* dst, const float* src) { kf_issued.push_back({dst, src, 16, true}); }
-void kf_copy16z(float* dst, const float* src, bool in) { kf_issued.push_back({dst, src, 16, in}); }
 void kf_commit() {
   kf_groups.push_back(std::move(kf_issued));
   kf_issued.clear();
