@@ -43,6 +43,7 @@ codegen::ModelWriterOptions WriterOptions(bool on_cpu, const DotPrecisionStep& d
   writer_options.kernel.cuda_ieee_kernels = !on_cpu && dots.cuda;  // NVRTC's kernels run only on a GPU
   writer_options.kernel.dot_precision = dots.gemm;
   writer_options.kernel.attention_dot_precision = dots.attention;
+  writer_options.kernel.attention_input_dot_precision = dots.inputs();
   return writer_options;
 }
 

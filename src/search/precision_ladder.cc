@@ -5,14 +5,24 @@
 namespace kforge {
 
 std::string DotPrecisionStep::Label(bool with_attention) const {
-  const std::string dots = gemm == attention || !with_attention ? gemm : gemm + ", attention " + attention;
+  std::string dots = gemm;
+  if (with_attention && inputs() != gemm) {
+    dots += ", attention" + std::string(inputs() == attention ? " and its inputs " + attention : " " + attention + ", its inputs " + inputs());
+  } else if (with_attention && attention != gemm) {
+    dots += ", attention " + attention;
+  }
   return !cuda && (gemm == "ieee" || (with_attention && attention == "ieee")) ? dots + " (Triton)" : dots;
 }
 
 std::vector<DotPrecisionStep> DotPrecisionLadder(Precision precision, bool on_cpu) {
   if (precision == Precision::kTf32) return {{"tf32", "tf32"}};
   if (on_cpu) return {{"ieee", "ieee"}};
-  return {{"tf32x3", "tf32x3"}, {"tf32x3", "ieee"}, {"bf16x6", "ieee"}, {"ieee", "ieee"}, {"ieee", "ieee", /*cuda=*/false}};
+  return {{"tf32x3", "tf32x3"},
+          {"tf32x3", "ieee"},
+          {"bf16x6", "ieee"},
+          {.gemm = "bf16x6", .attention = "ieee", .attention_inputs = "ieee"},
+          {"ieee", "ieee"},
+          {"ieee", "ieee", /*cuda=*/false}};
 }
 
 bool WorthTheNextStep(VerdictKind verdict, bool uses_dot, bool first_step) {

@@ -51,6 +51,10 @@ struct KernelOptions {
   // before a GEMM's (search/precision_ladder.h).
   std::string attention_dot_precision;
 
+  // The products whose outputs attention reads as q, k or v (through views), when they differ
+  // (empty: dot_precision): their rounding moves the scores as the attention's own does.
+  std::string attention_input_dot_precision;
+
   const std::string& attention_precision() const {
     return attention_dot_precision.empty() ? dot_precision : attention_dot_precision;
   }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "compiler/codegen/aten_call.h"
+#include "compiler/codegen/attention_node.h"
 #include "compiler/codegen/compile_ahead.h"
 #include "compiler/codegen/cuda_kernel.h"
 #include "compiler/codegen/graph_replay.h"
@@ -94,12 +95,44 @@ std::string RenameLaunches(const std::string& line, const std::string& from, con
   return out + line.substr(copied);
 }
 
+// The product groups whose outputs an attention reads as q, k or v, through ops that move data
+// without computing (views, splits, copies): their rounding reaches the scores unchanged.
+std::set<std::string> ProductsFeedingAttention(const ir::Graph& graph, const passes::FusionPlan& plan) {
+  using Kind = passes::FusionGroup::Kind;
+  std::map<ir::ValueId, const passes::FusionGroup*> group_of;
+  for (const passes::FusionGroup& group : plan.groups) {
+    for (ir::ValueId id : group.nodes) group_of[id] = &group;
+  }
+  std::set<std::string> feeding;
+  for (const passes::FusionGroup& group : plan.groups) {
+    if (group.kind != Kind::kAttention) continue;
+    Result<AttentionNode> attention = ReadAttentionNode(graph, graph.value(group.nodes.back()).As<ir::OpNode>());
+    if (!attention.ok()) continue;
+    std::vector<ir::ValueId> pending = {attention->q.value, attention->k.value, attention->v.value};
+    std::set<ir::ValueId> seen;
+    while (!pending.empty()) {
+      const ir::ValueId id = pending.back();
+      pending.pop_back();
+      if (!seen.insert(id).second) continue;
+      const ir::Value& value = graph.value(id);
+      const auto* op = value.TryAs<ir::OpNode>();
+      if (op != nullptr && (op->op_kind() == ir::OpKind::kView || op->op_kind() == ir::OpKind::kDataMovement)) {
+        for (const ir::NodeRef& input : passes::TensorInputs(value)) pending.push_back(input.value);
+        continue;
+      }
+      auto producer = group_of.find(id);
+      if (producer != group_of.end() && producer->second->kind == Kind::kMatmul) feeding.insert(producer->second->name);
+    }
+  }
+  return feeding;
+}
+
 // One planned graph as Python: its kernels (emitted first, since they decide the helpers and
 // which groups fall back to ATen calls), then an nn.Module class that runs the groups in order.
 class Writer {
  public:
   Writer(const ir::Graph& graph, const passes::FusionPlan& plan, const ModelWriterOptions& options)
-      : graph_(graph), plan_(plan), options_(options) {}
+      : graph_(graph), plan_(plan), options_(options), attention_inputs_(ProductsFeedingAttention(graph, plan)) {}
 
   Result<GraphModule> Run(const std::string& class_name) {
     GraphModule module;
@@ -168,8 +201,12 @@ class Writer {
       kernels_[group.name] = std::move(kernel).value();
       return Status::Ok();
     }
+    KernelOptions product = options_.kernel;
+    if (attention_inputs_.count(group.name) && !product.attention_input_dot_precision.empty()) {
+      product.dot_precision = product.attention_input_dot_precision;
+    }
     Result<EmittedKernel> kernel = group.kind == Kind::kReduction   ? EmitReductionKernel(graph_, group, options_.kernel)
-                                   : group.kind == Kind::kMatmul    ? EmitMatmulKernel(graph_, group, options_.kernel)
+                                   : group.kind == Kind::kMatmul    ? EmitMatmulKernel(graph_, group, product)
                                    : group.kind == Kind::kAttention ? EmitAttentionKernel(graph_, group, options_.kernel)
                                    : group.kind == Kind::kRecurrence ? EmitRecurrenceKernel(graph_, group, options_.kernel)
                                                                     : EmitWindowKernel(graph_, group, options_.block_size);
@@ -511,6 +548,7 @@ class Writer {
   const ir::Graph& graph_;
   const passes::FusionPlan& plan_;
   const ModelWriterOptions& options_;
+  const std::set<std::string> attention_inputs_;  // ProductsFeedingAttention
   std::string class_name_;
   bool replay_ = false;
   SourceWriter out_;

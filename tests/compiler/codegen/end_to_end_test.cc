@@ -632,6 +632,19 @@ INSTANTIATE_TEST_SUITE_P(Forms, CudaAttentionEndToEndTest,
                                            "codegen/attention_sdpa_bool_mask", "codegen/attention_cross"),
                          TestName);
 
+// The precision ladder's step with attention's inputs in IEEE: minGPT's qkv product, which its
+// attention reads q, k and v from through a split and views, is a CUDA FMA kernel; its output
+// projection stays a Triton kernel of six-pass BF16 dots.
+TEST(CudaAttentionEndToEndTest, TheProductsAttentionReadsFromTakeTheirOwnPrecision) {
+  ModelWriterOptions options;
+  options.kernel.cuda_ieee_kernels = true;
+  options.kernel.dot_precision = "bf16x6";
+  options.kernel.attention_dot_precision = "ieee";
+  options.kernel.attention_input_dot_precision = "ieee";
+  ExpectCompilesForHopper("codegen/attention_mingpt_causal", options,
+                          {"= KfCudaKernel(\"attention_", "= KfCudaKernel(\"matmul_addmm_", "input_precision=\"bf16x6\""});
+}
+
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no
 // `where`, is left to ATen (the boolean `ones` the mask starts from is a fill).
 TEST(MaskLogicEndToEndTest, IsPointwiseKernelsAndMatchesPyTorch) {
