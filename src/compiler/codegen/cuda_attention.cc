@@ -82,21 +82,23 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
 // consecutive rows then fall in distinct banks.
 int64_t BankStride(int64_t cols) { return cols + ((4 - cols) % 32 + 32) % 32; }
 
-// The operand pointers of one (batch, head) block, and whether k's and v's quads along their last
-// dim can be read (or copied) as float4s: that dim contiguous, every other stride a multiple of 4,
-// and (checked when the kernel runs) the base pointer 16-byte aligned.
+// Whether an operand's quads along its last dim (of `dim` elements) can be read (or copied) as
+// float4s: that dim contiguous, every other stride a multiple of 4 (and, checked when the kernel
+// runs, its base pointer 16-byte aligned).
+bool Quads(const int64_t strides[4], int64_t dim) {
+  return strides[3] == 1 && dim % 4 == 0 && strides[0] % 4 == 0 && strides[1] % 4 == 0 && strides[2] % 4 == 0;
+}
+
+// The operand pointers of one (batch, head) block, and whether k's and v's quads are float4s.
 std::string BlockPointers(const CudaAttention& a) {
-  auto quads = [](const int64_t strides[4], int64_t dim) {
-    return strides[3] == 1 && dim % 4 == 0 && strides[0] % 4 == 0 && strides[1] % 4 == 0 && strides[2] % 4 == 0;
-  };
   std::string s;
   s += fmt::format("  const float* qb = q + b * {}LL + h * {}LL;\n", a.q[0], a.q[1]);
   s += fmt::format("  const float* kb = k + b * {}LL + h * {}LL;\n", a.k[0], a.k[1]);
   s += fmt::format("  const float* vb = v + b * {}LL + h * {}LL;\n", a.v[0], a.v[1]);
   s += fmt::format("  float* ob = o + b * {}LL + h * {}LL;\n", a.o[0], a.o[1]);
   if (a.bias) s += fmt::format("  const float* bb = bias + b * {}LL + h * {}LL;\n", a.bias_strides[0], a.bias_strides[1]);
-  s += fmt::format("  const bool k_vec = {} && reinterpret_cast<unsigned long long>(kb) % 16 == 0;\n", quads(a.k, a.d) ? "true" : "false");
-  s += fmt::format("  const bool v_vec = {} && reinterpret_cast<unsigned long long>(vb) % 16 == 0;\n", quads(a.v, a.dv) ? "true" : "false");
+  s += fmt::format("  const bool k_vec = {} && reinterpret_cast<unsigned long long>(kb) % 16 == 0;\n", Quads(a.k, a.d) ? "true" : "false");
+  s += fmt::format("  const bool v_vec = {} && reinterpret_cast<unsigned long long>(vb) % 16 == 0;\n", Quads(a.v, a.dv) ? "true" : "false");
   return s;
 }
 
@@ -216,8 +218,8 @@ std::string BlockedAttentionSource(const std::string& name, const CudaAttention&
 )CU";
   s += BlockPointers(a);
   if (a.bias) {
-    const bool quads = a.bias_strides[3] == 1 && a.bias_strides[0] % 4 == 0 && a.bias_strides[1] % 4 == 0 && a.bias_strides[2] % 4 == 0;
-    s += fmt::format("  const bool b_vec = {} && reinterpret_cast<unsigned long long>(bb) % 16 == 0;\n", quads ? "true" : "false");
+    s += fmt::format("  const bool b_vec = {} && reinterpret_cast<unsigned long long>(bb) % 16 == 0;\n",
+                     Quads(a.bias_strides, t.bn) ? "true" : "false");
   }
   s += "  for (int e = tid; e < BM * (D / 4); e += 128) {\n    const int r = e / (D / 4), dd = (e % (D / 4)) * 4;\n    const long long m = m0 + r;\n";
   s += "    float x[4];\n#pragma unroll\n";

@@ -127,12 +127,22 @@ std::set<std::string> ProductsFeedingAttention(const ir::Graph& graph, const pas
   return feeding;
 }
 
+// The kernel options of the products attention reads from: their own dot precision where one is set.
+KernelOptions AttentionInputOptions(KernelOptions options) {
+  if (!options.attention_input_dot_precision.empty()) options.dot_precision = options.attention_input_dot_precision;
+  return options;
+}
+
 // One planned graph as Python: its kernels (emitted first, since they decide the helpers and
 // which groups fall back to ATen calls), then an nn.Module class that runs the groups in order.
 class Writer {
  public:
   Writer(const ir::Graph& graph, const passes::FusionPlan& plan, const ModelWriterOptions& options)
-      : graph_(graph), plan_(plan), options_(options), attention_inputs_(ProductsFeedingAttention(graph, plan)) {}
+      : graph_(graph),
+        plan_(plan),
+        options_(options),
+        attention_inputs_(ProductsFeedingAttention(graph, plan)),
+        attention_input_options_(AttentionInputOptions(options.kernel)) {}
 
   Result<GraphModule> Run(const std::string& class_name) {
     GraphModule module;
@@ -201,10 +211,7 @@ class Writer {
       kernels_[group.name] = std::move(kernel).value();
       return Status::Ok();
     }
-    KernelOptions product = options_.kernel;
-    if (attention_inputs_.count(group.name) && !product.attention_input_dot_precision.empty()) {
-      product.dot_precision = product.attention_input_dot_precision;
-    }
+    const KernelOptions& product = attention_inputs_.count(group.name) ? attention_input_options_ : options_.kernel;
     Result<EmittedKernel> kernel = group.kind == Kind::kReduction   ? EmitReductionKernel(graph_, group, options_.kernel)
                                    : group.kind == Kind::kMatmul    ? EmitMatmulKernel(graph_, group, product)
                                    : group.kind == Kind::kAttention ? EmitAttentionKernel(graph_, group, options_.kernel)
@@ -549,6 +556,7 @@ class Writer {
   const passes::FusionPlan& plan_;
   const ModelWriterOptions& options_;
   const std::set<std::string> attention_inputs_;  // ProductsFeedingAttention
+  const KernelOptions attention_input_options_;   // theirs: dot_precision from attention_input_dot_precision
   std::string class_name_;
   bool replay_ = false;
   SourceWriter out_;

@@ -167,7 +167,7 @@ Result<EmittedKernel> EmitWindowKernel(const ir::Graph& graph, const passes::Fus
     out.Line(fmt::format("kf_oh = kf_p // {}", out_w));
     out.Line("kf_c = kf_c0 + tl.zeros([BLOCK_SIZE], tl.int32)");
     out.Line("kf_img = kf_img0 + tl.zeros([BLOCK_SIZE], tl.int64)");
-    out.Line(fmt::format("kf_base = kf_img0.to(tl.int64) * {} + kf_c0 * {}", sx[0], sx[1]));
+    out.Line(fmt::format("kf_base = kf_img0.to(tl.int64) * {} + kf_c0.to(tl.int64) * {}", sx[0], sx[1]));
   } else {
     out.Line("kf_offsets = tl.program_id(0).to(tl.int64) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)");
     out.Line(fmt::format("kf_mask = kf_offsets < {}", numel));

@@ -100,18 +100,16 @@ def compile_jobs(name: str, kernel: Any, grid: Any, args: tuple, kwargs: dict) -
 
 
 def specialization(param: Any, value: Any) -> tuple[str, Any]:
-    """How a launch specializes an argument (Triton's own rule, as its JIT calls it): its type, and
-    "D" for a tensor whose address or an integer that is a multiple of 16 (compiled with that
-    divisibility, which decides how wide its loads and stores are), or ("constexpr", 1) for an
-    integer 1."""
+    """How a launch specializes an argument (Triton's own rule, as its JIT calls it): its type and
+    "D" where a tensor's address or an integer is a multiple of 16 (compiled with that divisibility,
+    which decides how wide its loads and stores are), or ("constexpr", 1) for an integer 1."""
     from triton._C.libtriton import native_specialize_impl
     from triton.backends.compiler import BaseBackend
 
     if isinstance(value, torch.Tensor) and value.dtype not in POINTER_TYPES:
         raise TypeError(f"a tensor of {value.dtype}")
-    kind, key = native_specialize_impl(BaseBackend, value, False, not param.do_not_specialize,
-                                       not param.do_not_specialize_on_alignment)
-    return kind, key
+    return native_specialize_impl(BaseBackend, value, False, not param.do_not_specialize,
+                                  not param.do_not_specialize_on_alignment)
 
 
 def compile_one(job: tuple, arch: int) -> tuple[str, str]:
