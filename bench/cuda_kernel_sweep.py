@@ -61,23 +61,26 @@ def generated_variants(path: str) -> tuple[list[dict], list[dict]]:
         block = re.search(r"constexpr int BM = (\d+)", source)
         if name.startswith("attention_") and problem and block:
             batch, heads, t, d = (int(x) for x in problem.groups())
-            attentions.append({"shape": None, "batch": batch, "heads": heads, "t": t, "d": d, "tile": "as generated", "threads": threads,
+            attentions.append({"shape": None, "batch": batch, "heads": heads, "t": t, "d": d, "causal_mask": " + bias) @ v for " in source,
+                               "tile": "as generated", "threads": threads,
                                "grid": [(t + int(block.group(1)) - 1) // int(block.group(1)), batch * heads, 1], "shared": shared,
                                "name": name, "source": source})
     return gemms, attentions
 
 
 def attention_operands(v: dict):
-    """q, k, v, [mask bias,] o laid out as the variant's kernel reads them, and SDPA's output in o's layout."""
+    """q, k, v, [mask bias, its 32 x 32 tiles' flags,] o laid out as the variant's kernel reads them, and
+    SDPA's output in o's layout."""
     torch.manual_seed(0)
     if v["causal_mask"]:  # minGPT: views of one projection, a [T, T] mask of -inf above the diagonal
         b, h, t, d = v["batch"], v["heads"], v["t"], v["d"]
         qkv = torch.randn(b, t, 3 * h * d, device="cuda")
         q, k, val = (x.view(b, t, h, d).transpose(1, 2) for x in qkv.split(h * d, dim=2))
         bias = torch.full((t, t), float("-inf"), device="cuda").triu(1)
+        tiles = (bias.view(t // 32, 32, t // 32, 32) != float("-inf")).any(dim=3).any(dim=1).float()  # as the bias kernel writes them
         out = torch.full((b, t, h * d), float("nan"), device="cuda")
         expected = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, val, is_causal=True).transpose(1, 2).reshape(b, t, h * d)  # noqa: E731
-        return [q, k, val, bias, out], expected
+        return [q, k, val, bias, tiles, out], expected
     # The vision attention: [T, problems, D]
     problems, t, d = v["batch"] * v["heads"], v["t"], v["d"]
     q, k, val = (torch.randn(t, problems, d, device="cuda") for _ in range(3))

@@ -34,7 +34,8 @@ int64_t OutputQuads(int64_t dv, const CudaAttentionTile& t) { return (dv + 4 * C
 
 // The bias (at least 2-D) written at its own shape by a Triton kernel (one program per 32 x 32 tile of
 // its last two dims and per index of the dims before), its producers computed as the Triton
-// attention kernel computes them; `computed` are the group's nodes other than the attention.
+// attention kernel computes them; `computed` are the group's nodes other than the attention. Each
+// program also writes its tile's flag (CudaAttention::bias_rows): 1 where a value is not -inf.
 Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, ir::NodeRef bias, const std::set<ir::ValueId>& computed,
                                const std::vector<ir::NodeRef>& inputs, std::set<std::string>& helpers) {
   const ir::TensorType& type = *graph.TypeOf(bias);
@@ -45,6 +46,7 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
   std::vector<std::string> params;
   for (const ir::NodeRef& ref : inputs) params.push_back(VarName(graph, ref) + "_ptr");
   params.push_back("kf_out_ptr");
+  params.push_back("kf_tiles_ptr");
   out.Open(fmt::format("def {}({}):", name, fmt::join(params, ", ")));
   out.Line(fmt::format("# The attention's bias at its own shape {} for the CUDA attention kernel to read.", ShapeTuple(shape)));
   out.Line("kf_m = tl.program_id(0) * 32 + tl.arange(0, 32)");
@@ -72,8 +74,12 @@ Result<std::string> BiasKernel(const ir::Graph& graph, const std::string& name, 
   for (size_t d = 0; d + 2 < rank; ++d) terms.push_back(fmt::format("kf_i{} * {}", d, strides[d]));
   terms.push_back(fmt::format("kf_m[:, None] * {}", strides[rank - 2]));
   terms.push_back("kf_n[None, :]");
-  out.Line(fmt::format("tl.store(kf_out_ptr + {}, tl.broadcast_to({}, (32, 32)).to(tl.float32), mask=kf_m_valid[:, None] & kf_n_valid[None, :])",
-                       fmt::join(terms, " + "), value.var));
+  out.Line(fmt::format("kf_bias = tl.broadcast_to({}, (32, 32)).to(tl.float32)", value.var));
+  out.Line("kf_valid = kf_m_valid[:, None] & kf_n_valid[None, :]");
+  out.Line(fmt::format("tl.store(kf_out_ptr + {}, kf_bias, mask=kf_valid)", fmt::join(terms, " + ")));
+  out.Line("kf_kept = tl.where(kf_valid & (kf_bias != float(\"-inf\")), 1.0, 0.0)");
+  out.Line(fmt::format("tl.store(kf_tiles_ptr + kf_batch * {} + tl.program_id(0) * {} + tl.program_id(1), tl.max(tl.max(kf_kept, axis=1), axis=0))",
+                       ((rows + 31) / 32) * ((cols + 31) / 32), (cols + 31) / 32));
   out.Close();
   return out.text();
 }
@@ -112,7 +118,8 @@ std::string KernelHead(const std::string& name, const CudaAttention& a, const Cu
                    how);
   s += fmt::format("extern \"C\" __global__ __launch_bounds__({}, {}) void {}(const float* __restrict__ q, const float* __restrict__ k, "
                    "const float* __restrict__ v, {}float* __restrict__ o) {{\n",
-                   CudaAttentionThreads(t), t.min_blocks, name, a.bias ? "const float* __restrict__ bias, " : "");
+                   CudaAttentionThreads(t), t.min_blocks, name,
+                   a.bias ? "const float* __restrict__ bias, const float* __restrict__ bias_tiles, " : "");
   s += fmt::format("  constexpr long long TQ = {}, TK = {}, HEADS = {};\n  constexpr int D = {}, DV = {};\n", a.tq, a.tk, a.heads, a.d, a.dv);
   s += fmt::format("  constexpr float SCALE = {};\n", FloatConstant(a.scale));
   s += "  const float NEG_INF = -__int_as_float(0x7f800000);\n";
@@ -123,6 +130,21 @@ std::string KernelHead(const std::string& name, const CudaAttention& a, const Cu
 std::string KeysEnd(const CudaAttention& a) {
   if (a.causal) return fmt::format("  const long long keys_end = min(TK, max(m0 + BM + {}LL, 0LL));  // keys past the block's last diagonal\n", *a.causal);
   return "  const long long keys_end = TK;\n";
+}
+
+// Whether the bias may keep a score of the block's queries and the key block from n0: any of the
+// bias kernel's flags of the 32 x 32 tiles they span (the bias's tile row and column 0 along a dim
+// it broadcasts over). Without a bias, every block.
+std::string BlockKept(const CudaAttention& a) {
+  if (!a.bias) return "  auto block_kept = [&](long long) { return true; };\n";
+  const int64_t row_tiles = (a.bias_rows + 31) / 32, col_tiles = (a.bias_cols + 31) / 32;
+  std::string s = fmt::format("  const float* tiles = bias_tiles + (b * {}LL + h * {}LL) / {}LL * {}LL;\n", a.bias_strides[0], a.bias_strides[1],
+                              a.bias_rows * a.bias_cols, row_tiles * col_tiles);
+  s += "  auto block_kept = [&](long long n0) {\n    bool any = false;\n";
+  s += a.bias_strides[2] == 0 ? "    for (long long r = 0; r <= 0; ++r)\n" : "    for (long long r = m0 / 32; r <= (min(m0 + BM, TQ) - 1) / 32; ++r)\n";
+  s += a.bias_strides[3] == 0 ? "      for (long long c = 0; c <= 0; ++c)" : "      for (long long c = n0 / 32; c <= (min(n0 + BN, TK) - 1) / 32; ++c)";
+  s += fmt::format(" any = any || tiles[r * {}LL + c] != 0.0f;\n    return any;\n  }};\n", col_tiles);
+  return s;
 }
 
 // A thread's running row max, row sum and output accumulator for its `rows` rows, cleared.
@@ -246,14 +268,22 @@ std::string BlockedAttentionSource(const std::string& name, const CudaAttention&
   if (a.bias) s += "        keep = keep && bs[(ty + 16 * i) * BS + tx + 8 * j] != NEG_INF;\n";
   s += "        kept |= (keep ? 1ull : 0ull) << (i * KT + j);\n      }\n    return kept;\n  };\n";
   s += KeysEnd(a);
-  // Every key block up to keys_end is copied (a bias, which says which scores are kept, comes with
-  // its key block); one whose every score is masked changes nothing and is not computed.
+  s += BlockKept(a);
+  // The key blocks up to keys_end that the bias's tiles may keep are copied (the bias, which says
+  // which scores are kept, comes with its key block); one whose every score is masked changes
+  // nothing and is not computed.
   s += RowState(8);
-  s += R"CU(  if (keys_end > 0) {
-    copy_k(0);
-    copy_v(0);
+  s += R"CU(  auto next_block = [&](long long n0) {  // the first key block from n0 that may keep a score
+    while (n0 < keys_end && !block_kept(n0)) n0 += BN;
+    return n0;
+  };
+  long long n0 = next_block(0);
+  if (n0 < keys_end) {
+    copy_k(n0);
+    copy_v(n0);
   }
-  for (long long n0 = 0; n0 < keys_end; n0 += BN) {
+  while (n0 < keys_end) {
+    const long long next = next_block(n0 + BN);
     kf_wait<1>();  // this key block (its value block may still be on the way)
     __syncthreads();
     const unsigned long long kept = kept_from(n0);
@@ -297,7 +327,7 @@ std::string BlockedAttentionSource(const std::string& name, const CudaAttention&
     kf_wait<0>();  // this value block
     __syncthreads();
     // The key block is read: the next one is copied while p @ v runs.
-    if (n0 + BN < keys_end) copy_k(n0 + BN);
+    if (next < keys_end) copy_k(next);
     if (any) {
 #pragma unroll 2
     for (int key = 0; key < BN; ++key) {
@@ -318,7 +348,8 @@ std::string BlockedAttentionSource(const std::string& name, const CudaAttention&
     }
     }
     __syncthreads();  // the value block and the numerators are read
-    if (n0 + BN < keys_end) copy_v(n0 + BN);
+    if (next < keys_end) copy_v(next);
+    n0 = next;
   }
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
@@ -406,7 +437,8 @@ std::string CudaAttentionSource(const std::string& name, const CudaAttention& a,
                    a.q_scale != 1.0 ? " * " + FloatConstant(a.q_scale) : "");
   s += RowState(4);
   s += KeysEnd(a);
-  s += "  for (long long n0 = 0; n0 < keys_end; n0 += BN) {\n";
+  s += BlockKept(a);
+  s += "  for (long long n0 = 0; n0 < keys_end; n0 += BN) {\n    if (!block_kept(n0)) continue;  // the same answer for the whole block\n";
   // Which of this thread's scores are kept, one bit each (the bias, where there is one, is read
   // again once the scores are made, so that it holds no registers through the products).
   s += R"CU(    static_assert(4 * KT <= 32, "a thread's scores fit one mask word");
@@ -558,6 +590,7 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
   kernel.name = "attention_" + group.name;
   const std::vector<ir::NodeRef> inputs = passes::GroupInputs(graph, group);
   std::vector<std::string> args = {VarName(graph, q), VarName(graph, k), VarName(graph, v)};
+  std::vector<CudaTensorArg> tensors = {{qt.shape, qt.stride}, {kt.shape, kt.stride}, {vt.shape, vt.stride}};
   std::string bias_source;
   if (bias) {
     // The bias at its own shape, then read through the strides that broadcast it to
@@ -580,21 +613,28 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
     a.bias_strides[1] = rank == 4 ? broadcast[1] : 0;
     a.bias_strides[2] = broadcast[full.size() - 2];
     a.bias_strides[3] = broadcast[full.size() - 1];
-    const std::string materialized = kernel.name + "_bias_values";
+    a.bias_rows = bt.shape[bt.shape.size() - 2];
+    a.bias_cols = bt.shape.back();
+    int64_t leading = 1;
+    for (size_t d = 0; d + 2 < bt.shape.size(); ++d) leading *= bt.shape[d];
+    const std::string materialized = kernel.name + "_bias_values", tile_flags = kernel.name + "_bias_tiles";
+    const ir::Shape flags_shape = {leading, (a.bias_rows + 31) / 32, (a.bias_cols + 31) / 32};
     kernel.launch.push_back(fmt::format("{} = torch.empty({}, dtype=torch.float32, device=device)", materialized, ShapeTuple(bt.shape)));
+    kernel.launch.push_back(fmt::format("{} = torch.empty({}, dtype=torch.float32, device=device)", tile_flags, ShapeTuple(flags_shape)));
     std::vector<std::string> bias_args;
     for (const ir::NodeRef& ref : inputs) bias_args.push_back(VarName(graph, ref));
     bias_args.push_back(materialized);
-    int64_t leading = 1;
-    for (size_t d = 0; d + 2 < bt.shape.size(); ++d) leading *= bt.shape[d];
-    const int64_t rows = bt.shape[bt.shape.size() - 2], cols = bt.shape.back();
-    kernel.launch.push_back(fmt::format("{}[({}, {}, {})]({}, num_warps=4)", bias_kernel, (rows + 31) / 32, (cols + 31) / 32, leading,
+    bias_args.push_back(tile_flags);
+    kernel.launch.push_back(fmt::format("{}[({}, {}, {})]({}, num_warps=4)", bias_kernel, flags_shape[1], flags_shape[2], leading,
                                         fmt::join(bias_args, ", ")));
     args.push_back(materialized);
+    args.push_back(tile_flags);
+    tensors.push_back({bt.shape, ir::ContiguousStrides(bt.shape)});  // as materialized
+    tensors.push_back({flags_shape, ir::ContiguousStrides(flags_shape)});
   }
   // The rules' tile first, then the others for the tuner. Its random operands make a bias of no
-  // -inf, so it times every tile over all key blocks, where a mask (a causal one materialized as a
-  // bias) would skip some: a comparison of the tiles' work per score.
+  // -inf and tile flags none of 0, so it times every tile over all key blocks, where a mask (a
+  // causal one materialized as a bias) would skip some: a comparison of the tiles' work per score.
   const CudaAttentionTile chosen = ChooseCudaAttentionTile(a);
   std::vector<CudaAttentionTile> tiles = {chosen, WideAttentionTile(a), kNarrowAttentionTile};
   for (const CudaAttentionTile& tile : BlockedAttentionTiles(a)) tiles.push_back(tile);
@@ -604,11 +644,6 @@ std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, con
     variants.push_back({.config = CudaAttentionConfig(tile), .source = CudaAttentionSource(kernel.name, a, tile),
                         .threads = CudaAttentionThreads(tile), .shared_bytes = CudaAttentionSharedBytes(a, tile),
                         .grid = {(a.tq + tile.bm - 1) / tile.bm, a.batch * a.heads}});
-  }
-  std::vector<CudaTensorArg> tensors = {{qt.shape, qt.stride}, {kt.shape, kt.stride}, {vt.shape, vt.stride}};
-  if (bias) {
-    const ir::TensorType& bt = *graph.TypeOf(*bias);
-    tensors.push_back({bt.shape, ir::ContiguousStrides(bt.shape)});  // as materialized
   }
   const std::string result = VarName(graph, node.ref());
   kernel.launch.push_back(EmptyLike(result, ot));

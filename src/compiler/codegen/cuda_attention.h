@@ -33,6 +33,11 @@ struct CudaAttention {
   bool zero_empty_rows = false;   // a row with every score masked gives 0 (else NaN)
   bool bias = false;              // an additive bias read at [batch, head, query, key] through bias_strides
   int64_t bias_strides[4] = {};   // 0 along the dims it broadcasts over
+  // The bias's own last two dims. With the bias the kernel reads its tiles' flags, written beside
+  // it: [the bias's leading index][ceil(bias_rows / 32)][ceil(bias_cols / 32)], each nonzero where
+  // a score of that 32 x 32 tile of the bias is not -inf. A key block whose tiles (for the block's
+  // queries) are all 0 is neither copied nor computed.
+  int64_t bias_rows = 0, bias_cols = 0;
 };
 
 // A block's queries (bm: 128 or 64) and the keys of each step (bn: a multiple of 4096 / bm). Its
@@ -45,9 +50,9 @@ struct CudaAttention {
 // that a thread's 8 x bn / 8 scores take 8 + bn / 8 float4 reads per 4 head-dim steps and its
 // 8 x 4 * ceil(Dv / 32) outputs 2 + ceil(Dv / 32) per key; the key and value blocks copied by
 // cp.async, the next key block while p @ v runs and the next value block while q @ k^T runs; a
-// bias comes into shared memory with its key block, so no score waits on a global read. Every key
-// block up to the causal band's end is copied, and one whose scores are all masked is not
-// computed. For head dims that are whole quads, up to 128 (d) and 96 (dv), and over 64 queries.
+// bias comes into shared memory with its key block, so no score waits on a global read. The key
+// blocks up to the causal band's end that the bias's tile flags may keep are copied, and one whose
+// scores are all masked is not computed. For head dims that are whole quads, up to 128 (d) and 96 (dv), and over 64 queries.
 struct CudaAttentionTile {
   int bm = 128, bn = 64, min_blocks = 1, rows = 4;
   bool operator==(const CudaAttentionTile&) const = default;
@@ -72,15 +77,16 @@ TileChoice CudaAttentionConfig(const CudaAttentionTile& tile);
 // The kernel's dynamic shared memory in bytes.
 int64_t CudaAttentionSharedBytes(const CudaAttention& a, const CudaAttentionTile& t);
 
-// The CUDA C++ source of kernel `name` (arguments q, k, v, [bias,] o), launched over
+// The CUDA C++ source of kernel `name` (arguments q, k, v, [bias, bias tile flags,] o), launched over
 // (ceil(Tq / bm), batch * heads) blocks of CudaAttentionThreads(t) threads.
 std::string CudaAttentionSource(const std::string& name, const CudaAttention& a, const CudaAttentionTile& t);
 
 // The group (a kforge.attention node and its bias's producers) as CUDA kernels, or nullopt where
 // it is not one this kernel takes (head dims over 128, a bias that cannot be written at its own
 // shape in at most kMaxMaterializedBias elements). A bias is first written at its own shape (a
-// causal mask from a [1, 1, T, T] buffer: T * T elements) by a Triton kernel that computes it as
-// the Triton attention kernel would, then read by the CUDA kernel through its broadcast strides.
+// causal mask from a [1, 1, T, T] buffer: T * T elements), with its 32 x 32 tiles' flags, by a
+// Triton kernel that computes it as the Triton attention kernel would, then read by the CUDA kernel
+// through its broadcast strides.
 std::optional<EmittedKernel> EmitCudaAttentionKernel(const ir::Graph& graph, const passes::FusionGroup& group,
                                                      const KernelOptions& options);
 constexpr int64_t kMaxMaterializedBias = int64_t{1} << 24;

@@ -16,8 +16,11 @@ namespace kforge::codegen {
 namespace {
 
 // The program around one kernel. Operand element [b, h, i, j] sits at the strides given; the bias
-// is materialized at [Tq, Tk] (broadcast over batch and heads) with -inf where the mask says so.
-std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const std::string& mask) {
+// is materialized at [Tq, Tk] (broadcast over batch and heads) with -inf where the mask says so,
+// its 32 x 32 tiles' flags as the bias kernel writes them, except that the columns of tiles for
+// which `skipped` (an expression in the tile column c) holds are flagged 0 over finite values:
+// the kernel then leaves their keys out, as the expected attention does.
+std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const std::string& mask, const std::string& skipped) {
   auto extent = [&](const int64_t s[4], int64_t rows, int64_t cols) {
     return (a.batch - 1) * s[0] + (a.heads - 1) * s[1] + (rows - 1) * s[2] + (cols - 1) * s[3] + 1;
   };
@@ -35,8 +38,12 @@ std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const st
       const float r = next();
 )CC";
   p += fmt::format("      bias[i * TK + j] = ({}) ? -INFINITY : r;\n    }}\n", mask);
+  p += "  const long long CT = (TK + 31) / 32;\n  std::vector<float> tiles((TQ + 31) / 32 * CT, 0.0f);\n";
+  p += fmt::format("  auto skipped = [&](long long c) {{ return {}; }};\n", skipped);
+  p += "  for (long long i = 0; i < TQ; ++i)\n    for (long long j = 0; j < TK; ++j)\n";
+  p += "      if (bias[i * TK + j] != -INFINITY && !skipped(j / 32)) tiles[i / 32 * CT + j / 32] = 1.0f;\n";
   p += fmt::format("  Launch({{{}, {}, 1}}, {}, [&] {{ kernel(q.data(), k.data(), v.data(), {}o.data()); }});\n", (a.tq + t.bm - 1) / t.bm,
-                   a.batch * a.heads, CudaAttentionThreads(t), a.bias ? "bias.data(), " : "");
+                   a.batch * a.heads, CudaAttentionThreads(t), a.bias ? "bias.data(), tiles.data(), " : "");
   p += "  long long wrong = 0;\n  for (long long b = 0; b < B; ++b)\n    for (long long h = 0; h < H; ++h)\n      for (long long i = 0; i < TQ; ++i) {\n";
   p += "        std::vector<double> s(TK);\n        double top = -INFINITY;\n        for (long long j = 0; j < TK; ++j) {\n";
   p += "          double dot = 0.0;\n";
@@ -44,6 +51,7 @@ std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const st
                    a.q[0], a.q[1], a.q[2], a.q[3], static_cast<float>(a.q_scale), a.k[0], a.k[1], a.k[2], a.k[3]);
   p += fmt::format("          s[j] = dot * float({:.9g}){};\n", static_cast<float>(a.scale), a.bias ? " + bias[i * TK + j]" : "");
   if (a.causal) p += fmt::format("          if (j - i > {}) s[j] = -INFINITY;\n", *a.causal);
+  if (a.bias) p += "          if (skipped(j / 32)) s[j] = -INFINITY;\n";
   p += "          top = std::max(top, s[j]);\n        }\n";
   p += "        double total = 0.0;\n        for (long long j = 0; j < TK; ++j) total += (s[j] = top == -INFINITY ? 0.0 : std::exp(s[j] - top));\n";
   p += "        for (long long e = 0; e < DV; ++e) {\n          double x = 0.0;\n";
@@ -63,13 +71,13 @@ std::string Program(const CudaAttention& a, const CudaAttentionTile& t, const st
 
 // The tiles: 128 queries a block (8 threads a row) over 64 or 32 keys a step, 64 queries (16
 // threads a row), and the register-blocked tiles where the attention takes them.
-void ExpectMatches(const CudaAttention& a, const std::string& mask = "false") {
+void ExpectMatches(const CudaAttention& a, const std::string& mask = "false", const std::string& skipped = "false") {
   std::vector<CudaAttentionTile> tiles = {CudaAttentionTile{}, CudaAttentionTile{.bm = 128, .bn = 32}, CudaAttentionTile{.bm = 64}};
   for (const CudaAttentionTile& tile : BlockedAttentionTiles(a)) tiles.push_back(tile);
   for (const CudaAttentionTile& tile : tiles) {
     const std::string source = CudaAttentionSource("kernel", a, tile);
     ASSERT_LE(CudaAttentionSharedBytes(a, tile), int64_t{16} << 16);  // the emulation's kf_smem4
-    const EmulatedRun run = RunUnderEmulation("#define __shared__\n" + source + Program(a, tile, mask));
+    const EmulatedRun run = RunUnderEmulation("#define __shared__\n" + source + Program(a, tile, mask, skipped));
     EXPECT_TRUE(run.ok) << "tile of " << tile.bm << " queries, " << tile.bn << " keys, " << tile.rows << " rows a thread\n"
                         << run.log << "\n--- source ---\n" << source;
   }
@@ -169,6 +177,7 @@ TEST(CudaAttentionTest, ABroadcastMaskBiasEmptiesRowsToNanOrZeros) {
   a.bias = true;
   a.bias_strides[2] = 72;
   a.bias_strides[3] = 1;
+  a.bias_rows = a.bias_cols = 72;
   const std::string mask = "j > i || i == 3 || i == 40";
   ExpectMatches(a, mask);
   a.zero_empty_rows = true;
@@ -177,8 +186,9 @@ TEST(CudaAttentionTest, ABroadcastMaskBiasEmptiesRowsToNanOrZeros) {
 
 TEST(CudaAttentionTest, TheRegisterBlockedFormSkipsMaskedKeyBlocksAndCopiesUnalignedRowsByElement) {
   // Head dim 96 as minGPT's, rows 100 floats apart in one buffer (quads, copied 16 bytes at a
-  // time); keys 32-95 masked for every query, so the blocked form copies two key blocks of 32 (the
-  // bias with them) that it does not compute.
+  // time); keys 32-95 masked for every query, so every form skips those key blocks (the bias's
+  // tiles there flagged 0), and keys 64-127 left out by their tiles' flags alone (their bias
+  // finite), which every form honours: those keys are out of the expected attention too.
   CudaAttention a;
   a.batch = 1, a.heads = 2, a.tq = 130, a.tk = 150, a.d = 96, a.dv = 96;
   a.scale = 0.125;
@@ -191,8 +201,11 @@ TEST(CudaAttentionTest, TheRegisterBlockedFormSkipsMaskedKeyBlocksAndCopiesUnali
   a.bias = true;
   a.bias_strides[2] = 150;
   a.bias_strides[3] = 1;
+  a.bias_rows = 130;
+  a.bias_cols = 150;
   ASSERT_EQ(BlockedAttentionTiles(a).size(), 1u);
   ExpectMatches(a, "j >= 32 && j < 96");
+  ExpectMatches(a, "false", "c == 2 || c == 3");
   // Rows 101 floats apart: no quad is 16-byte aligned, every element a 4-byte copy.
   for (int64_t* s : {a.q, a.k, a.v, a.o}) {
     s[0] = 2 * 150 * 101;
@@ -214,6 +227,8 @@ TEST(CudaAttentionTest, RankThreeWithAFiniteBias) {
   a.bias = true;
   a.bias_strides[2] = 33;
   a.bias_strides[3] = 1;
+  a.bias_rows = 65;
+  a.bias_cols = 33;
   ExpectMatches(a);
 }
 

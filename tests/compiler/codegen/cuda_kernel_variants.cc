@@ -48,6 +48,7 @@ nlohmann::json AttentionVariants() {
   gpt.o[0] = 512 * 768, gpt.o[1] = 96, gpt.o[2] = 768, gpt.o[3] = 1;
   gpt.bias = true;
   gpt.bias_strides[2] = 512, gpt.bias_strides[3] = 1;
+  gpt.bias_rows = gpt.bias_cols = 512;
   // The vision attention: 8 (2 x 4 heads) problems of 16384 queries, head dim 32, as multi-head
   // attention lays them out: [T, 8, 32].
   CudaAttention vision;

@@ -632,6 +632,38 @@ INSTANTIATE_TEST_SUITE_P(Forms, CudaAttentionEndToEndTest,
                                            "codegen/attention_sdpa_bool_mask", "codegen/attention_cross"),
                          TestName);
 
+// The tile flags a CUDA attention's bias kernel writes beside the bias, its Triton kernel run on the
+// CPU (attention_bias_tiles.py checks them against the bias it wrote): minGPT's causal mask over
+// 37 keys is 2 x 2 tiles, the one of queries 0-31 and keys 32-36 all -inf; the relative-position
+// bias has no -inf.
+TEST(CudaAttentionEndToEndTest, TheBiasKernelFlagsTheTilesThatKeepAScore) {
+  const fs::path binary = fs::path(KFORGE_SOURCE_DIR) / "build" / "kforge";
+  if (!fs::exists(binary)) GTEST_SKIP() << "no kforge binary at " << binary;
+  if (!fs::exists(kPython)) GTEST_SKIP() << "no python at " << kPython;
+  const std::vector<std::pair<std::string, std::string>> cases = {{"codegen/attention_mingpt_causal", "\n  1 0\n  1 1\n"},
+                                                                  {"codegen/attention_relpos_clamp", ": ok\n"}};
+  for (const auto& [name, flags] : cases) {
+    Result<fs::path> dir = MakeTempDir(fs::temp_directory_path(), "kforge_bias_tiles");
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    Result<passes::PipelineResult> planned = CaptureAndPlan(binary, TaskPath(name), *dir);
+    ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+    ModelWriterOptions options;
+    options.kernel.cuda_ieee_kernels = true;
+    Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
+    const fs::path script = fs::path(KFORGE_SOURCE_DIR) / "tests" / "compiler" / "codegen" / "attention_bias_tiles.py";
+    const std::string run = "cd '" + dir->string() + "' && " + kPython + " '" + script.string() + "' '" + TaskPath(name).string() +
+                            "' model_new.py > tiles.log 2>&1";
+    const int rc = std::system(run.c_str());
+    Result<std::string> logged = ReadFile(*dir / "tiles.log");
+    const std::string output = logged.ok() ? *logged : "";
+    EXPECT_EQ(rc, 0) << name << "\n" << output << "\n--- model_new.py ---\n" << *model;
+    EXPECT_NE(output.find(flags), std::string::npos) << name << "\n" << output;
+    if (rc == 0) RemoveTreeQuietly(*dir);
+  }
+}
+
 // The precision ladder's step with attention's inputs in IEEE: minGPT's qkv product, which its
 // attention reads q, k and v from through a split and views, is a CUDA FMA kernel; its output
 // projection stays a Triton kernel of six-pass BF16 dots.
