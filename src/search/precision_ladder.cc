@@ -7,7 +7,8 @@ namespace kforge {
 std::string DotPrecisionStep::Label(bool with_attention) const {
   std::string dots = gemm;
   if (with_attention && inputs() != gemm) {
-    dots += ", attention" + std::string(inputs() == attention ? " and its inputs " + attention : " " + attention + ", its inputs " + inputs());
+    const std::string which = values() == inputs() ? "its inputs" : "its q and k inputs";
+    dots += ", attention" + (inputs() == attention ? " and " + which + " " + attention : " " + attention + ", " + which + " " + inputs());
   } else if (with_attention && attention != gemm) {
     dots += ", attention " + attention;
   }
@@ -21,6 +22,7 @@ std::vector<DotPrecisionStep> DotPrecisionLadder(Precision precision, bool on_cp
           {"tf32x3", "ieee"},
           {"bf16x6", "ieee"},
           {.gemm = "bf16x6", .attention = "ieee", .attention_inputs = "ieee"},
+          {.gemm = "bf16x6", .attention = "ieee", .attention_inputs = "ieee", .attention_values = "ieee"},
           {"ieee", "ieee"},
           {"ieee", "ieee", /*cuda=*/false}};
 }

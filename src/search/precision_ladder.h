@@ -10,7 +10,9 @@
 // quarter of three-pass TF32's error, on tensor cores of twice TF32's rate). The fourth keeps the
 // other GEMMs there and runs in IEEE the products attention reads q, k and v from, whose rounding
 // moves the scores as the attention's own does (minGPT's qkv product: its output projection, 1.9
-// of its 10 ms as an FMA kernel on the H200, needs no IEEE); the last runs every dot in IEEE
+// of its 10 ms as an FMA kernel on the H200, needs no IEEE), first only those of q and k (the
+// compiler's attention_products pass gives v its own product where one projection's split feeds
+// all three; v's rounding reaches the output, not the scores), then v's too; the last runs every dot in IEEE
 // (FMAs, several times slower). Six-pass BF16 is not offered for attention: on the H200 its
 // kernel for minGPT's attention made an illegal memory access (level3/43, fourteenth session).
 // On a GPU the IEEE dots of matmuls and attention are CUDA C++ FMA kernels (codegen's
@@ -33,13 +35,16 @@ struct DotPrecisionStep {
   std::string gemm;       // matmuls and convolutions ("tf32x3", "bf16x6", "ieee", "tf32")
   std::string attention;  // the attention kernels' two dots
   bool cuda = true;       // IEEE dots as CUDA C++ kernels where the GPU can run them
-  // The products whose outputs attention reads as q, k or v (empty: gemm's precision).
+  // The products whose outputs attention reads as q or k (empty: gemm's precision).
   std::string attention_inputs;
+  // The products attention reads only v from (empty: gemm's precision).
+  std::string attention_values;
 
   const std::string& inputs() const { return attention_inputs.empty() ? gemm : attention_inputs; }
-  // "tf32x3", "ieee", "tf32x3, attention ieee" or "bf16x6, attention and its inputs ieee" for a
-  // step that differs by kind in a candidate with an attention kernel; " (Triton)" after a step
-  // whose IEEE dots stay Triton's.
+  const std::string& values() const { return attention_values.empty() ? gemm : attention_values; }
+  // "tf32x3", "ieee", "tf32x3, attention ieee", "bf16x6, attention and its q and k inputs ieee" or
+  // "bf16x6, attention and its inputs ieee" for a step that differs by kind in a candidate with an
+  // attention kernel; " (Triton)" after a step whose IEEE dots stay Triton's.
   std::string Label(bool with_attention = true) const;
   bool operator==(const DotPrecisionStep&) const = default;
 };

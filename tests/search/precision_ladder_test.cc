@@ -8,23 +8,25 @@ namespace {
 
 TEST(PrecisionLadderTest, Fp32OnAGpuRaisesAttentionFirstThenTheGemms) {
   std::vector<DotPrecisionStep> ladder = DotPrecisionLadder(Precision::kFp32, /*on_cpu=*/false);
-  ASSERT_EQ(ladder.size(), 6u);
+  ASSERT_EQ(ladder.size(), 7u);
   EXPECT_EQ(ladder[0], (DotPrecisionStep{"tf32x3", "tf32x3"}));
   EXPECT_EQ(ladder[1], (DotPrecisionStep{"tf32x3", "ieee"}));
   EXPECT_EQ(ladder[2], (DotPrecisionStep{"bf16x6", "ieee"}));
-  // Then the products attention reads q, k and v from in IEEE too, the other GEMMs as before.
+  // Then the products attention reads q and k from in IEEE too, then v's, the other GEMMs as before.
   EXPECT_EQ(ladder[3], (DotPrecisionStep{.gemm = "bf16x6", .attention = "ieee", .attention_inputs = "ieee"}));
-  EXPECT_EQ(ladder[4], (DotPrecisionStep{"ieee", "ieee"}));
-  EXPECT_TRUE(ladder[4].cuda);
+  EXPECT_EQ(ladder[4], (DotPrecisionStep{.gemm = "bf16x6", .attention = "ieee", .attention_inputs = "ieee", .attention_values = "ieee"}));
+  EXPECT_EQ(ladder[5], (DotPrecisionStep{"ieee", "ieee"}));
+  EXPECT_TRUE(ladder[5].cuda);
   // Last, the IEEE dots as Triton's again: a CUDA kernel that fails leaves what worked before.
-  EXPECT_EQ(ladder[5], (DotPrecisionStep{"ieee", "ieee", /*cuda=*/false}));
-  EXPECT_EQ(ladder[4].Label(), "ieee");
-  EXPECT_EQ(ladder[5].Label(), "ieee (Triton)");
+  EXPECT_EQ(ladder[6], (DotPrecisionStep{"ieee", "ieee", /*cuda=*/false}));
+  EXPECT_EQ(ladder[5].Label(), "ieee");
+  EXPECT_EQ(ladder[6].Label(), "ieee (Triton)");
   EXPECT_EQ(ladder[1].Label(/*with_attention=*/false), "tf32x3");
   EXPECT_EQ(ladder[0].Label(), "tf32x3");
   EXPECT_EQ(ladder[1].Label(), "tf32x3, attention ieee");
   EXPECT_EQ(ladder[2].Label(/*with_attention=*/false), "bf16x6");
-  EXPECT_EQ(ladder[3].Label(), "bf16x6, attention and its inputs ieee");
+  EXPECT_EQ(ladder[3].Label(), "bf16x6, attention and its q and k inputs ieee");
+  EXPECT_EQ(ladder[4].Label(), "bf16x6, attention and its inputs ieee");
   EXPECT_EQ(ladder[3].Label(/*with_attention=*/false), "bf16x6");
   // No step is less precise than the one before it, for any kind of dot.
   auto rank = [](const std::string& precision) { return precision == "tf32x3" ? 0 : precision == "bf16x6" ? 1 : 2; };
@@ -32,6 +34,7 @@ TEST(PrecisionLadderTest, Fp32OnAGpuRaisesAttentionFirstThenTheGemms) {
     EXPECT_GE(rank(ladder[i].gemm), rank(ladder[i - 1].gemm));
     EXPECT_GE(rank(ladder[i].attention), rank(ladder[i - 1].attention));
     EXPECT_GE(rank(ladder[i].inputs()), rank(ladder[i - 1].inputs()));
+    EXPECT_GE(rank(ladder[i].values()), rank(ladder[i - 1].values()));
   }
 }
 

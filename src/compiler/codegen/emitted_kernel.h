@@ -51,9 +51,12 @@ struct KernelOptions {
   // before a GEMM's (search/precision_ladder.h).
   std::string attention_dot_precision;
 
-  // The products whose outputs attention reads as q, k or v (through views), when they differ
+  // The products whose outputs attention reads as q or k (through views), when they differ
   // (empty: dot_precision): their rounding moves the scores as the attention's own does.
   std::string attention_input_dot_precision;
+  // The products attention reads only v from, when they differ (empty: dot_precision): their
+  // rounding reaches the output, not the scores.
+  std::string attention_value_dot_precision;
 
   const std::string& attention_precision() const {
     return attention_dot_precision.empty() ? dot_precision : attention_dot_precision;

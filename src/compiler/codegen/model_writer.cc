@@ -95,20 +95,21 @@ std::string RenameLaunches(const std::string& line, const std::string& from, con
   return out + line.substr(copied);
 }
 
-// The product groups whose outputs an attention reads as q, k or v, through ops that move data
-// without computing (views, splits, copies): their rounding reaches the scores unchanged.
-std::set<std::string> ProductsFeedingAttention(const ir::Graph& graph, const passes::FusionPlan& plan) {
+// The product groups whose outputs attention reads, through ops that move data without computing
+// (views, splits, copies): as q or k (`scores`: their rounding reaches the scores unchanged), or
+// only as v (`values`).
+struct AttentionProducts {
+  std::set<std::string> scores, values;
+};
+
+AttentionProducts ProductsFeedingAttention(const ir::Graph& graph, const passes::FusionPlan& plan) {
   using Kind = passes::FusionGroup::Kind;
   std::map<ir::ValueId, const passes::FusionGroup*> group_of;
   for (const passes::FusionGroup& group : plan.groups) {
     for (ir::ValueId id : group.nodes) group_of[id] = &group;
   }
-  std::set<std::string> feeding;
-  for (const passes::FusionGroup& group : plan.groups) {
-    if (group.kind != Kind::kAttention) continue;
-    Result<AttentionNode> attention = ReadAttentionNode(graph, graph.value(group.nodes.back()).As<ir::OpNode>());
-    if (!attention.ok()) continue;
-    std::vector<ir::ValueId> pending = {attention->q.value, attention->k.value, attention->v.value};
+  AttentionProducts products;
+  auto trace = [&](std::vector<ir::ValueId> pending, std::set<std::string>& feeding) {
     std::set<ir::ValueId> seen;
     while (!pending.empty()) {
       const ir::ValueId id = pending.back();
@@ -123,13 +124,21 @@ std::set<std::string> ProductsFeedingAttention(const ir::Graph& graph, const pas
       auto producer = group_of.find(id);
       if (producer != group_of.end() && producer->second->kind == Kind::kMatmul) feeding.insert(producer->second->name);
     }
+  };
+  for (const passes::FusionGroup& group : plan.groups) {
+    if (group.kind != Kind::kAttention) continue;
+    Result<AttentionNode> attention = ReadAttentionNode(graph, graph.value(group.nodes.back()).As<ir::OpNode>());
+    if (!attention.ok()) continue;
+    trace({attention->q.value, attention->k.value}, products.scores);
+    trace({attention->v.value}, products.values);
   }
-  return feeding;
+  for (const std::string& name : products.scores) products.values.erase(name);
+  return products;
 }
 
 // The kernel options of the products attention reads from: their own dot precision where one is set.
-KernelOptions AttentionInputOptions(KernelOptions options) {
-  if (!options.attention_input_dot_precision.empty()) options.dot_precision = options.attention_input_dot_precision;
+KernelOptions WithDotPrecision(KernelOptions options, const std::string& precision) {
+  if (!precision.empty()) options.dot_precision = precision;
   return options;
 }
 
@@ -141,8 +150,9 @@ class Writer {
       : graph_(graph),
         plan_(plan),
         options_(options),
-        attention_inputs_(ProductsFeedingAttention(graph, plan)),
-        attention_input_options_(AttentionInputOptions(options.kernel)) {}
+        attention_products_(ProductsFeedingAttention(graph, plan)),
+        score_input_options_(WithDotPrecision(options.kernel, options.kernel.attention_input_dot_precision)),
+        value_input_options_(WithDotPrecision(options.kernel, options.kernel.attention_value_dot_precision)) {}
 
   Result<GraphModule> Run(const std::string& class_name) {
     GraphModule module;
@@ -211,7 +221,9 @@ class Writer {
       kernels_[group.name] = std::move(kernel).value();
       return Status::Ok();
     }
-    const KernelOptions& product = attention_inputs_.count(group.name) ? attention_input_options_ : options_.kernel;
+    const KernelOptions& product = attention_products_.scores.count(group.name)   ? score_input_options_
+                                   : attention_products_.values.count(group.name) ? value_input_options_
+                                                                                  : options_.kernel;
     Result<EmittedKernel> kernel = group.kind == Kind::kReduction   ? EmitReductionKernel(graph_, group, options_.kernel)
                                    : group.kind == Kind::kMatmul    ? EmitMatmulKernel(graph_, group, product)
                                    : group.kind == Kind::kAttention ? EmitAttentionKernel(graph_, group, options_.kernel)
@@ -555,8 +567,10 @@ class Writer {
   const ir::Graph& graph_;
   const passes::FusionPlan& plan_;
   const ModelWriterOptions& options_;
-  const std::set<std::string> attention_inputs_;  // ProductsFeedingAttention
-  const KernelOptions attention_input_options_;   // theirs: dot_precision from attention_input_dot_precision
+  const AttentionProducts attention_products_;  // ProductsFeedingAttention
+  // Theirs: dot_precision from attention_input_dot_precision (q's and k's products) and
+  // attention_value_dot_precision (v's alone).
+  const KernelOptions score_input_options_, value_input_options_;
   std::string class_name_;
   bool replay_ = false;
   SourceWriter out_;

@@ -172,10 +172,6 @@ std::optional<std::vector<int64_t>> ViewStrides(const ir::Shape& shape, const st
   return result;
 }
 
-namespace {
-
-// The type the metadata op `view` gives an input of type `input` (its own output type is what it
-// gave the captured input); nullopt for an op not handled here or no view.
 std::optional<ir::TensorType> Reviewed(const ir::OpNode& view, const ir::TensorType& input) {
   ir::TensorType type = view.type();
   const int64_t rank = input.rank();
@@ -208,6 +204,8 @@ std::optional<ir::TensorType> Reviewed(const ir::OpNode& view, const ir::TensorT
   if (type.shape.size() != type.stride.size()) return std::nullopt;
   return type;
 }
+
+namespace {
 
 // A [B, M, N] product's result stored with each matrix column-major.
 ir::TensorType ColumnMajor(const ir::TensorType& product) {

@@ -29,4 +29,9 @@ Result<ir::Graph> ElideCopies(const ir::Graph& graph);
 std::optional<std::vector<int64_t>> ViewStrides(const ir::Shape& shape, const std::vector<int64_t>& stride,
                                                 const ir::Shape& target);
 
+// The type the metadata op `view` (view, _unsafe_view, reshape, permute or unsqueeze) gives an
+// input of type `input`, where the captured program gave it another layout (its own output type
+// is what it gave that one); nullopt for another op or where no view exists.
+std::optional<ir::TensorType> Reviewed(const ir::OpNode& view, const ir::TensorType& input);
+
 }  // namespace kforge::passes

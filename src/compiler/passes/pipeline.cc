@@ -10,6 +10,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/attention.h"
+#include "compiler/passes/attention_products.h"
 #include "compiler/passes/copy_elision.h"
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/decompose.h"
@@ -29,7 +30,7 @@ struct NamedPass {
 
 const std::vector<NamedPass>& GraphPasses() {
   static const std::vector<NamedPass> passes = {
-      {"recurrence", LowerRecurrence}, {"attention", FuseAttention}, {"decompose", Decompose}, {"copies", ElideCopies},
+      {"recurrence", LowerRecurrence}, {"attention", FuseAttention}, {"attention_products", SplitAttentionProducts}, {"decompose", Decompose}, {"copies", ElideCopies},
       {"epilogues", MoveEpiloguesIntoProducts}, {"dead_code", RemoveDeadCode}};
   return passes;
 }
@@ -41,7 +42,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string>& PassNames() {
-  static const std::vector<std::string> names = {"recurrence", "attention", "decompose", "copies", "epilogues", "dead_code", "fuse"};
+  static const std::vector<std::string> names = {"recurrence", "attention", "attention_products", "decompose", "copies", "epilogues", "dead_code", "fuse"};
   return names;
 }
 

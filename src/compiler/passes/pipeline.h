@@ -33,8 +33,8 @@ struct PipelineResult {
   std::vector<PassRecord> passes;
 };
 
-// The passes RunPipeline runs, in order: "attention", "decompose", "dead_code", then "fuse"
-// (fusion planning).
+// The passes RunPipeline runs, in order: "recurrence", "attention", "attention_products",
+// "decompose", "copies", "epilogues", "dead_code", then "fuse" (fusion planning).
 const std::vector<std::string>& PassNames();
 
 // InvalidArgument for an unknown name in `disabled`; Internal when a pass breaks the IR.

@@ -664,9 +664,10 @@ TEST(CudaAttentionEndToEndTest, TheBiasKernelFlagsTheTilesThatKeepAScore) {
   }
 }
 
-// The precision ladder's step with attention's inputs in IEEE: minGPT's qkv product, which its
-// attention reads q, k and v from through a split and views, is a CUDA FMA kernel; its output
-// projection stays a Triton kernel of six-pass BF16 dots.
+// The precision ladder's steps with attention's inputs in IEEE: minGPT's qkv projection, split by
+// the attention_products pass into the product of q's and k's columns (44 x 96 here) and v's
+// (columns 96-143), has the first a CUDA FMA kernel; v's product, with the output projection,
+// stays a Triton kernel of six-pass BF16 dots until v's precision is raised too.
 TEST(CudaAttentionEndToEndTest, TheProductsAttentionReadsFromTakeTheirOwnPrecision) {
   ModelWriterOptions options;
   options.kernel.cuda_ieee_kernels = true;
@@ -674,7 +675,11 @@ TEST(CudaAttentionEndToEndTest, TheProductsAttentionReadsFromTakeTheirOwnPrecisi
   options.kernel.attention_dot_precision = "ieee";
   options.kernel.attention_input_dot_precision = "ieee";
   ExpectCompilesForHopper("codegen/attention_mingpt_causal", options,
-                          {"= KfCudaKernel(\"attention_", "= KfCudaKernel(\"matmul_addmm_", "input_precision=\"bf16x6\""});
+                          {"= KfCudaKernel(\"attention_", "= KfCudaKernel(\"matmul_addmm_0_96_", "def matmul_addmm_96_144_",
+                           "input_precision=\"bf16x6\""});
+  options.kernel.attention_value_dot_precision = "ieee";
+  ExpectCompilesForHopper("codegen/attention_mingpt_causal", options,
+                          {"= KfCudaKernel(\"matmul_addmm_0_96_", "= KfCudaKernel(\"matmul_addmm_96_144_", "input_precision=\"bf16x6\""});
 }
 
 // Mamba2's causal mask and integer logic are pointwise kernels: no bitwise or logical op, and no

@@ -75,12 +75,13 @@ TEST(PipelineTest, RunsEveryPassInOrderAndPlansTheLiveGraph) {
   ASSERT_EQ(result->passes.size(), PassNames().size());
   EXPECT_EQ(result->passes[0].name, "recurrence");
   EXPECT_EQ(result->passes[1].name, "attention");
-  EXPECT_EQ(result->passes[2].name, "decompose");
-  EXPECT_EQ(result->passes[3].name, "copies");
-  EXPECT_EQ(result->passes[4].name, "epilogues");
-  EXPECT_EQ(result->passes[5].name, "dead_code");
-  EXPECT_TRUE(result->passes[5].ran);
-  EXPECT_EQ(result->passes[5].values_before - result->passes[5].values_after, 2);
+  EXPECT_EQ(result->passes[2].name, "attention_products");
+  EXPECT_EQ(result->passes[3].name, "decompose");
+  EXPECT_EQ(result->passes[4].name, "copies");
+  EXPECT_EQ(result->passes[5].name, "epilogues");
+  EXPECT_EQ(result->passes[6].name, "dead_code");
+  EXPECT_TRUE(result->passes[6].ran);
+  EXPECT_EQ(result->passes[6].values_before - result->passes[6].values_after, 2);
   ASSERT_EQ(result->plan.groups.size(), 1u);  // neg and relu fused; the dead exps are gone
   EXPECT_EQ(result->plan.groups[0].nodes.size(), 2u);
 }
@@ -297,7 +298,7 @@ TEST(PipelineTest, CapturedMishIsMishAgain) {
 
 TEST(PipelineTest, DisabledPassesDoNotRun) {
   PipelineOptions options;
-  options.disabled = {"recurrence", "attention", "decompose", "copies", "epilogues", "dead_code", "fuse"};
+  options.disabled = {"recurrence", "attention", "attention_products", "decompose", "copies", "epilogues", "dead_code", "fuse"};
   auto result = RunPipeline(GraphWithDeadOps(), options);
   ASSERT_TRUE(result.ok());
   for (const PassRecord& pass : result->passes) EXPECT_FALSE(pass.ran) << pass.name;
@@ -310,10 +311,10 @@ TEST(PipelineTest, DumpKeepsTheIrAfterEachPass) {
   options.dump = true;
   auto result = RunPipeline(GraphWithDeadOps(), options);
   ASSERT_TRUE(result.ok());
-  ASSERT_EQ(result->passes[5].name, "dead_code");
-  EXPECT_NE(result->passes[5].dump.find("aten.relu.default"), std::string::npos);
-  EXPECT_EQ(result->passes[5].dump.find("%exp2"), std::string::npos);
-  EXPECT_FALSE(result->passes[6].dump.empty());
+  ASSERT_EQ(result->passes[6].name, "dead_code");
+  EXPECT_NE(result->passes[6].dump.find("aten.relu.default"), std::string::npos);
+  EXPECT_EQ(result->passes[6].dump.find("%exp2"), std::string::npos);
+  EXPECT_FALSE(result->passes[7].dump.empty());
 }
 
 TEST(PipelineTest, UnknownPassNameIsAUserError) {
