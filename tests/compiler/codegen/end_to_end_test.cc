@@ -191,6 +191,24 @@ void ExpectMatchesPyTorch(const std::string& name, const ModelWriterOptions& opt
   if (rc == 0) RemoveTreeQuietly(*dir);
 }
 
+// Runs one of this folder's scripts in `dir` on the task `name` and the model_new.py there, with
+// `flags` after them; its exit status and what it printed (stdout and stderr, also left in `log`).
+struct ScriptRun {
+  int rc = 0;
+  std::string output;
+};
+ScriptRun RunScript(const fs::path& dir, const std::string& script, const std::string& name, const std::string& flags,
+                    const std::string& log) {
+  const fs::path path = fs::path(KFORGE_SOURCE_DIR) / "tests" / "compiler" / "codegen" / script;
+  const std::string run = "cd '" + dir.string() + "' && " + kPython + " '" + path.string() + "' '" + TaskPath(name).string() +
+                          "' model_new.py " + flags + " > " + log + " 2>&1";
+  ScriptRun result;
+  result.rc = std::system(run.c_str());
+  Result<std::string> logged = ReadFile(dir / log);
+  result.output = logged.ok() ? *logged : "";
+  return result;
+}
+
 // Writes ModelNew for the task `name` as for a GPU (every tiled kernel autotuned over its
 // configuration space) and compiles every kernel it launches, in every configuration, for Hopper
 // (sm_90) through Triton's compiler and ptxas, checking shared memory and grid limits
@@ -216,12 +234,7 @@ void ExpectCompilesForHopper(const std::string& name, ModelWriterOptions options
   Json tuning = Json::array();
   for (const CudaTuning& job : notes.cuda_tuning) tuning.push_back(CudaTuningToJson(job));
   ASSERT_TRUE(WriteFile(*dir / "tuning.json", tuning.dump()).ok());
-  const fs::path script = fs::path(KFORGE_SOURCE_DIR) / "tests" / "compiler" / "codegen" / "compile_for_gpu.py";
-  const std::string run = "cd '" + dir->string() + "' && " + kPython + " '" + script.string() + "' '" + TaskPath(name).string() +
-                          "' model_new.py --arch 90 --tuning tuning.json > compile.log 2>&1";
-  const int rc = std::system(run.c_str());
-  Result<std::string> logged = ReadFile(*dir / "compile.log");
-  const std::string output = logged.ok() ? *logged : "";
+  const auto [rc, output] = RunScript(*dir, "compile_for_gpu.py", name, "--arch 90 --tuning tuning.json", "compile.log");
   EXPECT_EQ(rc, 0) << output << "\n--- model_new.py ---\n" << *model;
   EXPECT_NE(output.find(" 0 failed"), std::string::npos) << output;
   if (!notes.cuda_tuning.empty()) EXPECT_NE(output.find(", for the tuner]: ok"), std::string::npos) << output;
@@ -652,12 +665,7 @@ TEST(CudaAttentionEndToEndTest, TheBiasKernelFlagsTheTilesThatKeepAScore) {
     Result<std::string> model = WriteModelNew(planned->graph, planned->plan, options);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     ASSERT_TRUE(WriteFile(*dir / "model_new.py", *model).ok());
-    const fs::path script = fs::path(KFORGE_SOURCE_DIR) / "tests" / "compiler" / "codegen" / "attention_bias_tiles.py";
-    const std::string run = "cd '" + dir->string() + "' && " + kPython + " '" + script.string() + "' '" + TaskPath(name).string() +
-                            "' model_new.py > tiles.log 2>&1";
-    const int rc = std::system(run.c_str());
-    Result<std::string> logged = ReadFile(*dir / "tiles.log");
-    const std::string output = logged.ok() ? *logged : "";
+    const auto [rc, output] = RunScript(*dir, "attention_bias_tiles.py", name, "", "tiles.log");
     EXPECT_EQ(rc, 0) << name << "\n" << output << "\n--- model_new.py ---\n" << *model;
     EXPECT_NE(output.find(flags), std::string::npos) << name << "\n" << output;
     if (rc == 0) RemoveTreeQuietly(*dir);
