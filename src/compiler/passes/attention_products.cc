@@ -139,69 +139,88 @@ struct Plan {
   std::map<ir::ValueId, ir::TensorType> retyped;
 };
 
+// The split and the product it reads (through a view keeping the product's last dim, or none),
+// where `split` is one this pass may take apart: along the last dim, each value between read by
+// the next alone.
+std::optional<SplitProduct> MatchSplitProduct(const ir::Graph& graph, const std::vector<std::vector<ir::ValueId>>& readers,
+                                              const ir::OpNode& split) {
+  if (split.op != "aten.split_with_sizes.default" || split.args.size() != 3 || !split.args[0].Is<NodeRef>() ||
+      !split.args[1].Is<ir::IntList>() || !split.args[2].Is<int64_t>()) {
+    return std::nullopt;
+  }
+  auto only_reader = [&](ir::ValueId id, ir::ValueId reader) { return readers[static_cast<size_t>(id)] == std::vector<ir::ValueId>{reader}; };
+  SplitProduct s;
+  s.split = &split;
+  s.sizes = split.args[1].As<ir::IntList>();
+  const NodeRef input = split.args[0].As<NodeRef>();
+  const ir::TensorType& input_type = *graph.TypeOf(input);
+  const int64_t dim = split.args[2].As<int64_t>();
+  if (dim != input_type.rank() - 1 && dim != -1) return std::nullopt;
+  NodeRef product_ref = input;
+  if (const ir::OpNode* view = OpAt(graph, input); view != nullptr && view->op == "aten.view.default") {
+    if (!only_reader(view->id, split.id) || !view->args[0].Is<NodeRef>() || !input_type.is_contiguous()) return std::nullopt;
+    s.view = view;
+    product_ref = view->args[0].As<NodeRef>();
+  }
+  s.product = SplittableProduct(graph, product_ref);
+  if (s.product == nullptr || !only_reader(s.product->id, s.view ? s.view->id : split.id) ||
+      input_type.shape.back() != s.product->type().shape[1]) {
+    return std::nullopt;
+  }
+  return s;
+}
+
+// The runs of consecutive chunks of one role; none unless q or k and v both come from the split.
+std::vector<std::pair<size_t, size_t>> RoleRuns(const std::map<std::pair<ir::ValueId, int32_t>, Role>& roles, const SplitProduct& s) {
+  std::vector<Role> chunk_roles;
+  for (size_t c = 0; c < s.sizes.size(); ++c) {
+    auto found = roles.find({s.split->id, static_cast<int32_t>(c)});
+    chunk_roles.push_back(found == roles.end() ? Role::kNone : found->second);
+  }
+  const bool scores = std::count(chunk_roles.begin(), chunk_roles.end(), Role::kScore) > 0;
+  const bool values = std::count(chunk_roles.begin(), chunk_roles.end(), Role::kValue) > 0;
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (size_t c = 0; scores && values && c < chunk_roles.size(); ++c) {
+    if (c == 0 || chunk_roles[c] != chunk_roles[c - 1]) runs.push_back({c, c});
+    runs.back().second = c + 1;
+  }
+  return runs;
+}
+
+// Each chunk's type as its run's product leaves it: contiguous along the split's view, or a split
+// of that.
+std::vector<ir::TensorType> ChunkTypes(const SplitProduct& s, const ir::TensorType& viewed) {
+  std::vector<ir::TensorType> chunks;
+  for (const auto& [first, last] : s.runs) {
+    ir::Shape run_shape = viewed.shape;
+    run_shape.back() = std::accumulate(s.sizes.begin() + first, s.sizes.begin() + last, int64_t{0});
+    const std::vector<int64_t> stride = ir::ContiguousStrides(run_shape);
+    for (size_t c = first; c < last; ++c) {
+      ir::Shape shape = run_shape;
+      shape.back() = s.sizes[c];
+      chunks.push_back(ir::TensorType{shape, viewed.dtype, stride});
+    }
+  }
+  return chunks;
+}
+
 Plan PlanSplits(const ir::Graph& graph) {
   Plan plan;
   const auto readers = Readers(graph);
   const auto roles = ChunkRoles(graph);
-  auto only_reader = [&](ir::ValueId id, ir::ValueId reader) {
-    return readers[static_cast<size_t>(id)] == std::vector<ir::ValueId>{reader};
-  };
   for (const ir::Value& value : graph) {
     const auto* split = value.TryAs<ir::OpNode>();
-    if (split == nullptr || split->op != "aten.split_with_sizes.default" || split->args.size() != 3 || !split->args[0].Is<NodeRef>() ||
-        !split->args[1].Is<ir::IntList>() || !split->args[2].Is<int64_t>()) {
-      continue;
-    }
-    SplitProduct s;
-    s.split = split;
-    s.sizes = split->args[1].As<ir::IntList>();
-    const NodeRef input = split->args[0].As<NodeRef>();
-    const ir::TensorType& input_type = *graph.TypeOf(input);
-    const int64_t dim = split->args[2].As<int64_t>();
-    if (dim != input_type.rank() - 1 && dim != -1) continue;
-    NodeRef product_ref = input;
-    if (const ir::OpNode* view = OpAt(graph, input); view != nullptr && view->op == "aten.view.default") {
-      if (!only_reader(view->id, split->id) || !view->args[0].Is<NodeRef>() || !input_type.is_contiguous()) continue;
-      s.view = view;
-      product_ref = view->args[0].As<NodeRef>();
-    }
-    s.product = SplittableProduct(graph, product_ref);
-    if (s.product == nullptr || !only_reader(s.product->id, s.view ? s.view->id : split->id) ||
-        input_type.shape.back() != s.product->type().shape[1]) {
-      continue;
-    }
-    // Runs of one role; at least one of q or k and one of v.
-    std::vector<Role> chunk_roles;
-    for (size_t c = 0; c < s.sizes.size(); ++c) {
-      auto found = roles.find({split->id, static_cast<int32_t>(c)});
-      chunk_roles.push_back(found == roles.end() ? Role::kNone : found->second);
-    }
-    for (size_t c = 0; c < chunk_roles.size(); ++c) {
-      if (c == 0 || chunk_roles[c] != chunk_roles[c - 1]) s.runs.push_back({c, c});
-      s.runs.back().second = c + 1;
-    }
-    const bool scores = std::count(chunk_roles.begin(), chunk_roles.end(), Role::kScore) > 0;
-    const bool values = std::count(chunk_roles.begin(), chunk_roles.end(), Role::kValue) > 0;
-    if (!scores || !values || s.runs.size() < 2) continue;
-    // Each chunk as its run's product leaves it: contiguous along the split's view, or a split of it.
-    std::vector<ir::TensorType> chunks;
-    for (const auto& [first, last] : s.runs) {
-      const int64_t columns = std::accumulate(s.sizes.begin() + first, s.sizes.begin() + last, int64_t{0});
-      ir::Shape run_shape = input_type.shape;
-      run_shape.back() = columns;
-      const std::vector<int64_t> stride = ir::ContiguousStrides(run_shape);
-      for (size_t c = first; c < last; ++c) {
-        ir::Shape shape = run_shape;
-        shape.back() = s.sizes[c];
-        chunks.push_back(ir::TensorType{shape, input_type.dtype, stride});
-      }
-    }
-    std::optional<std::map<ir::ValueId, ir::TensorType>> retyped = Retyped(graph, s, chunks);
+    std::optional<SplitProduct> s = split ? MatchSplitProduct(graph, readers, *split) : std::nullopt;
+    if (!s) continue;
+    s->runs = RoleRuns(roles, *s);
+    if (s->runs.size() < 2) continue;
+    std::optional<std::map<ir::ValueId, ir::TensorType>> retyped =
+        Retyped(graph, *s, ChunkTypes(*s, *graph.TypeOf(split->args[0].As<NodeRef>())));
     if (!retyped) continue;
     plan.retyped.insert(retyped->begin(), retyped->end());
-    plan.replaced[s.product->id] = split->id;
-    if (s.view) plan.replaced[s.view->id] = split->id;
-    plan.by_split.emplace(split->id, std::move(s));
+    plan.replaced[s->product->id] = split->id;
+    if (s->view) plan.replaced[s->view->id] = split->id;
+    plan.by_split.emplace(split->id, std::move(*s));
   }
   return plan;
 }
