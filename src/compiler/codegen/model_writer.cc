@@ -109,28 +109,19 @@ AttentionProducts ProductsFeedingAttention(const ir::Graph& graph, const passes:
     for (ir::ValueId id : group.nodes) group_of[id] = &group;
   }
   AttentionProducts products;
-  auto trace = [&](std::vector<ir::ValueId> pending, std::set<std::string>& feeding) {
-    std::set<ir::ValueId> seen;
-    while (!pending.empty()) {
-      const ir::ValueId id = pending.back();
-      pending.pop_back();
-      if (!seen.insert(id).second) continue;
-      const ir::Value& value = graph.value(id);
-      const auto* op = value.TryAs<ir::OpNode>();
-      if (op != nullptr && (op->op_kind() == ir::OpKind::kView || op->op_kind() == ir::OpKind::kDataMovement)) {
-        for (const ir::NodeRef& input : passes::TensorInputs(value)) pending.push_back(input.value);
-        continue;
-      }
-      auto producer = group_of.find(id);
+  auto trace = [&](std::vector<ir::NodeRef> starts, std::set<std::string>& feeding) {
+    passes::WalkBackThroughDataMovement(graph, std::move(starts), [&](const ir::NodeRef& ref) {
+      auto producer = group_of.find(ref.value);
       if (producer != group_of.end() && producer->second->kind == Kind::kMatmul) feeding.insert(producer->second->name);
-    }
+      return true;
+    });
   };
   for (const passes::FusionGroup& group : plan.groups) {
     if (group.kind != Kind::kAttention) continue;
     Result<AttentionNode> attention = ReadAttentionNode(graph, graph.value(group.nodes.back()).As<ir::OpNode>());
     if (!attention.ok()) continue;
-    trace({attention->q.value, attention->k.value}, products.scores);
-    trace({attention->v.value}, products.values);
+    trace({attention->q, attention->k}, products.scores);
+    trace({attention->v}, products.values);
   }
   for (const std::string& name : products.scores) products.values.erase(name);
   return products;

@@ -19,6 +19,7 @@ namespace {
 
 using ir::NodeRef;
 
+// In rising order: a chunk attention reads as both v and q or k is a score chunk.
 enum class Role { kNone, kValue, kScore };
 
 // A product split into attention's operands, and the runs of chunks its products are to cover.
@@ -30,48 +31,24 @@ struct SplitProduct {
   std::vector<std::pair<size_t, size_t>> runs;  // [first, last) chunks of one role each
 };
 
-bool IsAttentionOp(const ir::OpNode& op) { return op.op == "kforge.attention.default"; }
-
-// Who reads each value (op nodes by id; a graph output or mutation as kNoValue).
-std::vector<std::vector<ir::ValueId>> Readers(const ir::Graph& graph) {
-  std::vector<std::vector<ir::ValueId>> readers(static_cast<size_t>(graph.size()));
-  for (const ir::Value& value : graph) {
-    const auto* op = value.TryAs<ir::OpNode>();
-    if (op == nullptr) continue;
-    auto add = [&](const NodeRef& ref) { readers[static_cast<size_t>(ref.value)].push_back(op->id); };
-    for (const ir::Argument& arg : op->args) ir::ForEachRef(arg, add);
-    for (const auto& named : op->kwargs) ir::ForEachRef(named.argument, add);
-  }
-  for (const NodeRef& out : graph.LiveOuts()) readers[static_cast<size_t>(out.value)].push_back(ir::kNoValue);
-  return readers;
-}
-
 // The role of each split chunk attention reads (traced back from q, k and v through views and
 // copies), by (split id, chunk).
 std::map<std::pair<ir::ValueId, int32_t>, Role> ChunkRoles(const ir::Graph& graph) {
   std::map<std::pair<ir::ValueId, int32_t>, Role> roles;
   for (const ir::Value& value : graph) {
     const auto* attention = value.TryAs<ir::OpNode>();
-    if (attention == nullptr || !IsAttentionOp(*attention) || attention->args.size() < 3) continue;
+    if (attention == nullptr || !IsAttention(*attention) || attention->args.size() < 3) continue;
     for (int operand = 0; operand < 3; ++operand) {
       const Role role = operand < 2 ? Role::kScore : Role::kValue;
       const auto* start = attention->args[static_cast<size_t>(operand)].TryAs<NodeRef>();
-      std::vector<NodeRef> pending;
-      if (start != nullptr) pending.push_back(*start);
-      while (!pending.empty()) {
-        const NodeRef ref = pending.back();
-        pending.pop_back();
+      if (start == nullptr) continue;
+      WalkBackThroughDataMovement(graph, {*start}, [&](const NodeRef& ref) {
         const ir::OpNode* op = OpAt(graph, ref);
-        if (op == nullptr) continue;
-        if (op->op == "aten.split_with_sizes.default") {
-          Role& known = roles[{op->id, ref.output}];
-          known = std::max(known, role);
-          continue;
-        }
-        if (op->op_kind() == ir::OpKind::kView || op->op_kind() == ir::OpKind::kDataMovement) {
-          for (const NodeRef& input : TensorInputs(*op)) pending.push_back(input);
-        }
-      }
+        if (op == nullptr || op->op != "aten.split_with_sizes.default") return true;
+        Role& known = roles[{op->id, ref.output}];
+        known = std::max(known, role);
+        return false;
+      });
     }
   }
   return roles;
@@ -142,13 +119,11 @@ struct Plan {
 // The split and the product it reads (through a view keeping the product's last dim, or none),
 // where `split` is one this pass may take apart: along the last dim, each value between read by
 // the next alone.
-std::optional<SplitProduct> MatchSplitProduct(const ir::Graph& graph, const std::vector<std::vector<ir::ValueId>>& readers,
-                                              const ir::OpNode& split) {
+std::optional<SplitProduct> MatchSplitProduct(const ir::Graph& graph, const GraphReaders& readers, const ir::OpNode& split) {
   if (split.op != "aten.split_with_sizes.default" || split.args.size() != 3 || !split.args[0].Is<NodeRef>() ||
       !split.args[1].Is<ir::IntList>() || !split.args[2].Is<int64_t>()) {
     return std::nullopt;
   }
-  auto only_reader = [&](ir::ValueId id, ir::ValueId reader) { return readers[static_cast<size_t>(id)] == std::vector<ir::ValueId>{reader}; };
   SplitProduct s;
   s.split = &split;
   s.sizes = split.args[1].As<ir::IntList>();
@@ -158,12 +133,12 @@ std::optional<SplitProduct> MatchSplitProduct(const ir::Graph& graph, const std:
   if (dim != input_type.rank() - 1 && dim != -1) return std::nullopt;
   NodeRef product_ref = input;
   if (const ir::OpNode* view = OpAt(graph, input); view != nullptr && view->op == "aten.view.default") {
-    if (!only_reader(view->id, split.id) || !view->args[0].Is<NodeRef>() || !input_type.is_contiguous()) return std::nullopt;
+    if (!readers.OnlyReader(view->id, split.id) || !view->args[0].Is<NodeRef>() || !input_type.is_contiguous()) return std::nullopt;
     s.view = view;
     product_ref = view->args[0].As<NodeRef>();
   }
   s.product = SplittableProduct(graph, product_ref);
-  if (s.product == nullptr || !only_reader(s.product->id, s.view ? s.view->id : split.id) ||
+  if (s.product == nullptr || !readers.OnlyReader(s.product->id, s.view ? s.view->id : split.id) ||
       input_type.shape.back() != s.product->type().shape[1]) {
     return std::nullopt;
   }
@@ -206,7 +181,7 @@ std::vector<ir::TensorType> ChunkTypes(const SplitProduct& s, const ir::TensorTy
 
 Plan PlanSplits(const ir::Graph& graph) {
   Plan plan;
-  const auto readers = Readers(graph);
+  const GraphReaders readers(graph);
   const auto roles = ChunkRoles(graph);
   for (const ir::Value& value : graph) {
     const auto* split = value.TryAs<ir::OpNode>();

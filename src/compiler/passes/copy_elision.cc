@@ -224,12 +224,7 @@ ir::TensorType ColumnMajor(const ir::TensorType& product) {
 
 class CopyElider : public ir::GraphRewriter {
  public:
-  explicit CopyElider(const ir::Graph& graph) : readers_(graph.size()) {
-    for (const ir::Value& value : graph) {
-      for (const NodeRef& ref : TensorInputs(value)) readers_[ref.value].insert(value.id);
-    }
-    for (const NodeRef& out : graph.LiveOuts()) returned_.insert(out.value);
-  }
+  explicit CopyElider(const ir::Graph& graph) : readers_(graph) {}
 
  protected:
   Status RewriteOp(const ir::OpNode& node) override {
@@ -252,20 +247,17 @@ class CopyElider : public ir::GraphRewriter {
     const ir::Value* value = source().Resolve(ref);
     return value ? value->TryAs<ir::OpNode>() : nullptr;
   }
-  bool OnlyReader(ir::ValueId value, ir::ValueId reader) const {
-    return !returned_.count(value) && readers_[value].size() == 1 && readers_[value].count(reader);
-  }
 
   // The bmm operand `ref` as read through `view(copy(x))`, or as itself. Types are the rewritten
   // graph's: x may be written contiguous by now.
   std::optional<Operand> Read(NodeRef ref, ir::ValueId bmm) {
     const ir::TensorType& type = *builder().TypeOf(Map(ref));
     const ir::OpNode* view = Producer(ref);
-    const ir::OpNode* copy = view && IsFlatteningView(*view) && OnlyReader(view->id, bmm) && !view->args.empty() &&
+    const ir::OpNode* copy = view && IsFlatteningView(*view) && readers_.OnlyReader(view->id, bmm) && !view->args.empty() &&
                                      view->args[0].Is<NodeRef>()
                                  ? Producer(view->args[0].As<NodeRef>())
                                  : nullptr;
-    if (copy && IsCopy(*copy) && OnlyReader(copy->id, view->id) && copy->type().is_contiguous() &&
+    if (copy && IsCopy(*copy) && readers_.OnlyReader(copy->id, view->id) && copy->type().is_contiguous() &&
         !copy->args.empty() && copy->args[0].Is<NodeRef>()) {
       const NodeRef x = Map(copy->args[0].As<NodeRef>());
       if (std::optional<Operand> through = SplitAs(*builder().TypeOf(x), type.shape)) {
@@ -345,14 +337,14 @@ class CopyElider : public ir::GraphRewriter {
   void ChooseProductLayout(const ir::OpNode& bmm) {
     std::vector<const ir::OpNode*> chain;
     ir::ValueId at = bmm.id;
-    while (!returned_.count(at) && readers_[at].size() == 1) {
-      const auto* reader = source().value(*readers_[at].begin()).TryAs<ir::OpNode>();
+    while (!readers_.returned.count(at) && readers_.of[at].size() == 1) {
+      const auto* reader = source().value(*readers_.of[at].begin()).TryAs<ir::OpNode>();
       if (reader == nullptr || !Reviewed(*reader, source().value(at).type())) break;
       chain.push_back(reader);
       at = reader->id;
     }
-    if (chain.empty() || returned_.count(at) || readers_[at].size() != 1) return;
-    const ir::Value& consumer = source().value(*readers_[at].begin());
+    if (chain.empty() || readers_.returned.count(at) || readers_.of[at].size() != 1) return;
+    const ir::Value& consumer = source().value(*readers_.of[at].begin());
     if (!IsFusablePointwise(source(), consumer) || !(source().value(at).type().shape == consumer.type().shape)) return;
     // The dim the consumer writes fastest: does the read follow it?
     const ir::TensorType& written = consumer.type();
@@ -378,17 +370,17 @@ class CopyElider : public ir::GraphRewriter {
   // `y.transpose(1, 2).contiguous()` before its output projection) is stored in the copy's layout:
   // the permuted view is then contiguous, and the copy is dropped.
   void ChooseAttentionLayout(const ir::OpNode& attention) {
-    if (attention.num_outputs() != 1 || returned_.count(attention.id)) return;
+    if (attention.num_outputs() != 1 || readers_.returned.count(attention.id)) return;
     std::vector<const ir::OpNode*> chain;
     ir::ValueId at = attention.id;
-    while (!returned_.count(at) && readers_[at].size() == 1) {
-      const auto* reader = source().value(*readers_[at].begin()).TryAs<ir::OpNode>();
+    while (!readers_.returned.count(at) && readers_.of[at].size() == 1) {
+      const auto* reader = source().value(*readers_.of[at].begin()).TryAs<ir::OpNode>();
       if (reader == nullptr || reader->op != "aten.permute.default") break;
       chain.push_back(reader);
       at = reader->id;
     }
-    if (chain.empty() || returned_.count(at) || readers_[at].size() != 1) return;
-    const auto* copy = source().value(*readers_[at].begin()).TryAs<ir::OpNode>();
+    if (chain.empty() || readers_.returned.count(at) || readers_.of[at].size() != 1) return;
+    const auto* copy = source().value(*readers_.of[at].begin()).TryAs<ir::OpNode>();
     if (copy == nullptr || !IsCopy(*copy) || !copy->type().is_contiguous() ||
         copy->type().shape != source().value(at).type().shape || copy->type().dtype != attention.type().dtype) {
       return;
@@ -436,11 +428,11 @@ class CopyElider : public ir::GraphRewriter {
 
   // Whether `node` is a pointwise result only a contiguous copy reads (WriteContiguous's case).
   bool ToBeWrittenContiguous(const ir::OpNode& node) const {
-    if (!IsFusablePointwise(source(), node) || node.type().is_contiguous() || returned_.count(node.id) ||
-        readers_[node.id].size() != 1) {
+    if (!IsFusablePointwise(source(), node) || node.type().is_contiguous() || readers_.returned.count(node.id) ||
+        readers_.of[node.id].size() != 1) {
       return false;
     }
-    const ir::OpNode* copy = source().value(*readers_[node.id].begin()).TryAs<ir::OpNode>();
+    const ir::OpNode* copy = source().value(*readers_.of[node.id].begin()).TryAs<ir::OpNode>();
     return copy != nullptr && IsCopy(*copy) && copy->type().is_contiguous() && copy->type().shape == node.type().shape &&
            copy->type().dtype == node.type().dtype;
   }
@@ -464,8 +456,7 @@ class CopyElider : public ir::GraphRewriter {
     return Status::Ok();
   }
 
-  std::vector<std::set<ir::ValueId>> readers_;
-  std::set<ir::ValueId> returned_;
+  const GraphReaders readers_;
   std::set<ir::ValueId> written_contiguous_;
   std::map<ir::ValueId, ir::TensorType> retyped_;  // by source id: products stored column-major, their views
 };

@@ -4,6 +4,32 @@
 
 namespace kforge::passes {
 
+GraphReaders::GraphReaders(const ir::Graph& graph) : of(static_cast<size_t>(graph.size())) {
+  for (const ir::Value& value : graph) {
+    for (const ir::NodeRef& ref : TensorInputs(value)) of[static_cast<size_t>(ref.value)].insert(value.id);
+  }
+  for (const ir::NodeRef& out : graph.LiveOuts()) returned.insert(out.value);
+}
+
+bool GraphReaders::OnlyReader(ir::ValueId value, ir::ValueId reader) const {
+  const std::set<ir::ValueId>& readers = of[static_cast<size_t>(value)];
+  return !returned.count(value) && readers.size() == 1 && readers.count(reader);
+}
+
+void WalkBackThroughDataMovement(const ir::Graph& graph, std::vector<ir::NodeRef> starts,
+                                 const std::function<bool(const ir::NodeRef&)>& reached) {
+  std::set<std::pair<ir::ValueId, int32_t>> seen;
+  while (!starts.empty()) {
+    const ir::NodeRef ref = starts.back();
+    starts.pop_back();
+    if (!seen.insert({ref.value, ref.output}).second || !reached(ref)) continue;
+    const ir::OpNode* op = OpAt(graph, ref);
+    if (op != nullptr && (op->op_kind() == ir::OpKind::kView || op->op_kind() == ir::OpKind::kDataMovement)) {
+      for (const ir::NodeRef& input : TensorInputs(*op)) starts.push_back(input);
+    }
+  }
+}
+
 const ir::OpNode* OpAt(const ir::Graph& graph, ir::NodeRef ref) { return graph.value(ref.value).TryAs<ir::OpNode>(); }
 const ir::OpNode* OpAt(const ir::Graph& graph, const ir::Argument& arg) {
   const auto* ref = arg.TryAs<ir::NodeRef>();

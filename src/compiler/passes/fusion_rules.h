@@ -2,7 +2,9 @@
 // (fusion_plan.h) combines them; nothing here looks beyond the values it is given.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,24 @@ std::vector<ir::NodeRef> TensorInputs(const ir::Value& value);
 // constant, or an argument that is not a reference.
 const ir::OpNode* OpAt(const ir::Graph& graph, ir::NodeRef ref);
 const ir::OpNode* OpAt(const ir::Graph& graph, const ir::Argument& arg);
+
+// Who reads each value of a graph (the op nodes, by id) and which values it returns or leaves in a
+// parameter or buffer (LiveOuts).
+struct GraphReaders {
+  explicit GraphReaders(const ir::Graph& graph);
+  // Whether `reader` alone reads `value` and the graph does not return it.
+  bool OnlyReader(ir::ValueId value, ir::ValueId reader) const;
+
+  std::vector<std::set<ir::ValueId>> of;  // by value id
+  std::set<ir::ValueId> returned;
+};
+
+// Walks back from `starts` through the ops that only move data (views, splits, copies), calling
+// `reached` for each reference it comes to, each once: the starts, then what those ops read, as far
+// as an op that computes, an input, a parameter or a constant. Where `reached` says false the walk
+// does not go past that reference.
+void WalkBackThroughDataMovement(const ir::Graph& graph, std::vector<ir::NodeRef> starts,
+                                 const std::function<bool(const ir::NodeRef&)>& reached);
 
 // Fusable pointwise: a known pointwise op with exactly one output whose every tensor input broadcasts to it,
 // or a 1-D arange (each element a function of its index).

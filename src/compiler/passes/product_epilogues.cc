@@ -285,12 +285,7 @@ const NodeRef* Find(const RefMap& map, const NodeRef& ref) {
 
 class EpilogueMover : public ir::GraphRewriter {
  public:
-  explicit EpilogueMover(const ir::Graph& graph) : readers_(graph.size()) {
-    for (const ir::Value& value : graph) {
-      for (const NodeRef& ref : TensorInputs(value)) readers_[ref.value].insert(value.id);
-    }
-    for (const NodeRef& out : graph.LiveOuts()) returned_.insert(out.value);
-  }
+  explicit EpilogueMover(const ir::Graph& graph) : readers_(graph) {}
 
  protected:
   Status RewriteOp(const ir::OpNode& node) override {
@@ -311,7 +306,7 @@ class EpilogueMover : public ir::GraphRewriter {
   // folds, where moved into a product the op's result would be stored for it (a norm's squares
   // of a value stored anyway).
   bool ReadByAReduction(const ir::OpNode& node) const {
-    return std::any_of(readers_[node.id].begin(), readers_[node.id].end(),
+    return std::any_of(readers_.of[node.id].begin(), readers_.of[node.id].end(),
                        [&](ir::ValueId reader) { return FusableReductionSpace(source(), source().value(reader)).has_value(); });
   }
 
@@ -321,16 +316,13 @@ class EpilogueMover : public ir::GraphRewriter {
   bool LastReaderOfItsInputs(const ir::OpNode& node, NodeRef x) const {
     for (const NodeRef& ref : TensorInputs(node)) {
       if (!(ref == x) && !moved_.count(ref.value)) continue;
-      for (ir::ValueId reader : readers_[ref.value]) {
+      for (ir::ValueId reader : readers_.of[ref.value]) {
         if (reader != node.id && !moved_.count(reader)) return false;
       }
     }
     return true;
   }
 
-  bool OnlyReader(ir::ValueId value, ir::ValueId reader) const {
-    return !returned_.count(value) && readers_[value].size() == 1 && readers_[value].count(reader);
-  }
 
   // What a chain of views leads back to (the anchor): a matmul; a pointwise op over the matmul's
   // shape that reads it (an epilogue the planner already joins to it, such as a bias); or an op
@@ -372,7 +364,7 @@ class EpilogueMover : public ir::GraphRewriter {
       const ir::Value& value = source().value(at);
       const auto* op = value.TryAs<ir::OpNode>();
       if (op == nullptr || op->num_outputs() != 1) return std::nullopt;
-      only_reader = only_reader && OnlyReader(at, next);
+      only_reader = only_reader && readers_.OnlyReader(at, next);
       const std::vector<NodeRef> inputs = TensorInputs(value);
       if (IsProduct(source(), value)) {
         if (views == 0) return std::nullopt;  // read directly: the planner joins the op already
@@ -405,7 +397,7 @@ class EpilogueMover : public ir::GraphRewriter {
       while (!stack.empty()) {
         const ir::ValueId at = stack.back();
         stack.pop_back();
-        for (ir::ValueId reader : readers_[at]) {
+        for (ir::ValueId reader : readers_.of[at]) {
           if (!downstream[reader]) {
             downstream[reader] = true;
             stack.push_back(reader);
@@ -440,12 +432,12 @@ class EpilogueMover : public ir::GraphRewriter {
     ir::ValueId at = input.value, next = reader;
     while (IsMetadataView(source().value(at))) {
       const std::vector<NodeRef> inputs = TensorInputs(source().value(at));
-      if (inputs.size() != 1 || !OnlyReader(at, next)) return std::nullopt;
+      if (inputs.size() != 1 || !readers_.OnlyReader(at, next)) return std::nullopt;
       next = at;
       at = inputs.front().value;
     }
     const ir::Value& q = source().value(at);
-    if (!IsFusablePointwise(source(), q) || IsArange(q) || !OnlyReader(at, next)) return std::nullopt;
+    if (!IsFusablePointwise(source(), q) || IsArange(q) || !readers_.OnlyReader(at, next)) return std::nullopt;
     const ir::TensorType& q_type = q.type();
     std::optional<std::vector<LaidDim>> q_laid = DenseOrder(q_type), input_laid = DenseOrder(input_type);
     if (!q_laid || !input_laid || q_laid->size() != input_laid->size()) return std::nullopt;
@@ -468,11 +460,11 @@ class EpilogueMover : public ir::GraphRewriter {
     for (const NodeRef& ref : TensorInputs(q)) reached[ref.value] = true;
     for (ir::ValueId id = at - 1; id >= 0; --id) {
       const ir::Value& value = source().value(id);
-      if (!reached[id] || returned_.count(id) || !IsFusablePointwise(source(), value) || IsArange(value) ||
+      if (!reached[id] || readers_.returned.count(id) || !IsFusablePointwise(source(), value) || IsArange(value) ||
           value.type().shape != q_type.shape) {
         continue;
       }
-      in[id] = std::all_of(readers_[id].begin(), readers_[id].end(), [&](ir::ValueId user) { return in[user]; });
+      in[id] = std::all_of(readers_.of[id].begin(), readers_.of[id].end(), [&](ir::ValueId user) { return in[user]; });
       if (!in[id]) continue;
       for (const NodeRef& ref : TensorInputs(value)) reached[ref.value] = true;
     }
@@ -685,8 +677,7 @@ class EpilogueMover : public ir::GraphRewriter {
     return NodeRef{id, 0};
   }
 
-  std::vector<std::set<ir::ValueId>> readers_;
-  std::set<ir::ValueId> returned_;
+  const GraphReaders readers_;
   std::map<ir::ValueId, Moved> moved_;                     // by source id
   std::map<ir::ValueId, std::vector<bool>> downstream_;  // by product: the values computed from it
 };
