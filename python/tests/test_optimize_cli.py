@@ -89,7 +89,8 @@ def test_passes_can_be_disabled_and_their_ir_dumped(tmp_path):
     assert code == 0
     dumps = os.path.join(os.path.dirname(fused["model_new"]), "ir")
     assert sorted(os.listdir(dumps)) == ["01_recurrence.txt", "02_attention.txt", "03_attention_products.txt", "04_decompose.txt",
-                                        "05_copies.txt", "06_epilogues.txt", "07_dead_code.txt", "08_fuse.txt"]
+                                        "05_copies.txt", "06_epilogues.txt", "07_dead_code.txt", "08_concatenations.txt",
+                                        "09_fuse.txt"]
     code, unfused = optimize("level1/20_softplus.py", tmp_path, "--disable-pass", "fuse")
     assert code == 0 and unfused["evaluation"]["verdict"] == "accepted"
     assert len(unfused["compile"]["groups"]) > len(fused["compile"]["groups"])

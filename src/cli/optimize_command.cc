@@ -342,7 +342,7 @@ CommandRunner AttachOptimize(CLI::App& app, const CommonOptions& common) {
   app.add_option("--timeout", flags->settings.timeout_s, "seconds the generated candidate's evaluation may take")->capture_default_str();
   app.add_flag("--json", flags->json, "print the report as JSON");
   // One pass per occurrence, so the option never swallows the task file that follows it.
-  app.add_option("--disable-pass", flags->settings.disabled_passes, "skip a compiler pass (recurrence, attention, attention_products, decompose, copies, epilogues, dead_code, fuse); repeatable")
+  app.add_option("--disable-pass", flags->settings.disabled_passes, "skip a compiler pass (recurrence, attention, attention_products, decompose, copies, epilogues, dead_code, concatenations, fuse); repeatable")
       ->expected(1)
       ->allow_extra_args(false);
   app.add_flag("--dump-ir", flags->settings.dump_ir, "write the IR after each pass to <out>/<task>/ir/");

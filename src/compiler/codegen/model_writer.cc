@@ -13,6 +13,7 @@
 #include "compiler/codegen/aten_call.h"
 #include "compiler/codegen/attention_node.h"
 #include "compiler/codegen/compile_ahead.h"
+#include "compiler/codegen/concatenation_writer.h"
 #include "compiler/codegen/cuda_kernel.h"
 #include "compiler/codegen/graph_replay.h"
 #include "compiler/codegen/kernel_identity.h"
@@ -369,6 +370,7 @@ class Writer {
       }
     }
     ChooseInPlaceUpdates();
+    concatenations_.emplace(graph_);
     for (const passes::FusionGroup& group : plan_.groups) {
       out_.Blank();
       auto kernel = kernels_.find(group.name);
@@ -383,11 +385,25 @@ class Writer {
         for (ir::ValueId id : group.nodes) nodes.push_back("%" + graph_.value(id).name);
         out_.Line(fmt::format("# {} {}: {} -> one {} kernel", ToString(group.kind), group.name, fmt::join(nodes, ", "),
                               emitted->second.helpers.count(kCudaKernelHelper) ? "CUDA C++" : "Triton"));
-        for (const std::string& line : emitted->second.launch) out_.Line(InPlace(line));
+        for (const std::string& line : emitted->second.launch) EmitAllocationOrLaunch(line);
       } else {
         std::string why = fallback_reason_.count(group.name) ? " (no kernel: " + fallback_reason_[group.name] + ")" : "";
-        out_.Line(fmt::format("# {} {}{}", ToString(group.kind), group.name, why));
-        for (ir::ValueId id : group.nodes) EmitAtenCall(graph_.value(id).As<ir::OpNode>());
+        const bool views = std::all_of(group.nodes.begin(), group.nodes.end(), [&](ir::ValueId id) {
+          return concatenations_->IsMember(id);
+        });
+        out_.Line(views ? fmt::format("# concatenation {}: no copy", group.name)
+                        : fmt::format("# {} {}{}", ToString(group.kind), group.name, why));
+        for (ir::ValueId id : group.nodes) {
+          const auto& op = graph_.value(id).As<ir::OpNode>();
+          if (std::optional<std::vector<std::string>> lines = concatenations_->Member(op)) {
+            for (const std::string& line : *lines) out_.Line(line);
+            continue;
+          }
+          if (op.op == "aten.cat.default" && !op.type().is_contiguous()) {
+            return Status::Internal(fmt::format("%{}: a cat laid out in its buffer by no concatenation", op.name));
+          }
+          EmitAtenCall(op);
+        }
       }
     }
     EmitWriteBack();
@@ -497,6 +513,16 @@ class Writer {
     }
   }
 
+  // A kernel's launch line, its allocations made views of the memory their values are written in:
+  // a slice of a concatenation, or the buffer of a state updated in place.
+  void EmitAllocationOrLaunch(const std::string& line) {
+    if (std::optional<std::vector<std::string>> lines = concatenations_->Allocation(line)) {
+      for (const std::string& written : *lines) out_.Line(written);
+      return;
+    }
+    out_.Line(InPlace(line));
+  }
+
   // `line`, with an allocation of a value written in place made the buffer itself.
   std::string InPlace(const std::string& line) const {
     for (const auto& [value, buffer] : in_place_) {
@@ -530,7 +556,7 @@ class Writer {
     for (const ir::NodeRef& ref : kernel.inputs) args.push_back(VarName(graph_, ref));
     for (const ir::NodeRef& ref : kernel.outputs) {
       const ir::TensorType& type = *graph_.TypeOf(ref);
-      out_.Line(InPlace(EmptyLike(VarName(graph_, ref), type)));
+      EmitAllocationOrLaunch(EmptyLike(VarName(graph_, ref), type));
       args.push_back(VarName(graph_, ref));
     }
     int64_t numel = 1;
@@ -570,6 +596,7 @@ class Writer {
   std::map<std::string, std::string> fallback_reason_;
   std::map<std::string, std::string> in_place_;  // a kernel output's variable -> the buffer memory it is
   std::set<std::string> written_in_place_;        // mutation targets whose kernel writes them
+  std::optional<ConcatenationWriter> concatenations_;  // made for each forward written
   std::map<std::string, std::string> kernel_by_identity_;  // canonical source -> the kernel emitted for it
 };
 

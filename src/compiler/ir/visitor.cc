@@ -79,12 +79,14 @@ Status GraphRewriter::RewriteConstant(const ConstantValue& constant) {
   return Copied(constant, builder().AddConstant(constant.name, constant.target, constant.type(), constant.scalar));
 }
 
-Status GraphRewriter::CopyOp(const OpNode& node) {
+Status GraphRewriter::CopyOp(const OpNode& node) { return CopyOp(node, node.outputs); }
+
+Status GraphRewriter::CopyOp(const OpNode& node, std::vector<TensorType> outputs) {
   std::vector<Argument> args;
   for (const Argument& arg : node.args) args.push_back(Map(arg));
   std::vector<NamedArgument> kwargs;
   for (const NamedArgument& kwarg : node.kwargs) kwargs.push_back({kwarg.name, Map(kwarg.argument)});
-  return Copied(node, builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), node.outputs));
+  return Copied(node, builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), std::move(outputs)));
 }
 
 Status GraphRewriter::Copied(const Value& old_value, Result<ValueId> added) {

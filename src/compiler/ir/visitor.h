@@ -60,6 +60,8 @@ class GraphRewriter {
   Argument Map(const Argument& argument) const;
   // Adds `node` unchanged but for its references and records it as its own replacement.
   Status CopyOp(const OpNode& node);
+  // The same with other output types (a layout chosen for them: strides), one per output.
+  Status CopyOp(const OpNode& node, std::vector<TensorType> outputs);
   // Records that `replacements[i]` stands for output i of the source graph's `old_value`.
   void Replace(const Value& old_value, std::vector<NodeRef> replacements);
 

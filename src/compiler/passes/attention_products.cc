@@ -208,15 +208,7 @@ class ProductSplitter : public ir::GraphRewriter {
   Status RewriteOp(const ir::OpNode& node) override {
     if (plan_.replaced.count(node.id)) return Status::Ok();  // made again per run at its split
     if (auto found = plan_.by_split.find(node.id); found != plan_.by_split.end()) return SplitAt(found->second);
-    if (auto found = plan_.retyped.find(node.id); found != plan_.retyped.end()) {
-      std::vector<ir::Argument> args;
-      for (const ir::Argument& arg : node.args) args.push_back(Map(arg));
-      std::vector<ir::NamedArgument> kwargs;
-      for (const ir::NamedArgument& named : node.kwargs) kwargs.push_back({named.name, Map(named.argument)});
-      ASSIGN_OR_RETURN(ir::ValueId id, builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), {found->second}));
-      Replace(node, {NodeRef{id, 0}});
-      return Status::Ok();
-    }
+    if (auto found = plan_.retyped.find(node.id); found != plan_.retyped.end()) return CopyOp(node, {found->second});
     return CopyOp(node);
   }
 

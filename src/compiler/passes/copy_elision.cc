@@ -408,22 +408,11 @@ class CopyElider : public ir::GraphRewriter {
     written_contiguous_.insert(at);
   }
 
-  // `node` added unchanged but for its one output's type, standing for the source's node.
-  Status AddRetyped(const ir::OpNode& node, ir::TensorType type) {
-    std::vector<ir::Argument> args;
-    for (const ir::Argument& arg : node.args) args.push_back(Map(arg));
-    std::vector<ir::NamedArgument> kwargs;
-    for (const ir::NamedArgument& kwarg : node.kwargs) kwargs.push_back({kwarg.name, Map(kwarg.argument)});
-    ASSIGN_OR_RETURN(ir::ValueId added, builder().AddOp(node.name, node.op, std::move(args), std::move(kwargs), {std::move(type)}));
-    Replace(node, {NodeRef{added, 0}});
-    return Status::Ok();
-  }
-
   // A node ChooseProductLayout retyped, added with its new type.
   std::optional<Status> Retyped(const ir::OpNode& node) {
     auto it = retyped_.find(node.id);
     if (it == retyped_.end()) return std::nullopt;
-    return AddRetyped(node, it->second);
+    return CopyOp(node, {it->second});
   }
 
   // Whether `node` is a pointwise result only a contiguous copy reads (WriteContiguous's case).
@@ -442,7 +431,7 @@ class CopyElider : public ir::GraphRewriter {
     if (!ToBeWrittenContiguous(node)) return std::nullopt;
     auto type = ir::TensorType::Contiguous(node.type().shape, node.type().dtype);
     if (!type.ok()) return std::nullopt;
-    if (!AddRetyped(node, *type).ok()) return std::nullopt;  // copied unchanged instead
+    if (!CopyOp(node, {*type}).ok()) return std::nullopt;  // copied unchanged instead
     written_contiguous_.insert(node.id);
     return Status::Ok();
   }

@@ -11,6 +11,7 @@
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/attention.h"
 #include "compiler/passes/attention_products.h"
+#include "compiler/passes/concatenation.h"
 #include "compiler/passes/copy_elision.h"
 #include "compiler/passes/dead_code.h"
 #include "compiler/passes/decompose.h"
@@ -31,7 +32,7 @@ struct NamedPass {
 const std::vector<NamedPass>& GraphPasses() {
   static const std::vector<NamedPass> passes = {
       {"recurrence", LowerRecurrence}, {"attention", FuseAttention}, {"attention_products", SplitAttentionProducts}, {"decompose", Decompose}, {"copies", ElideCopies},
-      {"epilogues", MoveEpiloguesIntoProducts}, {"dead_code", RemoveDeadCode}};
+      {"epilogues", MoveEpiloguesIntoProducts}, {"dead_code", RemoveDeadCode}, {"concatenations", ConcatenateInPlace}};
   return passes;
 }
 
@@ -42,7 +43,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string>& PassNames() {
-  static const std::vector<std::string> names = {"recurrence", "attention", "attention_products", "decompose", "copies", "epilogues", "dead_code", "fuse"};
+  static const std::vector<std::string> names = {"recurrence", "attention", "attention_products", "decompose", "copies", "epilogues", "dead_code", "concatenations", "fuse"};
   return names;
 }
 

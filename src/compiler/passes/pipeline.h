@@ -34,7 +34,7 @@ struct PipelineResult {
 };
 
 // The passes RunPipeline runs, in order: "recurrence", "attention", "attention_products",
-// "decompose", "copies", "epilogues", "dead_code", then "fuse" (fusion planning).
+// "decompose", "copies", "epilogues", "dead_code", "concatenations", then "fuse" (fusion planning).
 const std::vector<std::string>& PassNames();
 
 // InvalidArgument for an unknown name in `disabled`; Internal when a pass breaks the IR.

@@ -364,6 +364,31 @@ TEST(RelayoutEndToEndTest, PaddedRowsCompileForHopperWithSixteenWideSlicesForSho
                           R"(conv_convolution_relu_mul \[BLOCK_K=32 BLOCK_M=128 BLOCK_N=128[^\n]*: ok \([^\n]*, [1-9][0-9]* 16-byte global reads\))");
 }
 
+// Concatenations written in place: a dense block's growing cats views of one buffer that each
+// layer's convolution writes its slice of (the block's input copied in once), a fire module's and
+// an inception module's branches written into their slices, a part read elsewhere too copied in,
+// and two pointwise results of one kernel side by side along the last dim.
+TEST(ConcatenationEndToEndTest, PartsAreWrittenIntoTheirSlicesOfOneBuffer) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;  // the cats, now views and copies into the buffer
+  ExpectMatchesPyTorch("codegen/concatenations", ModelWriterOptions{},
+                       {"cat_2 = torch.empty((2, 18, 7, 5)", "convolution = cat_2.narrow(1, 6, 4)  # written in place",
+                        "cat_2.narrow(1, 0, 6).copy_(x)", "cat = cat_2.narrow(1, 0, 10)  # its leading slice",
+                        "cat_1 = cat_2.narrow(1, 0, 14)  # its leading slice", "relu_5 = cat_3.narrow(1, 5, 7)  # written in place",
+                        "convolution_8 = cat_4.narrow(1, 10, 3)  # written in place", "cat_5.narrow(1, 0, 13).copy_(tanh)",
+                        "relu_6 = cat_6.narrow(3, 5, 5)  # written in place", "# concatenation"},
+                       kTolerance, expected);
+}
+
+TEST(ConcatenationEndToEndTest, WithThePassDisabledEveryCatCopies) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  expected.disabled_passes = {"concatenations"};
+  expected.absent_fragments = {"cat_2.narrow(", "its leading slice", "# concatenation"};
+  ExpectMatchesPyTorch("codegen/concatenations", ModelWriterOptions{}, {"torch.ops.aten.cat.default([x, convolution], 1)"}, kTolerance,
+                       expected);
+}
+
 TEST(RelayoutEndToEndTest, ConvolutionWithAnEpilogue) {
   ExpectMatchesPyTorch("codegen/conv_flat_taps", RelayoutAlways(), {"_kf_channels_last[", "_kf_taps_outside["});
 }

@@ -82,6 +82,7 @@ TEST(PipelineTest, RunsEveryPassInOrderAndPlansTheLiveGraph) {
   EXPECT_EQ(result->passes[6].name, "dead_code");
   EXPECT_TRUE(result->passes[6].ran);
   EXPECT_EQ(result->passes[6].values_before - result->passes[6].values_after, 2);
+  EXPECT_EQ(result->passes[7].name, "concatenations");
   ASSERT_EQ(result->plan.groups.size(), 1u);  // neg and relu fused; the dead exps are gone
   EXPECT_EQ(result->plan.groups[0].nodes.size(), 2u);
 }
@@ -298,7 +299,7 @@ TEST(PipelineTest, CapturedMishIsMishAgain) {
 
 TEST(PipelineTest, DisabledPassesDoNotRun) {
   PipelineOptions options;
-  options.disabled = {"recurrence", "attention", "attention_products", "decompose", "copies", "epilogues", "dead_code", "fuse"};
+  options.disabled = {"recurrence", "attention", "attention_products", "decompose", "copies", "epilogues", "dead_code", "concatenations", "fuse"};
   auto result = RunPipeline(GraphWithDeadOps(), options);
   ASSERT_TRUE(result.ok());
   for (const PassRecord& pass : result->passes) EXPECT_FALSE(pass.ran) << pass.name;
@@ -314,7 +315,7 @@ TEST(PipelineTest, DumpKeepsTheIrAfterEachPass) {
   ASSERT_EQ(result->passes[6].name, "dead_code");
   EXPECT_NE(result->passes[6].dump.find("aten.relu.default"), std::string::npos);
   EXPECT_EQ(result->passes[6].dump.find("%exp2"), std::string::npos);
-  EXPECT_FALSE(result->passes[7].dump.empty());
+  EXPECT_FALSE(result->passes[8].dump.empty());
 }
 
 TEST(PipelineTest, UnknownPassNameIsAUserError) {
