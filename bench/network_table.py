@@ -4,7 +4,8 @@ torch.compile timed beside it, and the speedups; markdown on stdout, JSON with -
 
 With --base TABLE.json (an earlier --json table of the whole level), the tasks the run folder
 lacks keep that table's rows (their "run" says which table), so a level rerun in part gives a
-table of the whole level. --bench BENCH.json (a `kforge bench` summary whose run folder is gone)
+table of the whole level; --base repeats, the first table naming a task giving its row (newest
+first: the latest row of each task). --bench BENCH.json (a `kforge bench` summary whose run folder is gone)
 adds its tasks' rows where neither has them: timings and verdict, without the profile's columns.
 Each row keeps the GPU its report names ("gpu"); rows of several GPUs are listed after the table.
 A torch.compile whose graphs came from a compile cache ("compile_cached": a record from before each
@@ -14,7 +15,7 @@ named after the table, to be timed again.
 (accepted, fast_1 over eager and over torch.compile as shares of all tasks, geometric means over
 the accepted ones).
 
-  python3 bench/network_table.py bench/runs/kb3 [--json FILE] [--base TABLE.json] [--bench BENCH.json] [--summary]
+  python3 bench/network_table.py bench/runs/kb3 [--json FILE] [--base TABLE.json ...] [--bench BENCH.json] [--summary]
 """
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_folder")
     parser.add_argument("--json")
-    parser.add_argument("--base", help="an earlier --json table: its rows for the tasks the run folder lacks")
+    parser.add_argument("--base", action="append", default=[],
+                        help="an earlier --json table: its rows for the tasks still missing (repeatable, first wins)")
     parser.add_argument("--bench", action="append", default=[], help="a bench.json: its rows for the tasks still missing")
     parser.add_argument("--summary", action="store_true", help="print the level's summary line")
     args = parser.parse_args()
@@ -102,11 +104,11 @@ def main() -> int:
         with open(path, encoding="utf-8") as handle:
             have = {r["task"] for r in rows}
             rows += [dict(r, run=path) for r in map(bench_row, json.load(handle).get("tasks", [])) if r["task"] not in have]
-    if args.base:
-        with open(args.base, encoding="utf-8") as handle:
+    for path in args.base:
+        with open(path, encoding="utf-8") as handle:
             base = json.load(handle)
         have = {r["task"] for r in rows}
-        rows += [dict(r, run=r.get("run", args.base)) for r in base if r["task"] not in have]
+        rows += [dict(r, run=r.get("run", path)) for r in base if r["task"] not in have]
     rows.sort(key=task_order)
     print("| task | verdict | graph | launches | GPU time in kernels | time per call | eager | torch.compile | vs eager | vs torch.compile |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

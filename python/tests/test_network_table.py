@@ -46,6 +46,25 @@ def test_run_folder_rows_then_bench_rows_then_the_base_table(tmp_path):
     assert "kforge vs torch.compile 1.86x" in printed  # (2 * 4 * 1.5 * 1) ** (1 / 4)
 
 
+def test_repeated_base_tables_give_each_task_the_first_tables_row(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    def table(name, rows):
+        path = tmp_path / name
+        path.write_text(json.dumps([{"task": task, "verdict": "accepted", "graph_replay": None, "launches": None,
+                                     "kernels_ms": None, "call_ms": call, "eager_ms": 4.0, "compile_ms": 4.0,
+                                     "vs_eager": 4.0 / call, "vs_compile": 4.0 / call} for task, call in rows]))
+        return str(path)
+    newer = table("newer.json", [("5_AlexNet", 2.0)])
+    older = table("older.json", [("5_AlexNet", 4.0), ("1_MLP", 1.0)])
+    out = tmp_path / "table.json"
+    subprocess.run([sys.executable, SCRIPT, str(run), "--base", newer, "--base", older, "--json", str(out)], check=True,
+                   capture_output=True, text=True)
+    rows = {r["task"]: r for r in json.loads(out.read_text())}
+    assert rows["5_AlexNet"]["call_ms"] == 2.0 and rows["5_AlexNet"]["run"] == newer
+    assert rows["1_MLP"]["run"] == older
+
+
 def test_rows_of_several_gpus_are_named(tmp_path):
     run = tmp_path / "run"
     for name, gpu in (("28_VisionTransformer", "NVIDIA H100 80GB HBM3"), ("31_VisionAttention", "NVIDIA H200")):

@@ -380,6 +380,18 @@ TEST(ConcatenationEndToEndTest, PartsAreWrittenIntoTheirSlicesOfOneBuffer) {
                        kTolerance, expected);
 }
 
+// The same with every convolution relaying its input out first: the fire module's squeeze reads
+// the dense block's second cat (14 of the buffer's 18 channels) as padded rows, through the
+// buffer's image stride.
+TEST(ConcatenationEndToEndTest, RelaidConvolutionsReadTheLeadingSlices) {
+  PlanExpectations expected;
+  expected.copies_allowed = true;
+  ExpectMatchesPyTorch("codegen/concatenations", RelayoutAlways(),
+                       {"cat_1 = cat_2.narrow(1, 0, 14)  # its leading slice",
+                        "_kf_padded_channels_last[(triton.cdiv(2016, 1024),)](cat_1, conv_convolution_3_relu_3_x, 630, 35, 14,"},
+                       kTolerance, expected);
+}
+
 TEST(ConcatenationEndToEndTest, WithThePassDisabledEveryCatCopies) {
   PlanExpectations expected;
   expected.copies_allowed = true;
