@@ -33,10 +33,12 @@ std::optional<std::vector<std::string>> ConcatenationWriter::Allocation(const st
   auto slot = slots_.find(line.substr(0, equals));
   if (slot == slots_.end()) return std::nullopt;
   const auto [f, p] = slot->second;
-  if (filled_.count({f, p})) return std::nullopt;
   const passes::Concatenation& family = families_[f];
-  std::vector<std::string> lines = Buffer(f);
   const passes::Concatenation::Part& part = family.parts[p];
+  // Only an allocation in the slot's own layout: a kernel that stores the value at other offsets
+  // (a reduction's kept values, dense at their flat index) writes it apart, and it is copied in.
+  if (filled_.count({f, p}) || line != EmptyLike(slot->first, *graph_.TypeOf(part.value))) return std::nullopt;
+  std::vector<std::string> lines = Buffer(f);
   lines.push_back(fmt::format("{} = {}  # written in place", slot->first, Slice(family, part.offset, part.size)));
   filled_.insert({f, p});
   return lines;

@@ -2,8 +2,9 @@
 // (passes::Concatenation): each family's buffer allocated where it is first needed, each slot's
 // allocation made a view of its slice (its kernel then writes into the buffer), the other parts
 // copied into their slices once, and each member a view of the buffer's leading slice. A slot
-// whose allocation never came by (its group ran as a library call, or allocated elsewise) is
-// copied in like any other part, so the members hold the right values whatever wrote the slot.
+// whose allocation never comes by in its own layout (its group ran as a library call; a reduction
+// kernel allocates its kept values dense) is copied in like any other part, so the members hold
+// the right values whatever wrote the slot.
 #pragma once
 
 #include <map>
@@ -21,7 +22,8 @@ class ConcatenationWriter {
  public:
   explicit ConcatenationWriter(const ir::Graph& graph);
 
-  // The lines standing for the allocation `line` where it allocates a slot; nullopt otherwise.
+  // The lines standing for the allocation `line` where it allocates a slot in the slot's layout;
+  // nullopt otherwise.
   std::optional<std::vector<std::string>> Allocation(const std::string& line);
   bool IsMember(ir::ValueId id) const { return members_.count(id) > 0; }
   // The lines that make the member cat `op`; nullopt where `op` is no member.

@@ -391,7 +391,7 @@ class Writer {
         const bool views = std::all_of(group.nodes.begin(), group.nodes.end(), [&](ir::ValueId id) {
           return concatenations_->IsMember(id);
         });
-        out_.Line(views ? fmt::format("# concatenation {}: no copy", group.name)
+        out_.Line(views ? fmt::format("# concatenation {}: a view of its buffer", group.name)
                         : fmt::format("# {} {}{}", ToString(group.kind), group.name, why));
         for (ir::ValueId id : group.nodes) {
           const auto& op = graph_.value(id).As<ir::OpNode>();

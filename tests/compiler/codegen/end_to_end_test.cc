@@ -367,7 +367,8 @@ TEST(RelayoutEndToEndTest, PaddedRowsCompileForHopperWithSixteenWideSlicesForSho
 // Concatenations written in place: a dense block's growing cats views of one buffer that each
 // layer's convolution writes its slice of (the block's input copied in once), a fire module's and
 // an inception module's branches written into their slices, a part read elsewhere too copied in,
-// and two pointwise results of one kernel side by side along the last dim.
+// two pointwise results of one kernel side by side along the last dim, and two statistics a
+// reduction kernel computes (copied in: it stores them dense).
 TEST(ConcatenationEndToEndTest, PartsAreWrittenIntoTheirSlicesOfOneBuffer) {
   PlanExpectations expected;
   expected.copies_allowed = true;  // the cats, now views and copies into the buffer
@@ -376,7 +377,9 @@ TEST(ConcatenationEndToEndTest, PartsAreWrittenIntoTheirSlicesOfOneBuffer) {
                         "cat_2.narrow(1, 0, 6).copy_(x)", "cat = cat_2.narrow(1, 0, 10)  # its leading slice",
                         "cat_1 = cat_2.narrow(1, 0, 14)  # its leading slice", "relu_5 = cat_3.narrow(1, 5, 7)  # written in place",
                         "convolution_8 = cat_4.narrow(1, 10, 3)  # written in place", "cat_5.narrow(1, 0, 13).copy_(tanh)",
-                        "relu_6 = cat_6.narrow(3, 5, 5)  # written in place", "# concatenation"},
+                        "relu_6 = cat_7.narrow(3, 5, 5)  # written in place", "# concatenation cat_5: a view of its buffer",
+                        // Statistics a reduction kernel stores dense at their flat index: copied in.
+                        "mul_2 = torch.empty((2, 6, 1, 1)", "cat_6.narrow(1, 0, 6).copy_(mul_2)"},
                        kTolerance, expected);
 }
 

@@ -6,8 +6,8 @@ class Model(nn.Module):
     """Concatenations written in place: a dense block (each layer's output appended to a growing
     cat, every cat a leading slice of the last), a fire module (two ReLU'd expansions side by
     side) squeezing one of the block's leading slices, an inception module (a pooled branch among
-    them), a cat whose part is read elsewhere too (copied in), and a cat along the last dim of two
-    pointwise results of one kernel."""
+    them), a cat whose part is read elsewhere too (copied in), a cat along the last dim of two
+    pointwise results of one kernel, and one of two statistics a reduction kernel computes."""
 
     def __init__(self):
         super().__init__()
@@ -32,7 +32,8 @@ class Model(nn.Module):
         g = torch.cat([self.branch1x1(f), self.branch3x3(f), self.branch_pool(f)], 1)
         u = torch.tanh(g)
         w = torch.cat([u, g * 2.0], dim=-3) * u.mean() + cats[3].mean()
-        return torch.cat([torch.sigmoid(w), torch.relu(w)], dim=-1)
+        stats = torch.cat([x.mean((2, 3), keepdim=True) * 2.0, x.amax((2, 3), keepdim=True) + 1.0], 1)
+        return torch.cat([torch.sigmoid(w), torch.relu(w)], dim=-1), stats
 
 
 def get_inputs():
