@@ -11,7 +11,8 @@ ConcatenationWriter::ConcatenationWriter(const ir::Graph& graph)
   for (size_t f = 0; f < families_.size(); ++f) {
     for (ir::ValueId member : families_[f].members) members_[member] = f;
     for (size_t p = 0; p < families_[f].parts.size(); ++p) {
-      if (families_[f].parts[p].slot) slots_[VarName(graph_, families_[f].parts[p].value)] = {f, p};
+      const ir::NodeRef value = families_[f].parts[p].value;
+      if (families_[f].parts[p].slot) slots_[EmptyLike(VarName(graph_, value), *graph_.TypeOf(value))] = {f, p};
     }
   }
 }
@@ -28,19 +29,16 @@ std::string ConcatenationWriter::Slice(const passes::Concatenation& family, int6
 }
 
 std::optional<std::vector<std::string>> ConcatenationWriter::Allocation(const std::string& line) {
-  const size_t equals = line.find(" = torch.empty");
-  if (equals == std::string::npos) return std::nullopt;
-  auto slot = slots_.find(line.substr(0, equals));
+  // Only an allocation in the slot's own layout: a kernel that stores the value at other offsets
+  // (a reduction's kept values, dense at their flat index) allocates it otherwise, and it is copied in.
+  auto slot = slots_.find(line);
   if (slot == slots_.end()) return std::nullopt;
   const auto [f, p] = slot->second;
+  if (!filled_.insert({f, p}).second) return std::nullopt;
   const passes::Concatenation& family = families_[f];
   const passes::Concatenation::Part& part = family.parts[p];
-  // Only an allocation in the slot's own layout: a kernel that stores the value at other offsets
-  // (a reduction's kept values, dense at their flat index) writes it apart, and it is copied in.
-  if (filled_.count({f, p}) || line != EmptyLike(slot->first, *graph_.TypeOf(part.value))) return std::nullopt;
   std::vector<std::string> lines = Buffer(f);
-  lines.push_back(fmt::format("{} = {}  # written in place", slot->first, Slice(family, part.offset, part.size)));
-  filled_.insert({f, p});
+  lines.push_back(fmt::format("{} = {}  # written in place", VarName(graph_, part.value), Slice(family, part.offset, part.size)));
   return lines;
 }
 

@@ -36,7 +36,7 @@ class ConcatenationWriter {
 
   const ir::Graph& graph_;
   std::vector<passes::Concatenation> families_;
-  std::map<std::string, std::pair<size_t, size_t>> slots_;  // a slot's variable -> (family, part)
+  std::map<std::string, std::pair<size_t, size_t>> slots_;  // a slot's allocation in its layout -> (family, part)
   std::map<ir::ValueId, size_t> members_;                   // member id -> family
   std::set<size_t> allocated_;                              // families whose buffer exists
   std::set<std::pair<size_t, size_t>> filled_;              // (family, part) in the buffer by now
