@@ -323,7 +323,6 @@ class EpilogueMover : public ir::GraphRewriter {
     return true;
   }
 
-
   // What a chain of views leads back to (the anchor): a matmul; a pointwise op over the matmul's
   // shape that reads it (an epilogue the planner already joins to it, such as a bias); or an op
   // this pass moved into a matmul's shape (a GELU's later ops reading its earlier ones).
